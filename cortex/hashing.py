@@ -1,0 +1,37 @@
+"""Object ids: 32-byte blake3 digests."""
+
+from __future__ import annotations
+
+import blake3
+
+OID_SIZE = 32
+
+
+class Oid(bytes):
+    """A 32-byte blake3 digest naming an object; prints as hex."""
+
+    def __new__(cls, digest: bytes):
+        if len(digest) != OID_SIZE:
+            raise ValueError(f"an oid is {OID_SIZE} bytes, got {len(digest)}")
+        return super().__new__(cls, digest)
+
+    @classmethod
+    def from_hex(cls, text: str) -> "Oid":
+        """Parse the 64-character hex form."""
+        return cls(bytes.fromhex(text))
+
+    def __str__(self) -> str:
+        return self.hex()
+
+    def __repr__(self) -> str:
+        return f"Oid({self.hex()[:12]})"
+
+
+def hash_bytes(data: bytes) -> Oid:
+    """The oid of a byte string."""
+    return Oid(blake3.blake3(data).digest())
+
+
+def hash_text(text: str) -> Oid:
+    """The oid of a text's UTF-8 bytes (used as a cache key for derived data)."""
+    return hash_bytes(text.encode("utf-8"))

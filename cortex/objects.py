@@ -1,0 +1,170 @@
+"""Immutable object kinds: headline, document, tree, snapshot.
+
+An object's oid is the blake3 of its canonical encoding; it is derived, never stored
+beside the object. Children are referenced by oid, so a change to a headline changes
+the oid of every ancestor up to the root and nothing else (a Merkle tree).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from functools import cached_property
+from typing import ClassVar
+
+from .codec import decode_object, encode_object
+from .errors import FormatError
+from .hashing import Oid, hash_bytes
+
+Pairs = tuple[tuple[str, str], ...]
+
+
+class OrgObject:
+    """Shared behaviour: canonical encoding, oid, decoding by kind."""
+
+    kind: ClassVar[str]
+    _kinds: ClassVar[dict[str, type["OrgObject"]]] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        OrgObject._kinds[cls.kind] = cls
+
+    def to_fields(self) -> dict:
+        """The object's fields as plain data (oids as bytes)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @cached_property
+    def encoded(self) -> bytes:
+        """The canonical encoding, the only thing the oid depends on."""
+        return encode_object(self.kind, self.to_fields())
+
+    @cached_property
+    def oid(self) -> Oid:
+        """This object's name: blake3 of its canonical encoding."""
+        return hash_bytes(self.encoded)
+
+    @classmethod
+    def from_fields(cls, data: dict) -> "OrgObject":
+        return cls(**data)
+
+
+@dataclass(frozen=True, eq=True)
+class Headline(OrgObject):
+    """One headline: parsed fields, the raw text of its own section, child oids.
+
+    `raw` holds the headline line and its section up to the first child, byte for
+    byte (line endings included), so rendering reproduces the source exactly.
+    """
+
+    kind: ClassVar[str] = "headline"
+    level: int
+    title: str
+    raw: str
+    todo: str | None = None
+    priority: str | None = None
+    tags: tuple[str, ...] = ()
+    properties: Pairs = ()
+    planning: Pairs = ()
+    children: tuple[Oid, ...] = ()
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        """The first value of a property (names compare case-insensitively, as in Org)."""
+        upper = name.upper()
+        for key, value in self.properties:
+            if key.upper() == upper:
+                return value
+        return default
+
+    @property
+    def id(self) -> str | None:
+        """The org-id (`:ID:` property), if any."""
+        return self.get("ID")
+
+    @classmethod
+    def from_fields(cls, data: dict) -> "Headline":
+        return cls(
+            level=data["level"],
+            title=data["title"],
+            raw=data["raw"],
+            todo=data["todo"],
+            priority=data["priority"],
+            tags=tuple(data["tags"]),
+            properties=tuple(tuple(p) for p in data["properties"]),
+            planning=tuple(tuple(p) for p in data["planning"]),
+            children=tuple(Oid(c) for c in data["children"]),
+        )
+
+
+@dataclass(frozen=True, eq=True)
+class Document(OrgObject):
+    """One Org file's content: the text before the first headline, TODO setup, children.
+
+    A document does not know its path; a tree names it.
+    """
+
+    kind: ClassVar[str] = "document"
+    preamble: str = ""
+    todo_keywords: tuple[str, ...] = ("TODO",)
+    done_keywords: tuple[str, ...] = ("DONE",)
+    children: tuple[Oid, ...] = ()
+
+    @classmethod
+    def from_fields(cls, data: dict) -> "Document":
+        return cls(
+            preamble=data["preamble"],
+            todo_keywords=tuple(data["todo_keywords"]),
+            done_keywords=tuple(data["done_keywords"]),
+            children=tuple(Oid(c) for c in data["children"]),
+        )
+
+
+@dataclass(frozen=True, eq=True)
+class Tree(OrgObject):
+    """A set of files: relative POSIX path -> document oid (like a git tree)."""
+
+    kind: ClassVar[str] = "tree"
+    entries: dict[str, Oid] = field(default_factory=dict)
+
+    def __hash__(self):
+        return hash(self.oid)
+
+    @classmethod
+    def from_fields(cls, data: dict) -> "Tree":
+        return cls(entries={path: Oid(oid) for path, oid in data["entries"].items()})
+
+
+@dataclass(frozen=True, eq=True)
+class Snapshot(OrgObject):
+    """A recorded state: root tree, parent snapshot, time (unix ns), message, counts."""
+
+    kind: ClassVar[str] = "snapshot"
+    root: Oid
+    parent: Oid | None
+    time_ns: int
+    message: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def __hash__(self):
+        return hash(self.oid)
+
+    @classmethod
+    def from_fields(cls, data: dict) -> "Snapshot":
+        parent = data["parent"]
+        return cls(
+            root=Oid(data["root"]),
+            parent=None if parent is None else Oid(parent),
+            time_ns=data["time_ns"],
+            message=data["message"],
+            counts=dict(data["counts"]),
+        )
+
+
+def decode(data: bytes) -> OrgObject:
+    """Rebuild an object from its canonical encoding."""
+    kind, fields_ = decode_object(data)
+    cls = OrgObject._kinds.get(kind)
+    if cls is None:
+        raise FormatError(f"unknown object kind {kind!r}")
+    return cls.from_fields(fields_)
+
+
+EMPTY_TREE = Tree()
