@@ -1,0 +1,295 @@
+"""The store: objects, refs with a reflog, and named tables, over a key-value engine.
+
+An engine offers byte tables with transactions; `ObjectStore`, `RefStore` and `Table`
+are written once on top of it, so every backend behaves the same by construction and
+the contract suite (`cortex.backends.contract`) checks what differs: durability,
+isolation and atomicity.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import TypeVar
+
+from ..codec import FORMAT_VERSION, decode, encode
+from ..errors import ChecksumMismatch, FormatError, NotFound, RefConflict
+from ..hashing import OID_SIZE, Oid, hash_bytes
+from ..objects import OrgObject
+from ..objects import decode as decode_object
+
+T = TypeVar("T")
+
+OBJECTS, REFS, REFLOG, META, TABLES = "objects", "refs", "reflog", "meta", "tables"
+ENGINE_TABLES = (OBJECTS, REFS, REFLOG, META, TABLES)
+
+
+class Engine(ABC):
+    """Named byte tables with atomic, isolated transactions."""
+
+    @abstractmethod
+    def get(self, table: str, key: bytes) -> bytes | None:
+        """The value under `key`, or None."""
+
+    @abstractmethod
+    def put(self, table: str, key: bytes, value: bytes) -> None:
+        """Write `key`; inside `transact` it commits with the rest."""
+
+    @abstractmethod
+    def delete(self, table: str, key: bytes) -> bool:
+        """Remove `key`; True if it was there."""
+
+    @abstractmethod
+    def scan(self, table: str, prefix: bytes = b"") -> Iterator[tuple[bytes, bytes]]:
+        """Key-ordered (key, value) pairs whose key starts with `prefix`."""
+
+    @abstractmethod
+    def count(self, table: str) -> int:
+        """Number of keys in a table."""
+
+    @abstractmethod
+    def transact(self, fn: Callable[[], T]) -> T:
+        """Run `fn` in one write transaction: all of its writes land, or none do."""
+
+    @abstractmethod
+    def reading(self) -> AbstractContextManager:
+        """Pin one consistent view for every read in the block."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the engine; idempotent."""
+
+    def size_bytes(self) -> int:
+        """Bytes the engine occupies (0 when not on disk)."""
+        return 0
+
+
+class ObjectStore:
+    """Immutable objects by oid: `oid in s`, `s[oid]`, `add`, `add_many`."""
+
+    def __init__(self, engine: Engine):
+        self._engine = engine
+
+    def __contains__(self, oid: bytes) -> bool:
+        return self._engine.get(OBJECTS, oid) is not None
+
+    def __getitem__(self, oid: bytes) -> OrgObject:
+        return decode_object(self.raw(oid))
+
+    def get(self, oid: bytes) -> OrgObject | None:
+        """The object named `oid`, or None."""
+        data = self._engine.get(OBJECTS, oid)
+        return None if data is None else decode_object(data)
+
+    def raw(self, oid: bytes) -> bytes:
+        """The encoded bytes of an object, verified against its oid."""
+        data = self._engine.get(OBJECTS, oid)
+        if data is None:
+            raise NotFound(f"no object {bytes(oid).hex()}")
+        found = hash_bytes(data)
+        if found != oid:
+            raise ChecksumMismatch(bytes(oid).hex(), found.hex())
+        return data
+
+    def add(self, obj: OrgObject) -> Oid:
+        """Store one object (a no-op when present); return its oid."""
+        self.add_many([obj])
+        return obj.oid
+
+    def add_many(self, objs: Iterable[OrgObject]) -> int:
+        """Store objects in one transaction; return how many were new."""
+        pending = {obj.oid: obj.encoded for obj in objs}
+        return self.add_raw(pending.items())
+
+    def add_raw(self, items: Iterable[tuple[bytes, bytes]]) -> int:
+        """Store already-encoded objects (oid, bytes) in one transaction; return how many were new."""
+        items = list(items)
+
+        def write() -> int:
+            new = 0
+            for oid, data in items:
+                if self._engine.get(OBJECTS, oid) is None:
+                    self._engine.put(OBJECTS, oid, data)
+                    new += 1
+            return new
+
+        return self._engine.transact(write)
+
+    def delete_many(self, oids: Iterable[bytes]) -> int:
+        """Remove objects (used by gc); return how many were removed."""
+        oids = list(oids)
+        return self._engine.transact(lambda: sum(self._engine.delete(OBJECTS, o) for o in oids))
+
+    def __iter__(self) -> Iterator[Oid]:
+        return (Oid(key) for key, _ in self._engine.scan(OBJECTS))
+
+    def items_raw(self) -> Iterator[tuple[Oid, bytes]]:
+        """Every (oid, encoded bytes) pair, unverified (fsck verifies)."""
+        return ((Oid(key), value) for key, value in self._engine.scan(OBJECTS))
+
+    def __len__(self) -> int:
+        return self._engine.count(OBJECTS)
+
+
+@dataclass(frozen=True)
+class RefLogEntry:
+    """One move of a ref: from `old` to `new` at `time_ns`, and why."""
+
+    name: str
+    old: Oid | None
+    new: Oid | None
+    time_ns: int
+    message: str
+
+
+class RefStore:
+    """Named pointers to oids that move only by compare-and-swap; every move is logged."""
+
+    def __init__(self, engine: Engine):
+        self._engine = engine
+
+    def get(self, name: str) -> Oid | None:
+        """Where `name` points, or None."""
+        value = self._engine.get(REFS, name.encode())
+        return None if value is None else Oid(value)
+
+    def set_if_equals(self, name: str, new: bytes | None, expected: bytes | None, message: str = "") -> None:
+        """Move `name` from `expected` to `new` atomically, or raise RefConflict."""
+
+        def move() -> None:
+            actual = self.get(name)
+            if actual != expected:
+                raise RefConflict(name, _as_oid(expected), actual)
+            if new is None:
+                self._engine.delete(REFS, name.encode())
+            else:
+                self._engine.put(REFS, name.encode(), bytes(new))
+            self._log(RefLogEntry(name, actual, _as_oid(new), time.time_ns(), message))
+
+        self._engine.transact(move)
+
+    def _log(self, entry: RefLogEntry) -> None:
+        prefix = entry.name.encode() + b"\0"
+        seq = self._next_seq(prefix)
+        record = [entry.old and bytes(entry.old), entry.new and bytes(entry.new), entry.time_ns, entry.message]
+        self._engine.put(REFLOG, prefix + struct.pack(">Q", seq), encode(record))
+
+    def _next_seq(self, prefix: bytes) -> int:
+        counter = b"seq\0" + prefix
+        current = self._engine.get(META, counter)
+        seq = 0 if current is None else struct.unpack(">Q", current)[0] + 1
+        self._engine.put(META, counter, struct.pack(">Q", seq))
+        return seq
+
+    def reflog(self, name: str) -> list[RefLogEntry]:
+        """Every move of `name`, oldest first."""
+        entries = []
+        for _, value in self._engine.scan(REFLOG, name.encode() + b"\0"):
+            old, new, time_ns, message = decode(value)
+            entries.append(RefLogEntry(name, _as_oid(old), _as_oid(new), time_ns, message))
+        return entries
+
+    def names(self) -> list[str]:
+        """Every ref name, sorted."""
+        return [key.decode() for key, _ in self._engine.scan(REFS)]
+
+    def reflog_oids(self) -> Iterator[Oid]:
+        """Every oid any reflog entry mentions (gc keeps what they reach)."""
+        for _, value in self._engine.scan(REFLOG):
+            old, new, _, _ = decode(value)
+            for oid in (old, new):
+                if oid is not None:
+                    yield Oid(oid)
+
+
+class Table(MutableMapping):
+    """A named bytes -> bytes table for derived data (ingest state, caches, logs)."""
+
+    def __init__(self, engine: Engine, name: str):
+        if "\0" in name:
+            raise ValueError("table names cannot contain NUL")
+        self._engine = engine
+        self._prefix = name.encode() + b"\0"
+
+    def __getitem__(self, key: bytes) -> bytes:
+        value = self._engine.get(TABLES, self._prefix + key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key: bytes, value: bytes) -> None:
+        self._engine.transact(lambda: self._engine.put(TABLES, self._prefix + key, value))
+
+    def __delitem__(self, key: bytes) -> None:
+        if not self._engine.transact(lambda: self._engine.delete(TABLES, self._prefix + key)):
+            raise KeyError(key)
+
+    def items(self, prefix: bytes = b""):  # type: ignore[override]
+        """(key, value) pairs in key order, optionally under a key prefix."""
+        start = len(self._prefix)
+        return [(k[start:], v) for k, v in self._engine.scan(TABLES, self._prefix + prefix)]
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter([key for key, _ in self.items()])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self._engine.scan(TABLES, self._prefix))
+
+    def clear(self) -> None:
+        keys = [self._prefix + k for k in self]
+        self._engine.transact(lambda: [self._engine.delete(TABLES, k) for k in keys])
+
+
+class Store:
+    """One store: objects, refs and tables sharing an engine and its transactions."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.objects = ObjectStore(engine)
+        self.refs = RefStore(engine)
+        self._check_format()
+
+    def _check_format(self) -> None:
+        stored = self.engine.get(META, b"format")
+        if stored is None:
+            self.engine.transact(lambda: self.engine.put(META, b"format", encode(FORMAT_VERSION)))
+        elif decode(stored) > FORMAT_VERSION:
+            self.close()
+            raise FormatError(
+                f"this store was written by cortex format {decode(stored)}; this version reads up to "
+                f"{FORMAT_VERSION}: upgrade cortex to open it"
+            )
+
+    def table(self, name: str) -> Table:
+        """The named table (created on first write)."""
+        return Table(self.engine, name)
+
+    def transact(self, fn: Callable[[], T]) -> T:
+        """Run `fn` in one write transaction across objects, refs and tables."""
+        return self.engine.transact(fn)
+
+    def reading(self) -> AbstractContextManager:
+        """A consistent view for every read in the block."""
+        return self.engine.reading()
+
+    def close(self) -> None:
+        """Close the store; idempotent."""
+        self.engine.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _as_oid(value: bytes | None) -> Oid | None:
+    if value is None:
+        return None
+    if len(value) != OID_SIZE:
+        raise ValueError("not an oid")
+    return value if isinstance(value, Oid) else Oid(value)
