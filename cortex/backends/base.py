@@ -69,21 +69,37 @@ class Engine(ABC):
 
 
 class ObjectStore:
-    """Immutable objects by oid: `oid in s`, `s[oid]`, `add`, `add_many`."""
+    """Immutable objects by oid: `oid in s`, `s[oid]`, `add`, `add_many`.
+
+    Decoded objects are cached: they never change, so a cached one is always right.
+    """
+
+    CACHE_SIZE = 200_000
 
     def __init__(self, engine: Engine):
         self._engine = engine
+        self._cache: dict[bytes, OrgObject] = {}
 
     def __contains__(self, oid: bytes) -> bool:
         return self._engine.get(OBJECTS, oid) is not None
 
     def __getitem__(self, oid: bytes) -> OrgObject:
-        return decode_object(self.raw(oid))
+        obj = self._cache.get(oid)
+        if obj is None:
+            data = self.raw(oid)
+            obj = decode_object(data)
+            obj.__dict__.update(encoded=data, oid=Oid(oid))  # primes the cached properties
+            if len(self._cache) >= self.CACHE_SIZE:
+                self._cache.clear()
+            self._cache[bytes(oid)] = obj
+        return obj
 
     def get(self, oid: bytes) -> OrgObject | None:
         """The object named `oid`, or None."""
-        data = self._engine.get(OBJECTS, oid)
-        return None if data is None else decode_object(data)
+        try:
+            return self[oid]
+        except NotFound:
+            return None
 
     def raw(self, oid: bytes) -> bytes:
         """The encoded bytes of an object, verified against its oid."""
@@ -122,6 +138,8 @@ class ObjectStore:
     def delete_many(self, oids: Iterable[bytes]) -> int:
         """Remove objects (used by gc); return how many were removed."""
         oids = list(oids)
+        for oid in oids:
+            self._cache.pop(bytes(oid), None)
         return self._engine.transact(lambda: sum(self._engine.delete(OBJECTS, o) for o in oids))
 
     def __iter__(self) -> Iterator[Oid]:
@@ -185,13 +203,22 @@ class RefStore:
         self._engine.put(META, counter, struct.pack(">Q", seq))
         return seq
 
+    def expire(self, name: str, keep: Callable[[RefLogEntry], bool]) -> int:
+        """Drop reflog entries of `name` that `keep` rejects; return how many went."""
+
+        def prune() -> int:
+            prefix = name.encode() + b"\0"
+            dropped = [key for key, value in self._engine.scan(REFLOG, prefix)
+                       if not keep(RefLogEntry(name, *_entry(value)))]
+            for key in dropped:
+                self._engine.delete(REFLOG, key)
+            return len(dropped)
+
+        return self._engine.transact(prune)
+
     def reflog(self, name: str) -> list[RefLogEntry]:
         """Every move of `name`, oldest first."""
-        entries = []
-        for _, value in self._engine.scan(REFLOG, name.encode() + b"\0"):
-            old, new, time_ns, message = decode(value)
-            entries.append(RefLogEntry(name, _as_oid(old), _as_oid(new), time_ns, message))
-        return entries
+        return [RefLogEntry(name, *_entry(value)) for _, value in self._engine.scan(REFLOG, name.encode() + b"\0")]
 
     def names(self) -> list[str]:
         """Every ref name, sorted."""
@@ -200,10 +227,8 @@ class RefStore:
     def reflog_oids(self) -> Iterator[Oid]:
         """Every oid any reflog entry mentions (gc keeps what they reach)."""
         for _, value in self._engine.scan(REFLOG):
-            old, new, _, _ = decode(value)
-            for oid in (old, new):
-                if oid is not None:
-                    yield Oid(oid)
+            old, new, _, _ = _entry(value)
+            yield from (oid for oid in (old, new) if oid is not None)
 
 
 class Table(MutableMapping):
@@ -285,6 +310,11 @@ class Store:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _entry(value: bytes) -> tuple:
+    old, new, time_ns, message = decode(value)
+    return _as_oid(old), _as_oid(new), time_ns, message
 
 
 def _as_oid(value: bytes | None) -> Oid | None:

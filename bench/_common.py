@@ -1,0 +1,41 @@
+"""Helpers shared by the benchmarks: the corpus, timing, and ratio lines."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus"
+sys.path.insert(0, str(REPO))
+
+
+def corpus_files() -> list[Path]:
+    """Every Org file of the shared corpus, or exit with a message when it is absent."""
+    if not CORPUS.is_dir():
+        sys.exit(f"the corpus is not at {CORPUS}")
+    return sorted(p for p in CORPUS.rglob("*.org") if "oracle" not in p.parts)
+
+
+def best_of(fn, repeat: int = 3) -> float:
+    """The fastest of `repeat` runs of `fn`, in seconds."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    """p50 and p95 of a list of seconds, in milliseconds."""
+    ordered = sorted(samples)
+    return statistics.median(ordered) * 1e3, ordered[int(len(ordered) * 0.95) - 1] * 1e3
+
+
+def report(name: str, value: float, baseline: float, unit: str = "s", target: str = "") -> None:
+    """Print one measurement with its ratio to the baseline measured in the same run."""
+    ratio = value / baseline if baseline else float("inf")
+    print(f"{name:58} {value:10.4f} {unit}  ratio {ratio:8.3f}  {target}")

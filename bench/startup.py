@@ -1,0 +1,93 @@
+"""Start-up of the REPL against plain `hy -c 1`, measured in the same run.
+
+    python bench/startup.py [--runs N]
+
+Prints the median wall time of:
+  hy -c 1                                   the baseline
+  python -m cortex.repl -e '(+ 1 1)'        non-interactive evaluation (`cortex eval`)
+  prompt ready                              the interactive REPL in a pseudo-terminal, from exec
+                                            until the prompt is drawn, on a copy of org/
+  ingested                                  ... until the start-up ingest line is shown
+and each one's ratio to the baseline (the target is 2x for the prompt).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pty
+import select
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+
+
+def timed(argv: list[str]) -> float:
+    """Seconds to run a command to completion."""
+    started = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=ENV)
+    return time.perf_counter() - started
+
+
+def interactive(store: Path, org: Path) -> tuple[float, float]:
+    """Seconds until the prompt is drawn and until the ingest line appears, in a pseudo-terminal."""
+    argv = [sys.executable, "-m", "cortex.repl", "--store", str(store), str(org)]
+    started = time.perf_counter()
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(argv[0], argv, ENV)
+    seen, prompt_at, ingested_at = b"", None, None
+    deadline = started + 30
+    try:
+        while (prompt_at is None or ingested_at is None) and time.perf_counter() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.05)
+            if ready:
+                seen += os.read(fd, 65536)
+                now = time.perf_counter() - started
+                if prompt_at is None and b"cortex=>" in seen:
+                    prompt_at = now
+                if ingested_at is None and b"ingested" in seen:
+                    ingested_at = now
+        os.write(fd, b"\x04")
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    if prompt_at is None or ingested_at is None:
+        raise RuntimeError(f"the REPL did not come up: {seen[-500:]!r}")
+    return prompt_at, ingested_at
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="cortex-startup-"))
+    try:
+        shutil.copytree(REPO / "org", work / "org")
+        interactive(work / "store", work / "org")  # the first run creates the store; later ones re-open it
+        results: dict[str, list[float]] = {"hy -c 1": [], "eval (+ 1 1)": [], "prompt ready": [], "ingested": []}
+        for _ in range(args.runs):  # interleaved, so machine noise hits every measurement alike
+            results["hy -c 1"].append(timed([str(BIN / "hy"), "-c", "1"]))
+            results["eval (+ 1 1)"].append(timed([sys.executable, "-m", "cortex.repl", "-e", "(+ 1 1)"]))
+            prompt, ingested = interactive(work / "store", work / "org")
+            results["prompt ready"].append(prompt)
+            results["ingested"].append(ingested)
+    finally:
+        shutil.rmtree(work)
+    baseline = statistics.median(results["hy -c 1"])
+    print(f"{'':16}{'median s':>10}{'vs hy -c 1':>12}   ({args.runs} runs each)")
+    for name, times in results.items():
+        median = statistics.median(times)
+        print(f"{name:16}{median:10.3f}{median / baseline:11.2f}x")
+
+
+if __name__ == "__main__":
+    main()

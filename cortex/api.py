@@ -1,0 +1,194 @@
+"""The one public surface: the CLI, the REPL, notebooks and users' code all go through here.
+
+    import cortex.api as cx
+    with cx.open("snapshots", "org") as c:
+        c.ingest()
+        c.snapshot("first")
+        print(c.find(todo="TODO"))
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from functools import cached_property
+from pathlib import Path
+
+from . import history, ingest as ingesting, query
+from .backends import Store, open_store
+from .errors import NotFound, UserError
+from .objects import Headline, Snapshot, Tree
+
+CONFIG = "config"
+ORG_ROOT_KEY = b"org_root"
+
+
+def default_store_path() -> Path:
+    """`CORTEX_STORE`, else `snapshots/` when run from the repository, else the per-user data folder."""
+    if os.environ.get("CORTEX_STORE"):
+        return Path(os.environ["CORTEX_STORE"])
+    if Path("snapshots").is_dir() and Path("org").is_dir():
+        return Path("snapshots")
+    data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data_home) / "cortex" / "store"
+
+
+def open(store: str | os.PathLike | None = None, org_root: str | os.PathLike | None = None,
+         in_memory: bool = False) -> "Cortex":  # noqa: A001 - mirrors builtins.open on purpose
+    """Open a store (default: `default_store_path()`) tracking an Org folder (default: the one it tracked, else `org/`)."""
+    backend = open_store(None if in_memory else (store or default_store_path()))
+    try:
+        return Cortex(backend, org_root)
+    except BaseException:
+        backend.close()
+        raise
+
+
+class Cortex:
+    """An open store and the Org folder it tracks."""
+
+    def __init__(self, store: Store, org_root: str | os.PathLike | None = None):
+        self.store = store
+        self.root = self._settle_root(org_root)
+
+    def _settle_root(self, requested) -> Path:
+        config = self.store.table(CONFIG)
+        recorded = config.get(ORG_ROOT_KEY)
+        if requested is None:
+            return Path(recorded.decode()) if recorded else Path(os.path.abspath("org"))
+        root = Path(os.path.abspath(requested))
+        if recorded and Path(recorded.decode()) != root and self.store.refs.get(ingesting.WORKING):
+            raise UserError(
+                f"this store tracks the Org folder {recorded.decode()}, not {root}; "
+                "use another --store for another folder")
+        if recorded != str(root).encode():
+            config[ORG_ROOT_KEY] = str(root).encode()
+        return root
+
+    # --- the store itself ---------------------------------------------------------------
+
+    def ingest(self, path: str | os.PathLike | None = None, progress=None) -> ingesting.IngestReport:
+        """Ingest an Org file or folder (default: the whole Org root), incrementally.
+
+        The first ingest of a folder makes it the Org root this store tracks.
+        """
+        if path is not None and Path(path).is_dir() and self.store.refs.get(ingesting.WORKING) is None:
+            self.root = self._settle_root(path)
+        return ingesting.ingest(self.store, self.root, None if path is None else Path(path), progress)
+
+    def working(self) -> Tree:
+        """The tree of the working state."""
+        return ingesting.working_tree(self.store)
+
+    def state(self, ref: str | int | None = None) -> Tree:
+        """The tree of a snapshot reference, or of the working state when `ref` is None."""
+        return history.tree_of(self.store, ref)
+
+    def headlines(self, ref: str | int | None = None) -> list[query.Node]:
+        """Every headline of a state, in file and document order."""
+        return list(query.walk(self.store, self.state(ref)))
+
+    def lookup(self, org_id: str, ref: str | int | None = None) -> query.Node:
+        """The headline with this :ID:."""
+        return query.lookup(self.store, self.state(ref), org_id)
+
+    def find(self, *, todo=None, tag=None, prop=None, text=None, ref=None) -> list[query.Node]:
+        """Headlines by TODO keyword, tag, property (NAME or (NAME, VALUE)) and title text."""
+        if isinstance(prop, str):
+            name, _, value = prop.partition("=")
+            prop = (name, value or None)
+        return query.find(self.store, self.state(ref), todo=todo, tag=tag, prop=prop, text=text)
+
+    def show(self, target) -> str:
+        """Org text of a node, a headline, an :ID:, or a file path."""
+        if isinstance(target, (query.Node, Headline)):
+            return query.show(self.store, target)
+        tree = self.working()
+        if str(target) in tree.entries:
+            return query.render_file(self.store, tree, str(target))
+        return query.show(self.store, self.lookup(str(target)))
+
+    def outline(self, path: str | None = None) -> list[query.Node]:
+        """The headlines of one file, or of every file."""
+        tree = self.working()
+        if path is not None and path not in tree.entries:
+            raise NotFound(f"{path}: not in the working state")
+        return list(query.walk(self.store, tree, None if path is None else [path]))
+
+    def stats(self) -> dict[str, int]:
+        """Files, headlines, ids, objects, refs, snapshots and bytes."""
+        return {**query.stats(self.store, self.working()), "snapshots": len(history.snapshots(self.store))}
+
+    def fsck(self) -> list[query.FsckProblem]:
+        """Re-hash every object; list damage (empty when the store is sound)."""
+        return query.fsck(self.store)
+
+    # --- history -----------------------------------------------------------------------
+
+    def snapshot(self, message: str = "") -> Snapshot:
+        """Record the working state (O(1)) and move HEAD to it."""
+        return history.snapshot(self.store, message)
+
+    def snapshots(self) -> list[Snapshot]:
+        """Kept snapshots, most recent first."""
+        return history.snapshots(self.store)
+
+    def resolve(self, ref: str | int) -> Snapshot:
+        """A snapshot by oid, prefix, HEAD, HEAD~N, HEAD@{N} or position."""
+        return history.resolve(self.store, ref)
+
+    def rollback(self, ref: str | int, *, keep: bool = False, force: bool = False) -> history.RollbackReport:
+        """Return the working state, HEAD and the Org files to a snapshot."""
+        return history.rollback(self.store, self.root, ref, keep=keep, force=force)
+
+    def diff(self, a: str | int | None = "HEAD", b: str | int | None = None) -> list[history.Change]:
+        """Headline changes from state `a` (default HEAD) to `b` (default: the working state)."""
+        old = self.state(a) if (a is not None and self.snapshots()) else Tree()
+        return history.diff(self.store, old, self.state(b))
+
+    def log(self, limit: int | None = None) -> list[history.LogEntry]:
+        """Snapshots, newest first, with what changed in each."""
+        return history.log(self.store, limit)
+
+    def history(self, org_id: str) -> list[history.Version]:
+        """Versions of one headline across snapshots."""
+        return history.headline_history(self.store, org_id)
+
+    def gc(self, keep_last: int | None = 20, max_age: timedelta | None = None) -> tuple[int, int]:
+        """Apply retention, then delete unreachable objects; return (snapshots dropped, objects deleted)."""
+        dropped = history.apply_retention(self.store, keep_last, max_age)
+        return len(dropped), history.gc(self.store)
+
+    def export(self, ref: str | int = "HEAD", path: str | os.PathLike | None = None) -> tuple[Path, int]:
+        """Write a snapshot and what it reaches to one file (default in the store folder); return it and the count."""
+        snap = history.resolve(self.store, ref)
+        target = Path(path) if path else self.store_folder() / f"snapshot-{snap.oid.hex()[:12]}.cortex"
+        _, count = history.export_snapshot(self.store, snap.oid.hex(), target)
+        return target, count
+
+    def import_(self, path: str | os.PathLike) -> Snapshot:
+        """Verify and add an exported snapshot."""
+        return history.import_snapshot(self.store, Path(path))
+
+    # --- features built on the store ---------------------------------------------------
+
+    @cached_property
+    def memory(self):
+        """Agent memory: memory.org and daily logs per agent, over this session."""
+        from .memory.agents import AgentMemory
+
+        return AgentMemory(self)
+
+    def store_folder(self) -> Path:
+        """Where this store keeps its files (the current folder for an in-memory store)."""
+        return Path(getattr(self.store.engine, "path", "."))
+
+    def close(self) -> None:
+        """Close the store; idempotent."""
+        self.store.close()
+
+    def __enter__(self) -> "Cortex":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

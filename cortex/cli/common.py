@@ -1,0 +1,48 @@
+"""Shared pieces of the CLI: the --store and --org options, consoles, tables."""
+
+from __future__ import annotations
+
+import functools
+from datetime import datetime
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+def with_cortex(fn):
+    """Add --store and --org to a command and pass it an open `Cortex` as its first argument."""
+
+    @click.option("--store", type=click.Path(file_okay=False), envvar="CORTEX_STORE",
+                  help="Store folder (default: snapshots/ in the repository, else ~/.local/share/cortex/store).")
+    @click.option("--org", "org_root", type=click.Path(file_okay=False),
+                  help="Org folder the store tracks (default: the one it tracked, else ./org).")
+    @functools.wraps(fn)
+    def wrapper(store, org_root, **kwargs):
+        from .. import api
+
+        with api.open(store, org_root) as cx:
+            return fn(cx, **kwargs)
+
+    return wrapper
+
+
+def table(*columns: str, title: str | None = None) -> Table:
+    """A plain table with the given column headers."""
+    t = Table(title=title, show_edge=False, header_style="bold", pad_edge=False)
+    for column in columns:
+        t.add_column(column, overflow="fold")
+    return t
+
+
+def when(time_ns: int) -> str:
+    """A local time a person reads at a glance."""
+    return datetime.fromtimestamp(time_ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def short(oid) -> str:
+    """The 12-character prefix of an oid."""
+    return "-" if oid is None else bytes(oid).hex()[:12]

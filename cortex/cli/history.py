@@ -1,0 +1,123 @@
+"""Commands over history: snapshot, snapshots, rollback, diff, log, history, gc, export, import."""
+
+from __future__ import annotations
+
+import click
+
+from .common import console, err_console, short, table, when, with_cortex
+
+KIND_STYLE = {"added": "green", "removed": "red", "changed": "yellow", "moved": "cyan"}
+
+
+@click.command()
+@click.option("-m", "--message", default="", help="What this state is.")
+@with_cortex
+def snapshot(cx, message):
+    """Record the working state as a snapshot (O(1)) and move HEAD to it."""
+    snap = cx.snapshot(message)
+    console.print(f"snapshot {short(snap.oid)}  {snap.counts.get('files', 0)} files, "
+                  f"{snap.counts.get('headlines', 0)} headlines  {message}")
+
+
+@click.command()
+@with_cortex
+def snapshots(cx):
+    """List kept snapshots, most recent first (position 0 = newest)."""
+    head = cx.store.refs.get("HEAD")
+    t = table("#", "snapshot", "time", "files", "headlines", "message")
+    for n, snap in enumerate(cx.snapshots()):
+        mark = " [bold green]HEAD[/]" if snap.oid == head else ""
+        t.add_row(str(n), short(snap.oid) + mark, when(snap.time_ns), str(snap.counts.get("files", "")),
+                  str(snap.counts.get("headlines", "")), snap.message)
+    console.print(t)
+
+
+@click.command()
+@click.argument("ref")
+@click.option("--keep", is_flag=True, help="Snapshot unsnapshotted edits first.")
+@click.option("--force", is_flag=True, help="Discard unsnapshotted edits.")
+@with_cortex
+def rollback(cx, ref, keep, force):
+    """Return the working state, HEAD and the Org files to snapshot REF."""
+    if keep and force:
+        raise click.UsageError("--keep and --force exclude each other")
+    report = cx.rollback(ref, keep=keep, force=force)
+    if report.kept:
+        console.print(f"kept your edits as snapshot {short(report.kept.oid)}")
+    for path in report.written:
+        console.print(f"  restored {path}")
+    for path in report.removed:
+        console.print(f"  removed  {path}")
+    console.print(f"rolled back to {short(report.target.oid)} {report.target.message}")
+
+
+@click.command()
+@click.argument("a", required=False, default="HEAD")
+@click.argument("b", required=False)
+@with_cortex
+def diff(cx, a, b):
+    """Headline changes from A (default HEAD) to B (default: the working state)."""
+    changes = cx.diff(a, b)
+    for change in changes:
+        console.print(f"[{KIND_STYLE[change.kind]}]{change}[/]", markup=True)
+    if not changes:
+        err_console.print("no changes")
+
+
+@click.command()
+@click.option("-n", "--limit", type=int, help="Show only the newest N.")
+@with_cortex
+def log(cx, limit):
+    """Snapshots with what changed in each."""
+    t = table("snapshot", "time", "headlines", "changes", "message")
+    for entry in cx.log(limit):
+        counts = " ".join(f"[{KIND_STYLE[k]}]{v} {k}[/]" for k, v in sorted(entry.changes.items())) or "-"
+        t.add_row(short(entry.snapshot.oid), when(entry.snapshot.time_ns),
+                  str(entry.snapshot.counts.get("headlines", "")), counts, entry.snapshot.message)
+    console.print(t)
+
+
+@click.command(name="history")
+@click.argument("org_id")
+@with_cortex
+def history_(cx, org_id):
+    """Versions of the headline with :ID: ORG_ID across snapshots."""
+    t = table("snapshot", "time", "file", "title", "change")
+    for version in cx.history(org_id):
+        t.add_row(short(version.snapshot.oid), when(version.snapshot.time_ns), version.path,
+                  version.headline.title, version.change)
+    console.print(t)
+
+
+@click.command()
+@click.option("--keep", "keep_last", type=int, default=20, show_default=True, help="Keep the newest N snapshots.")
+@click.option("--max-age", help="Also keep snapshots younger than this (e.g. 30d, 2w).")
+@with_cortex
+def gc(cx, keep_last, max_age):
+    """Drop snapshots beyond retention and delete objects nothing reaches."""
+    from ..dsl.durations import parse_duration
+
+    dropped, deleted = cx.gc(keep_last, parse_duration(max_age) if max_age else None)
+    console.print(f"dropped {dropped} snapshots, deleted {deleted} objects")
+
+
+@click.command()
+@click.argument("ref", default="HEAD")
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@with_cortex
+def export(cx, ref, file):
+    """Write snapshot REF and everything it reaches to one portable FILE."""
+    path, count = cx.export(ref, file)
+    console.print(f"exported {count} objects to {path}")
+
+
+@click.command(name="import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@with_cortex
+def import_(cx, file):
+    """Verify and add a snapshot exported by `cortex export` (HEAD does not move)."""
+    snap = cx.import_(file)
+    console.print(f"imported snapshot {short(snap.oid)} {snap.message}; roll back to it to use it")
+
+
+history_commands = (snapshot, snapshots, rollback, diff, log, history_, gc, export, import_)

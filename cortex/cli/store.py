@@ -1,0 +1,98 @@
+"""Commands over the store itself: ingest, show, find, ls, stats, fsck."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.progress import Progress
+
+from .common import console, err_console, table, with_cortex
+
+
+@click.command()
+@click.argument("path", required=False, type=click.Path(exists=True))
+@with_cortex
+def ingest(cx, path):
+    """Ingest an Org file or folder (default: the Org root) into the working state."""
+    show_progress = sys.stderr.isatty()
+    with Progress(console=err_console, transient=True, disable=not show_progress) as bar:
+        task = bar.add_task("ingesting", total=None)
+
+        def progress(done, total, current):
+            bar.update(task, completed=done, total=total, description=current[-40:])
+
+        report = cx.ingest(path, progress=progress)
+    for problem in report.problems:
+        err_console.print(f"[yellow]skipped[/] {problem}")
+    console.print(
+        f"{report.files} files: {len(report.parsed)} parsed, {report.unchanged} unchanged, "
+        f"{len(report.removed)} removed, {len(report.problems)} skipped; "
+        f"{report.new_objects} new objects in {report.seconds * 1000:.0f} ms")
+
+
+@click.command()
+@click.argument("target")
+@with_cortex
+def show(cx, target):
+    """Show a headline (by :ID:) or a file (by path) as Org text."""
+    click.echo(cx.show(target), nl=False)
+
+
+@click.command()
+@click.option("--todo", help="TODO keyword, e.g. TODO or DONE.")
+@click.option("--tag", help="An own tag of the headline.")
+@click.option("--prop", help="A property: NAME or NAME=VALUE.")
+@click.option("--as-of", "ref", help="Search a snapshot instead of the working state.")
+@click.argument("text", required=False)
+@with_cortex
+def find(cx, todo, tag, prop, ref, text):
+    """Find headlines by TODO keyword, tag, property or title text."""
+    nodes = cx.find(todo=todo, tag=tag, prop=prop, text=text, ref=ref)
+    t = table("file:line", "outline", "todo", "tags", "id")
+    for node in nodes:
+        h = node.headline
+        t.add_row(f"{node.path}:{node.line}", " / ".join(node.outline), h.todo or "",
+                  ":".join(h.tags), node.id or "")
+    console.print(t)
+    console.print(f"{len(nodes)} headlines")
+
+
+@click.command(name="ls")
+@click.argument("path", required=False)
+@with_cortex
+def ls(cx, path):
+    """Outline of one file, or of every file in the working state."""
+    current = None
+    for node in cx.outline(path):
+        if node.path != current:
+            current = node.path
+            console.print(f"[bold]{current}[/]")
+        todo = f"[magenta]{node.headline.todo}[/] " if node.headline.todo else ""
+        tags = f"  [cyan]:{':'.join(node.headline.tags)}:[/]" if node.headline.tags else ""
+        console.print(f"{'  ' * len(node.position)}{todo}{node.title}{tags}", markup=True)
+
+
+@click.command()
+@with_cortex
+def stats(cx):
+    """Files, headlines, objects, snapshots and bytes of the store."""
+    t = table("what", "count")
+    for key, value in cx.stats().items():
+        t.add_row(key, f"{value:,}")
+    console.print(t)
+
+
+@click.command()
+@with_cortex
+def fsck(cx):
+    """Re-hash every object and check every reference."""
+    problems = cx.fsck()
+    for problem in problems:
+        err_console.print(f"[red]damaged[/] {problem}")
+    if problems:
+        raise SystemExit(1)
+    console.print(f"ok: {len(cx.store.objects):,} objects verified")
+
+
+store_commands = (ingest, show, find, ls, stats, fsck)

@@ -1,0 +1,208 @@
+"""Org files and folders into the store, incrementally.
+
+The working state is a tree (relative path -> document oid) held in the `working` ref.
+An unchanged file costs one hash: its bytes' blake3 names the document parsed from
+them. An edited file re-parses only the headlines whose subtree text changed; every
+other subtree is found by its text's hash. Each ingest is one write transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import orgfile
+from .backends import Store
+from .errors import RefConflict, UserError, located
+from .hashing import Oid, hash_bytes
+from .objects import EMPTY_TREE, Tree
+
+WORKING = "working"
+ORG_SUFFIX = ".org"
+DOCS_BY_BYTES = "ingest.docs"
+SUBTREES = "ingest.subtrees"
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A file that could not be ingested, and why."""
+
+    path: str
+    reason: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return located(self.path, self.line, self.reason)
+
+
+@dataclass
+class IngestReport:
+    """What one ingest did."""
+
+    root: Oid
+    files: int = 0
+    parsed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    new_objects: int = 0
+    seconds: float = 0.0
+
+    @property
+    def unchanged(self) -> int:
+        """Files whose bytes were already known."""
+        return self.files - len(self.parsed) - len(self.problems)
+
+
+def working_tree(store: Store) -> Tree:
+    """The tree of the working state (empty before the first ingest)."""
+    oid = store.refs.get(WORKING)
+    return EMPTY_TREE if oid is None else store.objects[oid]
+
+
+def org_files(folder: Path) -> list[Path]:
+    """Every Org file under `folder`, skipping hidden folders and files, in a stable order."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        found.extend(Path(dirpath, f) for f in sorted(filenames)
+                     if f.endswith(ORG_SUFFIX) and not f.startswith("."))
+    return found
+
+
+def relative_path(root: Path, path: Path) -> str:
+    """`path` as a POSIX path relative to the Org root, or a UserError if it lies outside."""
+    try:
+        return Path(os.path.abspath(path)).relative_to(root).as_posix()
+    except ValueError:
+        raise UserError(f"{path}: outside the Org root {root} this store tracks") from None
+
+
+def ingest(store: Store, root: Path, target: Path | None = None, progress: Progress | None = None,
+           attempts: int = 3) -> IngestReport:
+    """Bring the working state in line with the Org files under `target` (default: all of `root`)."""
+    root = Path(os.path.abspath(root))
+    target = root if target is None else Path(os.path.abspath(target))
+    for attempt in range(attempts):
+        try:
+            return _ingest_once(store, root, target, progress)
+        except RefConflict:
+            if attempt == attempts - 1:
+                raise
+
+
+def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | None) -> IngestReport:
+    started = time.perf_counter()
+    scope = relative_path(root, target)
+    if not target.exists():
+        raise UserError(f"{target}: no such file or folder")
+    files = org_files(target) if target.is_dir() else [target]
+    base_oid = store.refs.get(WORKING)
+    base = EMPTY_TREE if base_oid is None else store.objects[base_oid]
+    in_scope = (lambda p: True) if scope == "." else (lambda p: p == scope or p.startswith(scope + "/"))
+    entries = {p: oid for p, oid in base.entries.items() if not in_scope(p)}
+    batch = _Batch(store)
+    report = IngestReport(root=base_oid or EMPTY_TREE.oid, files=len(files))
+    for n, path in enumerate(files, 1):
+        rel = relative_path(root, path)
+        if progress:
+            progress(n, len(files), rel)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            report.problems.append(Problem(rel, exc.strerror or str(exc)))
+            continue
+        try:
+            entries[rel], changed = batch.document(data)
+        except NotOrgText as exc:
+            report.problems.append(Problem(rel, exc.reason, exc.line))
+            continue
+        if changed:
+            report.parsed.append(rel)
+    # A file we could not read keeps its last good version rather than vanishing.
+    for problem in report.problems:
+        if problem.path in base.entries:
+            entries[problem.path] = base.entries[problem.path]
+    report.removed = sorted(p for p in base.entries if in_scope(p) and p not in entries)
+    tree = Tree(dict(sorted(entries.items())))
+    batch.add(tree)
+    report.root = tree.oid
+
+    def commit() -> None:
+        report.new_objects = batch.write()
+        if tree.oid != base_oid:
+            store.refs.set_if_equals(WORKING, tree.oid, base_oid, f"ingest {scope}")
+
+    store.transact(commit)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+class _Batch:
+    """Objects and cache entries gathered during one ingest, written in one transaction."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.docs = store.table(DOCS_BY_BYTES)
+        self.subtrees = store.table(SUBTREES)
+        self.objects: dict[Oid, bytes] = {}
+        self.doc_cache: dict[bytes, Oid] = {}
+        self.subtree_cache: dict[bytes, Oid] = {}
+
+    def document(self, data: bytes) -> tuple[Oid, bool]:
+        """The document oid for a file's bytes, and whether it had to be parsed."""
+        digest = hash_bytes(data)
+        known = self.doc_cache.get(digest) or self.docs.get(digest)
+        if known is not None and (known in self.objects or known in self.store.objects):
+            return Oid(known), False
+        text = decode_org(data)
+        parsed = orgfile.parse(text, cached=self._cached_subtree)
+        for obj in parsed.objects:
+            self.add(obj)
+        self.subtree_cache.update(parsed.subtree_keys)
+        self.doc_cache[digest] = parsed.document.oid
+        return parsed.document.oid, True
+
+    def _cached_subtree(self, key: bytes) -> Oid | None:
+        oid = self.subtree_cache.get(key) or self.subtrees.get(key)
+        if oid is not None and (oid in self.objects or oid in self.store.objects):
+            return Oid(oid)
+        return None
+
+    def add(self, obj) -> None:
+        self.objects.setdefault(obj.oid, obj.encoded)
+
+    def write(self) -> int:
+        """Write everything gathered; call inside a transaction."""
+        new = self.store.objects.add_raw(self.objects.items())
+        for digest, oid in self.doc_cache.items():
+            self.docs[digest] = oid
+        for key, oid in self.subtree_cache.items():
+            self.subtrees[key] = oid
+        return new
+
+
+class NotOrgText(UserError):
+    """A file's bytes are not UTF-8 text."""
+
+    def __init__(self, reason: str, line: int | None = None):
+        super().__init__(reason if line is None else f"line {line}: {reason}")
+        self.reason = reason
+        self.line = line
+
+
+def decode_org(data: bytes) -> str:
+    """Decode an Org file's bytes, refusing binary and non-UTF-8 content with the position."""
+    if b"\0" in data:
+        line = data.count(b"\n", 0, data.index(b"\0")) + 1
+        raise NotOrgText("binary file (NUL byte), not Org text", line)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise NotOrgText(f"not UTF-8 (byte 0x{data[exc.start]:02x})", line) from None
+

@@ -1,0 +1,361 @@
+"""Agent memory in Org files: save, load and delete an agent's context, compact its logs, purge it.
+
+    agents/<agent-id>/memory.org            * Facts / * Procedures / * Learned Patterns
+    agents/<agent-id>/logs/YYYY-MM-DD.org   * HH:MM — title   (one entry per session)
+
+Every write is a merge: the file is read, the saved context is merged into it item by item
+(a person's edits since the context was loaded are kept, or the save is refused when both
+changed the same item), written atomically and ingested in the same step.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+
+from ..errors import NotFound, UserError
+from ..hashing import hash_bytes
+from ..history import head
+from ..ingest import DOCS_BY_BYTES, WORKING, decode_org, org_files
+from ..objects import Document, Snapshot
+from ..orgfile import parse
+from .forget import Forgotten, forget
+from .items import MemoryItem, check_text, normalise
+from .layout import (
+    AGENTS,
+    ITEM_TYPES,
+    LOGS,
+    agent_folder,
+    check_agent_id,
+    log_date,
+    log_path,
+    memory_path,
+)
+from .logs import Marked, append_entry, mark_compacted, marked_items, render_entry
+from .memoryfile import MemoryFile, Typed, merge
+from .retention import RetentionPolicy
+from .writes import agent_lock, replace_file
+
+FIELDS = {"fact": "facts", "procedure": "procedures", "pattern": "patterns"}
+
+
+@dataclass
+class MemoryContext:
+    """What an agent remembers, as lists of items per type, plus the summary of the session being saved.
+
+    Items may be given as plain strings. `loaded` records the items the context was loaded
+    from: a save removes an item only if it was loaded and is gone from the lists. A context
+    built from scratch (nothing loaded) only adds and updates items.
+    """
+
+    facts: list[MemoryItem | str] = field(default_factory=list)
+    procedures: list[MemoryItem | str] = field(default_factory=list)
+    patterns: list[MemoryItem | str] = field(default_factory=list)
+    summary: str | None = None
+    title: str | None = None
+    session: str | None = None
+    warnings: list[str] = field(default_factory=list, compare=False)
+    loaded: dict[str, Typed] = field(default_factory=dict, repr=False, compare=False)
+
+    def items(self) -> list[Typed]:
+        """Every (type, item) pair, facts first, strings turned into items."""
+        return [(kind, item if isinstance(item, MemoryItem) else MemoryItem(item))
+                for kind in ITEM_TYPES for item in getattr(self, FIELDS[kind])]
+
+    def __len__(self) -> int:
+        return sum(len(getattr(self, name)) for name in FIELDS.values())
+
+
+@dataclass(frozen=True)
+class AgentStats:
+    """What one agent's memory occupies on disk."""
+
+    files: int
+    bytes: int
+    items: int
+    logs: int
+
+
+@dataclass(frozen=True)
+class CompactionReport:
+    """What a compaction did; roll back to `before` to undo it."""
+
+    before: Snapshot
+    after: Snapshot
+    moved: list[Typed]
+    duplicates: int
+    deleted_logs: list[str]
+
+
+@dataclass(frozen=True)
+class PurgeReport:
+    """What a purge removed: files (relative to the Org root) and, when hard, history."""
+
+    files: list[str]
+    history: Forgotten | None = None
+
+
+class AgentMemory:
+    """The memory of every agent under the Org root of one cortex session."""
+
+    def __init__(self, cortex):
+        self.cortex = cortex
+
+    @property
+    def root(self) -> Path:
+        return Path(self.cortex.root)
+
+    # --- the context contract ---------------------------------------------------------
+
+    def load_context(self, agent: str) -> MemoryContext:
+        """The agent's memory.org as a context (empty when there is none); hand edits are ingested first."""
+        agent_folder(self.root, agent)
+        self._sync(agent)
+        tree = self.cortex.working()
+        oid = tree.entries.get(memory_path(agent))
+        if oid is None:
+            return MemoryContext()
+        return _context(self._model(memory_path(agent), self.cortex.store.objects[oid]))
+
+    def save_context(self, agent: str, context: MemoryContext, *, now: datetime | None = None) -> MemoryContext:
+        """Merge the context into memory.org, append its summary to today's log, ingest; return the memory as saved."""
+        now = _minute(now)
+        folder = agent_folder(self.root, agent)
+        source = f"session {context.session}" if context.session else f"session {now:%Y-%m-%d %H:%M}"
+        ours = _prepared(context.items(), context.loaded, now, source)
+        entry = None
+        if context.summary is not None or context.title is not None:
+            entry = render_entry(now, context.title or "Session", context.summary or "",
+                                 context.session or f"s-{now:%Y-%m-%d-%H%M}")
+        with agent_lock(folder):
+            self._write_memory(agent, context.loaded, ours)
+            if entry is not None:
+                log = self.root / log_path(agent, now.date())
+                replace_file(log, lambda old: append_entry(old, entry, f"{agent} — {now.date().isoformat()}"))
+            return self.load_context(agent)
+
+    def delete_context(self, agent: str) -> bool:
+        """Remove the agent's memory.org (its logs stay); snapshot first if it holds unsnapshotted edits."""
+        folder = agent_folder(self.root, agent)
+        path = self.root / memory_path(agent)
+        if not path.exists():
+            self._sync(agent)
+            return False
+        with agent_lock(folder):
+            self._checkpoint(agent, f"before deleting the memory of {agent}")
+            path.unlink(missing_ok=True)
+            self._sync(agent)
+        return True
+
+    def list_agent_contexts(self) -> list[str]:
+        """Agents that have a memory.org or logs under the Org root, sorted."""
+        base = self.root / AGENTS
+        if not base.is_dir():
+            return []
+        return sorted(entry.name for entry in base.iterdir()
+                      if entry.is_dir() and _valid(entry.name) and _org_files(entry))
+
+    def get_storage_stats(self) -> dict[str, AgentStats]:
+        """Files, bytes, items and logs per agent."""
+        stats = {}
+        for agent in self.list_agent_contexts():
+            files = _org_files(agent_folder(self.root, agent))
+            logs = [f for f in files if f.parent.name == LOGS and log_date(f.name)]
+            stats[agent] = AgentStats(files=len(files), bytes=sum(f.stat().st_size for f in files),
+                                      items=len(self.load_context(agent)), logs=len(logs))
+        return stats
+
+    def add_item(self, agent: str, type: str, text: str, source: str = "api", id: str | None = None,
+                 *, now: datetime | None = None) -> MemoryItem:
+        """Add one item (a fact, procedure or pattern) to memory.org; an item with the same text is not repeated."""
+        if type not in FIELDS:
+            raise UserError(f"memory type {type!r}: use one of {', '.join(ITEM_TYPES)}")
+        item = MemoryItem(check_text(text, type), id=id, added=_minute(now), source=source)
+        saved = self.save_context(agent, MemoryContext(**{FIELDS[type]: [item]}), now=now)
+        items = getattr(saved, FIELDS[type])
+        same = [i for i in items if id is not None and i.id == id]
+        return (same or [i for i in items if normalise(i.text) == normalise(item.text)])[0]
+
+    def search(self, agent: str, query: str, limit: int = 10):
+        """Hybrid search over one agent's memory items and logs."""
+        return self.cortex.search(query, limit=limit, agent=check_agent_id(agent))
+
+    def show(self, agent: str) -> str:
+        """The Org text of the agent's memory.org."""
+        self.load_context(agent)
+        path = memory_path(agent)
+        if path not in self.cortex.working().entries:
+            raise NotFound(f"{path}: agent {agent!r} has no memory.org")
+        return self.cortex.show(path)
+
+    # --- retention, compaction, purge -------------------------------------------------------
+
+    def compact(self, agent: str, policy: RetentionPolicy | None = None, *,
+                now: datetime | None = None) -> CompactionReport:
+        """Move items marked in daily logs into memory.org and delete logs past retention; rollback undoes it."""
+        policy = policy or RetentionPolicy()
+        now = _minute(now)
+        folder = self._existing(agent)
+        with agent_lock(folder):
+            before = self._checkpoint(agent, f"before compacting the memory of {agent}")
+            logs = self._logs(agent)
+            marked = {path: self._marked(path, day) for path, day in logs.items()}
+            known = {normalise(item.text) for _, item in self.load_context(agent).items()}
+            moved: list[Typed] = []
+            for found in marked.values():
+                for mark in found:
+                    if normalise(mark.item.text) not in known:
+                        known.add(normalise(mark.item.text))
+                        moved.append((mark.type, mark.item))
+            self._write_memory(agent, {}, moved)
+            for path, day in logs.items():
+                if marked[path]:
+                    replace_file(self.root / path, lambda old, p=path, d=day: self._marked_text(p, d, old, now))
+            deleted = [path for path, day in logs.items() if policy.expired(day, now.date())]
+            for path in deleted:
+                (self.root / path).unlink(missing_ok=True)
+            self._sync(agent)
+            after = self.cortex.snapshot(f"compacted the memory of {agent}")
+        return CompactionReport(before, after, moved, sum(map(len, marked.values())) - len(moved), deleted)
+
+    def purge(self, agent: str, hard: bool = False) -> PurgeReport:
+        """Remove the agent's files and its items from the working state; `hard` also from every snapshot.
+
+        A soft purge snapshots first (rollback brings the agent back). A hard purge rewrites
+        every kept snapshot without the agent's files and collects their objects, so the text
+        is gone from the store.
+        """
+        folder = agent_folder(self.root, agent)
+        prefix = f"{AGENTS}/{agent}/"
+        tracked = [p for p in self.cortex.working().entries if p.startswith(prefix)]
+        if not folder.exists() and not tracked and not hard:
+            raise NotFound(f"agent {agent!r} has no memory under {self.root / AGENTS}")
+        files: list[str] = []
+        if folder.exists():
+            with agent_lock(folder):
+                if not hard:
+                    self._checkpoint(agent, f"before purging the memory of {agent}")
+                files = sorted(p.relative_to(self.root).as_posix() for p in _org_files(folder))
+                shutil.rmtree(folder)
+        self._sync(agent)
+        forgotten = forget(self.cortex.store, lambda p: p.startswith(prefix),
+                           f"purge {agent}") if hard else None
+        if not files and not tracked and (forgotten is None or not forgotten.snapshots):
+            raise NotFound(f"agent {agent!r} has no memory here or in any kept snapshot")
+        return PurgeReport(sorted(set(files) | set(tracked)), forgotten)
+
+    # --- steps ----------------------------------------------------------------------------
+
+    def _write_memory(self, agent: str, base: dict[str, Typed], ours: list[Typed]) -> None:
+        """Merge `ours` (loaded from `base`) into memory.org on disk, under the agent's lock."""
+        path = memory_path(agent)
+
+        def merged(old: bytes | None) -> bytes | None:
+            theirs = MemoryFile(path) if old is None else self._model(path, self._document(path, old))
+            changed, added = merge(path, base, ours, theirs, agent)
+            if not changed and not added:
+                return None
+            return theirs.rewrite(changed, added, f"Memory of {agent}").encode("utf-8")
+
+        replace_file(self.root / path, merged)
+
+    def _document(self, path: str, data: bytes) -> Document:
+        """The document parsed from a file's bytes, ingesting the file when the store has not seen them."""
+        docs = self.cortex.store.table(DOCS_BY_BYTES)
+        digest = hash_bytes(data)
+        if docs.get(digest) is None or docs[digest] not in self.cortex.store.objects:
+            decode_org(data)  # bad bytes: say where, before anything is written
+            self.cortex.ingest(self.root / path)
+        oid = docs.get(digest)
+        if oid is None:  # the file changed between our read and the ingest: parse what we read
+            return parse(decode_org(data)).document
+        return self.cortex.store.objects[oid]
+
+    def _model(self, path: str, doc: Document) -> MemoryFile:
+        return MemoryFile.read(path, doc, self.cortex.store.objects.__getitem__)
+
+    def _marked(self, path: str, day) -> list[Marked]:
+        return marked_items(self.cortex.store, path, self.cortex.store.objects[self.cortex.working().entries[path]], day)
+
+    def _marked_text(self, path: str, day, old: bytes | None, now: datetime) -> bytes | None:
+        if old is None:
+            return None
+        found = marked_items(self.cortex.store, path, self._document(path, old), day)
+        return mark_compacted(old.decode("utf-8"), [m.line for m in found], now).encode("utf-8")
+
+    def _logs(self, agent: str) -> dict[str, object]:
+        """The agent's daily logs in the working state: path -> day."""
+        prefix = f"{AGENTS}/{agent}/{LOGS}/"
+        logs = {}
+        for path in self.cortex.working().entries:
+            name = path[len(prefix):]
+            if path.startswith(prefix) and "/" not in name and (day := log_date(name)) is not None:
+                logs[path] = day
+        return logs
+
+    def _existing(self, agent: str) -> Path:
+        folder = agent_folder(self.root, agent)
+        if not _org_files(folder):
+            raise NotFound(f"agent {agent!r} has no memory under {self.root / AGENTS}")
+        return folder
+
+    def _sync(self, agent: str) -> None:
+        """Bring the working state in line with the agent's files; refuse a memory.org that cannot be read."""
+        folder = agent_folder(self.root, agent)
+        tracked = any(p.startswith(f"{AGENTS}/{agent}/") for p in self.cortex.working().entries)
+        if not folder.is_dir() and not tracked:
+            return
+        target = next((f for f in (folder, folder.parent) if f.is_dir()), None)
+        if self.cortex.store.refs.get(WORKING) is None:
+            target = None  # the first ingest takes the whole Org root, so the root stays the root
+        report = self.cortex.ingest(target)
+        for problem in report.problems:
+            if problem.path == memory_path(agent):
+                raise UserError(str(problem))
+
+    def _checkpoint(self, agent: str, message: str) -> Snapshot:
+        """A snapshot holding the agent's files as they are: HEAD if it already does, else a new one."""
+        self._sync(agent)
+        current = head(self.cortex.store)
+        if current is not None and current.root == self.cortex.store.refs.get(WORKING):
+            return current
+        return self.cortex.snapshot(message)
+
+
+def _context(memory: MemoryFile) -> MemoryContext:
+    context = MemoryContext(warnings=list(memory.warnings),
+                            loaded={key: (e.type, e.item) for key, e in memory.entries.items()})
+    for kind in ITEM_TYPES:
+        setattr(context, FIELDS[kind], memory.items(kind))
+    return context
+
+
+def _prepared(items: list[Typed], loaded: dict[str, Typed], now: datetime, source: str) -> list[Typed]:
+    """Items checked and, when new, dated and sourced; items as loaded pass untouched."""
+    ready = []
+    for kind, item in items:
+        key = item.key(kind)
+        if loaded.get(key) != (kind, item):
+            item = replace(item, text=check_text(item.text, kind))
+            if key not in loaded and not item.plain:
+                item = replace(item, added=item.added or now, source=item.source or source)
+        ready.append((kind, item))
+    return ready
+
+
+def _minute(now: datetime | None) -> datetime:
+    return (now or datetime.now()).replace(second=0, microsecond=0)
+
+
+def _valid(agent: str) -> bool:
+    try:
+        check_agent_id(agent)
+        return True
+    except UserError:
+        return False
+
+
+def _org_files(folder: Path) -> list[Path]:
+    return org_files(folder) if folder.is_dir() else []

@@ -1,0 +1,61 @@
+"""Conversation memory: identity-scoped, strategy-driven, loud about failure.
+
+Open one through the driver registry and pass a full identity at every call:
+
+    from cortex.memory.conversation import Deps, Identity, MemoryConfig, Turn, open_memory
+
+    memory = open_memory(MemoryConfig(driver="lmdb", path="snapshots/conversation", strategy="truncation"))
+    who = Identity(tenant="acme", user="ada", session="s-42")
+    memory.add_turn(who, Turn("What is due today?", "The report."))
+    patch = memory.get_llm_context(who)       # strategy, summary, recent turns, token estimate
+
+Strategies: `none` keeps nothing; `truncation` shows the newest turns that fit
+`budget_tokens`; `rolling_summary` shows `recent_turns` turns verbatim and folds older
+ones into a summary through a `Summarizer`, walking the health state machine
+(healthy -> retry -> degraded -> recovering -> healthy) when the summarizer fails.
+Every turn stays in the store until `flush`, which returns them; `turns_to_org_log`
+renders them as an entry of the agent's daily Org log, so a finished session
+becomes versioned, searchable long-term memory.
+
+Token counts are estimates: ceil(characters / 4) (see `turns.estimate_tokens`).
+
+Plugging in an LLM-backed summarizer: any object with
+`summarize(previous_summary: str, turns: Sequence[Turn]) -> str` is a Summarizer.
+Build the prompt from the previous summary and each turn's `user_message` and
+`assistant_response`, call the model, return its text; raise on any failure (a
+timeout, a refusal, an empty answer) rather than returning a placeholder: the
+strategy retries on the next write, degrades to truncation after `retry_attempts`
+failures, and drains the queued turns through the summarizer once it answers again.
+The call happens on the writing thread, outside any store transaction, while other
+identities carry on. Pass it as `Deps(summarizer=...)`; `ExtractiveSummarizer` is
+a model-free one for demos and tests.
+
+Writing a driver: a driver is a factory `(MemoryConfig, Deps) -> MemoryStore` given
+to `register(name, factory)`. Most drivers need only a cortex `Store` (any engine)
+and return `ConversationMemory(store, make_strategy(config, deps.summarizer), deps.bus)`.
+`conformance.MemoryStoreContract` is the test suite every driver passes.
+"""
+
+from .config import ConfigError, Deps, MemoryConfig
+from .drivers import DEFAULT_DRIVER, DriverAlreadyRegistered, DriverRegistry, UnknownDriver, register, registry
+from .drivers import open as open_memory
+from .events import (Event, EventBus, HealthChanged, IdentityRejected, ItemDeleted, ItemPut, Reason,
+                     RecoveryDropped)
+from .health import Health, InvalidHealthTransition, check_transition
+from .identity import Identity, IdentityRequired
+from .orglog import escape_org_text, turns_to_org_log, unescape_org_text
+from .protocol import ContextPatch, InvalidSnapshot, MemoryStore, Snapshot, StoreClosed
+from .store import ConversationMemory
+from .strategies import StrategyNotImplemented, SummarizerRequired, make_strategy
+from .summarizers import ExtractiveSummarizer, Summarizer
+from .turns import InvalidTurn, TrajectoryDigest, Turn, estimate_tokens
+
+__all__ = [
+    "DEFAULT_DRIVER", "ConfigError", "ContextPatch", "ConversationMemory", "Deps", "DriverAlreadyRegistered",
+    "DriverRegistry", "Event", "EventBus", "ExtractiveSummarizer", "Health", "HealthChanged", "Identity",
+    "IdentityRejected", "IdentityRequired", "InvalidHealthTransition", "InvalidSnapshot", "InvalidTurn",
+    "ItemDeleted", "ItemPut", "MemoryConfig", "MemoryStore", "Reason", "RecoveryDropped", "Snapshot",
+    "StoreClosed", "StrategyNotImplemented", "Summarizer", "SummarizerRequired", "TrajectoryDigest", "Turn",
+    "UnknownDriver", "check_transition", "escape_org_text", "estimate_tokens", "make_strategy", "open_memory",
+    "register", "registry", "turns_to_org_log", "unescape_org_text",
+]

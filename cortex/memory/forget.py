@@ -1,0 +1,79 @@
+"""Remove files from history: rewrite every kept snapshot without them, so gc can collect their objects.
+
+Snapshots are immutable, so "without them" means new snapshots with the same time, message
+and (rewritten) parents, replacing the old ones in the snapshot list, in HEAD and in every
+other ref, in one transaction. Reflog entries that still reach the files are dropped: gc keeps
+whatever a reflog entry reaches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..backends import Store
+from ..hashing import Oid
+from ..history import SNAPSHOTS, _snapshot_key, gc, snapshots, summary
+from ..objects import Snapshot, Tree
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """What forgetting did: snapshots rewritten, reflog entries dropped, objects collected."""
+
+    snapshots: int
+    reflog_entries: int
+    objects: int
+
+
+def forget(store: Store, gone: Callable[[str], bool], message: str) -> Forgotten:
+    """Rewrite history without the paths `gone` selects, then collect what nothing reaches any more."""
+    renamed: dict[Oid, Snapshot] = {}
+    replaced: list[tuple[Snapshot, Snapshot]] = []
+    trees: list[Tree] = []
+    for snap in reversed(snapshots(store)):  # oldest first, so parents are rewritten before children
+        tree: Tree = store.objects[snap.root]
+        kept = {path: oid for path, oid in tree.entries.items() if not gone(path)}
+        parent = renamed[snap.parent].oid if snap.parent in renamed else snap.parent
+        if len(kept) == len(tree.entries) and parent == snap.parent:
+            continue
+        new_tree = Tree(kept)
+        trees.append(new_tree)
+        new = Snapshot(new_tree.oid, parent, snap.time_ns, snap.message, summary(store, new_tree))
+        renamed[snap.oid] = new
+        replaced.append((snap, new))
+    tainted = _Tainted(store, gone, set(renamed))
+
+    def swap() -> int:
+        store.objects.add_many([*trees, *(new for _, new in replaced)])
+        table = store.table(SNAPSHOTS)
+        for old, new in replaced:
+            del table[_snapshot_key(old)]
+            table[_snapshot_key(new)] = new.oid
+        for name in store.refs.names():
+            target = store.refs.get(name)
+            if target in renamed:
+                store.refs.set_if_equals(name, renamed[target].oid, target, message)
+        return sum(store.refs.expire(name, lambda e: not (tainted(e.old) or tainted(e.new)))
+                   for name in store.refs.names())
+
+    dropped = store.transact(swap)
+    return Forgotten(len(replaced), dropped, gc(store))
+
+
+class _Tainted:
+    """Whether an oid is a replaced snapshot, or a snapshot or tree that holds a forgotten path."""
+
+    def __init__(self, store: Store, gone: Callable[[str], bool], replaced: set[Oid]):
+        self.store, self.gone = store, gone
+        self.known: dict[bytes, bool] = {oid: True for oid in replaced}
+
+    def __call__(self, oid: bytes | None) -> bool:
+        if oid is None:
+            return False
+        if oid not in self.known:
+            obj = self.store.objects.get(oid)
+            if isinstance(obj, Snapshot):
+                obj = self.store.objects.get(obj.root)
+            self.known[bytes(oid)] = isinstance(obj, Tree) and any(map(self.gone, obj.entries))
+        return self.known[oid]

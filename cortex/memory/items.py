@@ -1,0 +1,174 @@
+"""One memory item: its text, org-id, when it was added and where it came from; read and written as Org.
+
+A headline item is a level-2 headline under a section of memory.org:
+
+    ** User prefers dark mode in every app.
+    :PROPERTIES:
+    :ID:       mem-assistant-user-prefers-dark-mode-4f0c2a
+    :ADDED:    [2026-11-18 Wed 09:12]
+    :SOURCE:   session 2026-11-18 09:10
+    :END:
+    Longer text, if any, is the body.
+
+A plain item is a hand-written list item (`- text`) in the section's own text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..errors import UserError
+from ..hashing import hash_text
+from ..objects import Headline
+from ..orgfile import parse
+from .layout import SECTION_TITLES
+
+_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_STAMP = re.compile(r"\[(\d{4})-(\d{2})-(\d{2})(?: [^\]\d\s]+)?(?: (\d{1,2}):(\d{2}))?[^\]]*\]")
+_TAG_SUFFIX = re.compile(r"[ \t]+:[^ \t]+:[ \t]*$")
+_STARS = re.compile(r"\*+[ \t]+")
+_DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*$", re.IGNORECASE)
+_DRAWER_END = re.compile(r"[ \t]*:END:[ \t]*$", re.IGNORECASE)
+_PLANNING = re.compile(r"[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):", re.IGNORECASE)
+_SHALLOW_HEADLINE = re.compile(r"^\*{1,2} ", re.MULTILINE)
+_WORD = re.compile(r"[a-z0-9]+")
+TAGS_COLUMN = 77  # Emacs's default `org-tags-column`: tags end at column 77
+OWN_PROPERTIES = ("ID", "ADDED", "SOURCE")
+
+
+class BadItemText(UserError):
+    """Item text that would not read back as the same item."""
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """A fact, procedure or pattern: text (first line is the title), org-id, when added, where from.
+
+    `plain` marks a hand-written list item (`- text`), addressed by a hash of its section and
+    text instead of an org-id. `properties` holds any other property, kept as written.
+    """
+
+    text: str
+    id: str | None = None
+    added: datetime | None = None
+    source: str = ""
+    tags: tuple[str, ...] = ()
+    properties: tuple[tuple[str, str], ...] = ()
+    plain: bool = False
+
+    @property
+    def title(self) -> str:
+        """The first line of the text."""
+        return self.text.partition("\n")[0]
+
+    def key(self, type_: str) -> str:
+        """The name this item is merged by: its org-id, else a hash of its type and normalised text."""
+        return self.id or text_key(type_, self.text)
+
+    @property
+    def as_plain(self) -> bool:
+        """Whether it is written as a list item: a plain item with nothing a list item cannot hold."""
+        return self.plain and not (self.id or self.added or self.source or self.tags or self.properties)
+
+
+def normalise(text: str) -> str:
+    """Text as compared for duplicates: whitespace collapsed, case folded, a final full stop dropped."""
+    return " ".join(text.split()).casefold().rstrip(".")
+
+
+def text_key(type_: str, text: str) -> str:
+    """The stable key of an item without an org-id: `key-` and a hash of its type and normalised text."""
+    return "key-" + hash_text(f"{type_}\0{normalise(text)}").hex()[:12]
+
+
+def make_id(agent: str, type_: str, text: str) -> str:
+    """A readable org-id: `mem-<agent>-<first words>-<hash of type and text>`."""
+    words = _WORD.findall(normalise(text))[:5]
+    slug = "-".join(words)[:40].rstrip("-")
+    agent_slug = "-".join(_WORD.findall(agent.casefold())) or "agent"
+    digest = hash_text(f"{type_}\0{normalise(text)}").hex()[:6]
+    return "-".join(part for part in ("mem", agent_slug, slug, digest) if part)
+
+
+def org_timestamp(moment: datetime) -> str:
+    """An inactive Org timestamp: `[2026-11-18 Wed 09:12]`."""
+    return f"[{moment:%Y-%m-%d} {_WEEKDAYS[moment.weekday()]} {moment:%H:%M}]"
+
+
+def parse_timestamp(text: str) -> datetime | None:
+    """The moment an Org timestamp (`[2026-11-18 Wed 09:12]`, time optional) names, or None."""
+    m = _STAMP.search(text or "")
+    if m is None:
+        return None
+    try:
+        return datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4] or 0), int(m[5] or 0))
+    except ValueError:
+        return None
+
+
+def check_text(text: str, type_: str) -> str:
+    """The item text cleaned (line ends, outer blank space); a BadItemText if Org would read it differently."""
+    if not isinstance(text, str):
+        raise BadItemText(f"{SECTION_TITLES[type_]}: item text must be a string, not {type(text).__name__}")
+    cleaned = text.replace("\r\n", "\n").replace("\r", "\n").strip()
+    if not cleaned:
+        raise BadItemText(f"{SECTION_TITLES[type_]}: empty item text")
+    title, _, body = cleaned.partition("\n")
+    if _read_as_headline(title).tags:
+        raise BadItemText(f"{SECTION_TITLES[type_]}: item {title!r} ends with what Org reads as tags; "
+                          "pass tags separately")
+    shallow = _SHALLOW_HEADLINE.search(body)
+    if shallow:
+        line = body.count("\n", 0, shallow.start()) + 2
+        raise BadItemText(f"{SECTION_TITLES[type_]}: item {title!r}, line {line} of its text starts with "
+                          f"{shallow.group()!r}, which Org reads as a new headline")
+    return cleaned
+
+
+def item_from_headline(headline, text: str) -> MemoryItem:
+    """The item a headline subtree holds: title line (without stars and tags), body, properties."""
+    lines = text.split("\n")
+    first = lines[0].rstrip("\r")
+    title = _STARS.sub("", first, count=1)
+    if headline.tags:
+        title = _TAG_SUFFIX.sub("", title)
+    rest = lines[1:]
+    if headline.properties:
+        start = 1 if rest and _PLANNING.match(rest[0]) else 0
+        if len(rest) > start and _DRAWER_START.match(rest[start]):
+            end = next((i for i in range(start + 1, len(rest)) if _DRAWER_END.match(rest[i])), start)
+            rest = rest[:start] + rest[end + 1:]
+    body = "\n".join(line.rstrip("\r") for line in rest).strip("\n").rstrip()
+    own = {name: headline.get(name) for name in OWN_PROPERTIES}
+    return MemoryItem(
+        text=title.strip() + ("\n" + body if body else ""),
+        id=own["ID"] or None,
+        added=parse_timestamp(own["ADDED"]),
+        source=own["SOURCE"] or "",
+        tags=headline.tags,
+        properties=tuple((k, v) for k, v in headline.properties if k.upper() not in OWN_PROPERTIES),
+    )
+
+
+def render_item(item: MemoryItem, newline: str = "\n") -> str:
+    """The Org text of an item: a level-2 headline with its property drawer, or a list item."""
+    title, _, body = item.text.partition("\n")
+    if item.as_plain:
+        lines = ["- " + title, *("  " + line if line else line for line in body.split("\n") if body)]
+        return newline.join(lines) + newline
+    head = "** " + title
+    if item.tags:
+        tags = ":" + ":".join(item.tags) + ":"
+        head += " " * max(1, TAGS_COLUMN - len(head) - len(tags)) + tags
+    properties = [("ID", item.id), ("ADDED", item.added and org_timestamp(item.added)),
+                  ("SOURCE", item.source), *item.properties]
+    drawer = [f"{':' + name + ':':<10} {value}".rstrip() for name, value in properties if value]
+    lines = [head, *([":PROPERTIES:", *drawer, ":END:"] if drawer else []), *(body.split("\n") if body else [])]
+    return newline.join(lines) + newline
+
+
+def _read_as_headline(title: str) -> Headline:
+    """The headline Org reads from `** title`."""
+    return next(o for o in parse(f"** {title}\n").objects if isinstance(o, Headline))

@@ -1,0 +1,109 @@
+"""Daily logs: one level-1 entry per session, and the items marked in them for long-term memory.
+
+    * 16:45 — Reviewed pull request #482
+    :PROPERTIES:
+    :SESSION:  s-2026-11-20-1645
+    :END:
+    Pull request #482 fixes error E1042 in the staging migration.
+    ** Release 2.3.1 contains the fix for E1042.                        :fact:
+
+Compaction copies each marked headline into memory.org and records that it did so with a
+`:COMPACTED:` property on the headline, so a later compaction does not bring back an item a
+person removed from memory.org.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from datetime import date, datetime
+
+from ..backends import Store
+from ..errors import UserError
+from ..objects import Document
+from ..orgfile import render_headline
+from ..query import walk_document
+from .items import MemoryItem, item_from_headline, org_timestamp
+from .layout import tagged_type
+
+COMPACTED = "COMPACTED"
+_ENTRY_TIME = re.compile(r"(\d{1,2}):(\d{2})\b")
+_LEVEL_ONE = re.compile(r"^\* ", re.MULTILINE)
+_PLANNING = re.compile(r"[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):", re.IGNORECASE)
+_DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*\r?$", re.IGNORECASE)
+_DRAWER_END = re.compile(r"[ \t]*:END:[ \t]*\r?$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Marked:
+    """An item marked in a log (`:fact:`, `:procedure:`, `:pattern:`) and not compacted yet."""
+
+    type: str
+    item: MemoryItem
+    line: int
+
+
+def render_entry(moment: datetime, title: str, summary: str, session: str) -> str:
+    """The Org text of one session entry: `* HH:MM — title`, a :SESSION: property, the summary."""
+    title = " ".join(title.split())
+    if not title:
+        raise UserError("session title: empty; leave it out to use 'Session'")
+    summary = summary.replace("\r\n", "\n").strip("\n")
+    if _LEVEL_ONE.search(summary):
+        line = summary.count("\n", 0, _LEVEL_ONE.search(summary).start()) + 1
+        raise UserError(f"session summary, line {line}: starts with '* ', which Org reads as a new entry; "
+                        "use '** ' for a headline inside the entry")
+    return (f"* {moment:%H:%M} — {title}\n:PROPERTIES:\n:{'SESSION:':<9} {session}\n:END:\n"
+            + (summary + "\n" if summary else ""))
+
+
+def append_entry(old: bytes | None, entry: str, title: str) -> bytes:
+    """A log's bytes with `entry` appended after one blank line (a new log starts with its title)."""
+    text = f"#+TITLE: {title}\n" if old is None else old.decode("utf-8")
+    crlf = 0 < text.count("\n") == text.count("\r\n")
+    if text and not text.endswith("\n"):
+        text += "\r\n" if crlf else "\n"
+    if text and not text.endswith(("\n\n", "\r\n\r\n")):
+        text += "\r\n" if crlf else "\n"
+    return (text + (entry.replace("\n", "\r\n") if crlf else entry)).encode("utf-8")
+
+
+def marked_items(store: Store, path: str, doc: Document, day: date) -> list[Marked]:
+    """Headlines of a log marked with a memory type and not compacted yet, as items (outermost only)."""
+    found: list[Marked] = []
+    inside: tuple[int, ...] | None = None
+    for node in walk_document(store, path, doc):
+        if inside is not None and node.position[:len(inside)] == inside:
+            continue
+        kind = tagged_type(node.headline)
+        if kind is None or node.headline.get(COMPACTED) is not None:
+            continue
+        inside = node.position
+        item = item_from_headline(node.headline, render_headline(node.headline, store.objects.__getitem__))
+        when = _ENTRY_TIME.match(node.outline[0])
+        moment = datetime(day.year, day.month, day.day)
+        if when and int(when[1]) < 24 and int(when[2]) < 60:
+            moment = moment.replace(hour=int(when[1]), minute=int(when[2]))
+        item = replace(item, id=None, added=moment, source=f"log {day.isoformat()}"
+                       + (f" {moment:%H:%M}" if when else ""),
+                       tags=tuple(t for t in item.tags if t != kind))
+        found.append(Marked(kind, item, node.line))
+    return found
+
+
+def mark_compacted(text: str, lines: list[int], moment: datetime) -> str:
+    """`text` with a `:COMPACTED:` property added to the headline starting at each of `lines` (1-based)."""
+    rows = text.split("\n")
+    cr = "\r" if 0 < text.count("\n") == text.count("\r\n") else ""
+    stamp = f":{COMPACTED}: {org_timestamp(moment)}{cr}"
+    for line in sorted(set(lines), reverse=True):
+        at = line  # the row after the headline
+        if at < len(rows) and _PLANNING.match(rows[at]):
+            at += 1
+        if at < len(rows) and _DRAWER_START.match(rows[at]):
+            end = next((i for i in range(at + 1, len(rows)) if _DRAWER_END.match(rows[i])), None)
+            if end is not None:
+                rows.insert(end, stamp)
+                continue
+        rows[at:at] = [f":PROPERTIES:{cr}", stamp, f":END:{cr}"]
+    return "\n".join(rows)

@@ -1,0 +1,88 @@
+"""Safe writes to an agent's files: one writer per agent folder, and compare-before-replace.
+
+Processes that save the same agent take an advisory lock (flock) on a hidden file in the
+agent folder, so their read-merge-write steps never interleave. A person editing the file
+by hand takes no lock: the bytes a new version was computed from are compared with the file
+just before the atomic replace, and the step starts over when they differ.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import UserError
+from ..history import write_atomically
+from .layout import LOCK_FILE
+
+LOCK_TIMEOUT = 60.0
+ATTEMPTS = 5
+
+
+class MemoryBusy(UserError):
+    """Another process holds an agent's memory, or a file kept changing while it was being saved."""
+
+
+@contextmanager
+def agent_lock(folder: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+    """Hold the advisory lock of an agent folder (created if missing) for the block."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = folder / LOCK_FILE
+    deadline = time.monotonic() + timeout
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            _acquire(fd, lock, deadline)
+            # A purge may have removed the folder while we waited: then this lock guards nothing.
+            if os.path.exists(lock) and os.stat(lock).st_ino == os.fstat(fd).st_ino:
+                break
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+        folder.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _acquire(fd: int, lock: Path, deadline: float) -> None:
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise MemoryBusy(f"{lock}: another process has held this agent's memory for too long") from None
+            time.sleep(0.005)
+
+
+def read_or_none(path: Path) -> bytes | None:
+    """A file's bytes, or None when it does not exist."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def replace_file(path: Path, compute: Callable[[bytes | None], bytes | None]) -> bool:
+    """Write `compute(current bytes)` over `path` atomically, unless the file changes meanwhile; True if written.
+
+    `compute` returns None (or the same bytes) when there is nothing to write. When the file
+    changes between reading and replacing, the step is repeated on the new bytes.
+    """
+    for _ in range(ATTEMPTS):
+        old = read_or_none(path)
+        new = compute(old)
+        if new is None or new == old:
+            return False
+        if read_or_none(path) != old:
+            continue
+        write_atomically(path, new)
+        return True
+    raise MemoryBusy(f"{path}: changed {ATTEMPTS} times while it was being saved; nothing was written")

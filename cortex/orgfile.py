@@ -1,0 +1,391 @@
+"""Org text <-> object trees: parse as Emacs's Org 9.5 (org-element) does, render back exactly.
+
+A fast scan splits a file at its headline lines (stars then a space; a tab after the stars
+does not open a headline, and a headline inside a src block still is one).  Each headline
+keeps the raw text of its own section, the text before the first headline is the
+document's preamble, so rendering is concatenation and reproduces the bytes exactly.
+
+Fields follow Emacs rather than orgparse: the TODO setup comes from `#+TODO:` /
+`#+SEQ_TODO:` / `#+TYP_TODO:` keywords anywhere outside raw blocks, `#+STARTUP: odd`
+reduces levels, the COMMENT keyword is not part of the title, tags may hold `#` and `%`,
+the property drawer counts only right after the headline (or its planning line), its
+names may contain `:`, duplicates are kept and values stay text.
+
+Incremental parsing works on subtrees: a subtree's key is the hash of its text under the
+file's setup, and a `cached` lookup that knows the key returns the subtree's oid, so nothing
+inside it is hashed, parsed or built again.
+
+Line ends follow Emacs too: "\\r\\n" ends a line only in a file where every "\\n" follows a
+"\\r"; in a file mixing both, "\\r" is text (Emacs shows it as ^M).  Old Mac files, with
+"\\r" alone as the line end, are not split at "\\r" (Emacs would).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+import blake3
+
+from .codec import encode
+from .hashing import Oid
+from .objects import Document, Headline, OrgObject
+
+# Bumped whenever parsing changes, so subtree keys from an older parser miss.
+PARSER_VERSION = 1
+
+# Characters with whitespace syntax in an Org buffer (Emacs's `\s-`, not Python's `\s`).
+_WS = " \t\n\f\r\xa0\u2000-\u200b\u202f\u205f\u3000"
+_NONWS = f"[^{_WS}]"
+
+# A headline is stars then a space at the start of a line.  Searching for the literal "\n*"
+# is several times faster than a `^` pattern; the first line is checked on its own.
+_HEADLINE = re.compile(r"\n(\*+) ")
+_FIRST_HEADLINE = re.compile(r"(\*+) ")
+
+_OPTION = re.compile(r"#\+(TODO|SEQ_TODO|TYP_TODO|STARTUP):(.*)", re.I)
+_LONGER_KEY = re.compile(f"{_NONWS}*:")
+_RAW_BLOCKS = frozenset({"COMMENT", "EXAMPLE", "EXPORT", "SRC", "VERSE"})
+_SPLIT = re.compile(r"[ \f\t\n\r\v]+")
+
+_TAGS = re.compile(r"[ \t]+(:[^ \t]+:)[ \t]*$")
+_TAG_PUNCT = frozenset("_@#%:")
+_ALNUM_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl"})
+_PLANNING_LINE = re.compile(r"[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):", re.I)
+_PLANNING_ENTRY = re.compile(r"\b(CLOSED|DEADLINE|SCHEDULED):(?= *[\[<][^\]>]+[\]>])[ \t]*", re.I)
+_TIMESTAMP = re.compile(r"(?=[<\[](?:\d{4}-\d{2}-\d{2}|%%\())[<\[](?:%%)?.*?[\]>](?:--[<\[].*?[\]>])?")
+_DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*$", re.I)
+_DRAWER_STOP = re.compile(r"[ \t]*:END:[ \t]*$", re.I)
+_PROPERTY = re.compile(rf"[ \t]*:({_NONWS}+):(?: (.*))?[ \t]*$")
+
+Getter = Callable[[Oid], OrgObject]
+Cached = Callable[[bytes], "Oid | None"]
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """What parsing a section depends on beyond its text: TODO keywords, odd levels, line ends."""
+
+    todo_keywords: tuple[str, ...] = ("TODO",)
+    done_keywords: tuple[str, ...] = ("DONE",)
+    keywords: tuple[str, ...] = ("TODO", "DONE")
+    odd_levels: bool = False
+    crlf: bool = False
+
+    @property
+    def key_prefix(self) -> bytes:
+        """The bytes every subtree key under this setup starts from."""
+        return _key_prefix(self)
+
+
+@lru_cache(maxsize=64)
+def _key_prefix(setup: _Setup) -> bytes:
+    return encode([PARSER_VERSION, list(setup.keywords), list(setup.done_keywords),
+                   setup.odd_levels, setup.crlf])
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """The result of parsing one file.
+
+    `objects` holds every object built by this parse, children before parents, the document
+    last; a subtree found through `cached` is referenced by oid and not rebuilt.
+    `subtree_keys` maps the key of every subtree built here to its root headline's oid.
+    """
+
+    document: Document
+    objects: tuple[OrgObject, ...]
+    subtree_keys: dict[bytes, Oid]
+
+
+def parse(text: str, *, cached: Cached | None = None) -> Parsed:
+    """Parse Org text into a document and its headlines; `cached(key)` may supply known subtrees."""
+    starts, stars = _outline(text)
+    setup = _file_setup(text, starts)
+    count = len(starts)
+    bounds = starts + [len(text)]
+    after = [count] * count  # the index just past each headline's subtree
+    open_: list[int] = []
+    for i, n in enumerate(stars):
+        while open_ and stars[open_[-1]] >= n:
+            after[open_.pop()] = i
+        open_.append(i)
+
+    def kids(lo: int, hi: int) -> Iterator[int]:
+        while lo < hi:
+            yield lo
+            lo = after[lo]
+
+    # In text order; a subtree the caller already knows is skipped whole, so every headline
+    # visited has all its ancestors visited too.
+    prefix = setup.key_prefix
+    oids: list[Oid | None] = [None] * count
+    keys: dict[int, bytes] = {}
+    i = 0
+    while i < count:
+        key = blake3.blake3(prefix + text[bounds[i]:bounds[after[i]]].encode()).digest()
+        known = cached(key) if cached is not None else None
+        if known is None:
+            keys[i] = key
+            i += 1
+        else:
+            oids[i] = known
+            i = after[i]
+
+    # Descendants follow their ancestors in the text: reverse order builds children first.
+    objects: list[OrgObject] = []
+    built: dict[bytes, Oid] = {}
+    for i in reversed(keys):
+        oid = built.get(keys[i])
+        if oid is None:  # the same subtree may occur twice in a file
+            headline = _parse_section(text[bounds[i]:bounds[i + 1]], setup,
+                                     tuple(oids[c] for c in kids(i + 1, after[i])))
+            objects.append(headline)
+            oid = built[keys[i]] = headline.oid
+        oids[i] = oid
+
+    document = Document(
+        preamble=text[:bounds[0]],
+        todo_keywords=setup.todo_keywords,
+        done_keywords=setup.done_keywords,
+        children=tuple(oids[i] for i in kids(0, count)),
+    )
+    objects.append(document)
+    return Parsed(document, tuple(objects), built)
+
+
+def _parse_section(raw: str, setup: _Setup = _Setup(), children: tuple[Oid, ...] = ()) -> Headline:
+    """Parse one section (a headline line and the text up to the next headline)."""
+    lines = _lines(raw, setup.crlf)
+    line = next(lines)
+    head = _head_pattern(setup.keywords).match(line)
+    stars = len(head.group(1))
+    todo, priority, commented = head.group(2, 3, 4)
+    title_start = head.end() if (todo or priority or commented) else stars
+    title_end = len(line)
+    tags: tuple[str, ...] = ()
+    found = _TAGS.search(line, title_start)
+    if found and _valid_tags(found.group(1)):
+        tags = tuple(found.group(1)[1:-1].split(":"))
+        title_end = found.start()
+
+    planning: tuple[tuple[str, str], ...] = ()
+    properties: tuple[tuple[str, str], ...] = ()
+    following = next(lines, None)
+    if following is not None and _PLANNING_LINE.match(following):
+        planning = _planning(following)
+        following = next(lines, None)
+    if following is not None and _DRAWER_START.match(following):
+        properties = _property_drawer(lines)
+
+    return Headline(
+        level=1 + stars // 2 if setup.odd_levels else stars,
+        title=line[title_start:title_end].strip(" \t\n\r"),
+        raw=raw,
+        todo=todo,
+        priority=priority,
+        tags=tags,
+        properties=properties,
+        planning=planning,
+        children=children,
+    )
+
+
+def _file_setup(text: str, starts: list[int] | None = None) -> _Setup:
+    """A file's TODO keywords and `#+STARTUP: odd` (keywords outside raw blocks), and its line ends."""
+    # Emacs reads a file as CRLF only when every "\n" follows a "\r"; otherwise "\r" is text.
+    crlf = "\r" in text and 0 < text.count("\r\n") == text.count("\n")
+    if starts is None:
+        starts = _outline(text)[0]
+    sequences: dict[str, list[str]] = {"TYP_TODO": [], "TODO": [], "SEQ_TODO": []}
+    startup: list[str] = []
+    raw_spans: dict[int, list[tuple[int, int]]] = {}
+    for m in _OPTION.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        rest = m.group(2)
+        if text[line_start:m.start()].strip(" \t") or _LONGER_KEY.match(rest):
+            continue  # not at the start of a line, or "#+TODO:x:" (the keyword "TODO:X")
+        section = bisect_right(starts, line_start) - 1
+        if section not in raw_spans:
+            lo = 0 if section < 0 else text.find("\n", starts[section]) + 1 or len(text)
+            hi = starts[section + 1] if section + 1 < len(starts) else len(text)
+            raw_spans[section] = _raw_spans(text, lo, hi, crlf)
+        if any(s <= line_start < e for s, e in raw_spans[section]):
+            continue
+        name = m.group(1).upper()
+        (startup if name == "STARTUP" else sequences[name]).append(rest.strip(" \t\n\r"))
+    return _setup_from(
+        [v for name in ("TYP_TODO", "TODO", "SEQ_TODO") for v in sequences[name]], startup, crlf
+    )
+
+
+def render(document: Document, get: Getter) -> str:
+    """The Org text of a document, byte for byte as it was parsed."""
+    return document.preamble + "".join(_subtree_parts(document.children, get))
+
+
+def render_headline(headline: Headline, get: Getter) -> str:
+    """The Org text of a headline and its whole subtree."""
+    return headline.raw + "".join(_subtree_parts(headline.children, get))
+
+
+def _subtree_parts(children: tuple[Oid, ...], get: Getter) -> Iterator[str]:
+    pending = list(reversed(children))
+    while pending:
+        headline = get(pending.pop())
+        yield headline.raw
+        pending.extend(reversed(headline.children))
+
+
+def _outline(text: str) -> tuple[list[int], list[int]]:
+    """Where each headline starts, and its number of stars."""
+    spans = [m.span() for m in _HEADLINE.finditer(text)]
+    starts = [a + 1 for a, _ in spans]
+    stars = [b - a - 2 for a, b in spans]
+    first = _FIRST_HEADLINE.match(text)
+    if first:
+        starts.insert(0, 0)
+        stars.insert(0, first.end() - 1)
+    return starts, stars
+
+
+def _setup_from(sequences: list[str], startup: list[str], crlf: bool) -> _Setup:
+    """Emacs's `org-set-regexps-and-options` for TODO keywords and odd levels."""
+    keywords: list[str] = []
+    done: list[str] = []
+    for value in sequences or ["TODO DONE"]:
+        words = [w for w in _SPLIT.split(value) if w]
+        names = [_strip_key(w) for w in words if w != "|"]
+        if "|" in words:
+            done += [_strip_key(w) for w in words[words.index("|") + 1:]]
+        else:
+            done += names[-1:]
+        keywords += names
+    if not done:
+        done = keywords[-1:]
+    odd = False
+    for option in (o.lower() for value in startup for o in _SPLIT.split(value) if o):
+        if option in ("odd", "oddeven"):
+            odd = option == "odd"
+    return _Setup(
+        todo_keywords=tuple(k for k in keywords if k not in done),
+        done_keywords=tuple(done),
+        keywords=tuple(keywords),
+        odd_levels=odd,
+        crlf=crlf,
+    )
+
+
+def _strip_key(word: str) -> str:
+    """`TODO(t)` -> `TODO`: the fast-access key and logging spec are not part of the name."""
+    cut = word.find("(")
+    return word[:cut] if cut >= 0 and word.endswith(")") else word
+
+
+def _raw_spans(text: str, lo: int, hi: int, crlf: bool) -> list[tuple[int, int]]:
+    """Spans of [lo, hi) whose lines are not elements: raw blocks and LaTeX environments."""
+    eol = r"\r?$" if crlf else "$"
+    opener = _opener(eol)
+    spans = []
+    frames = [(lo, hi)]
+    while frames:
+        pos, end = frames.pop()
+        while (m := opener.search(text, pos, end)) is not None:
+            next_line = text.find("\n", m.end()) + 1 or end
+            raw = bool(m["latex"]) or (m["block"] or "").upper() in _RAW_BLOCKS
+            # Drawers and LaTeX environments search their end from their own line, as Emacs does.
+            start = m.start() if m["drawer"] or m["latex"] else next_line
+            close = _closer(m, eol).search(text, start, end)
+            if close is None:
+                pos = m.end()
+                continue
+            if raw:
+                spans.append((m.start(), close.end()))
+            else:
+                frames.append((close.end(), end))
+                pos, end = min(next_line, close.start()), close.start()
+                continue
+            pos = close.end()
+    return spans
+
+
+@lru_cache(maxsize=2)
+def _opener(eol: str) -> re.Pattern:
+    """First lines of blocks, dynamic blocks, drawers and LaTeX environments."""
+    return re.compile(
+        r"^[ \t]*(?:"
+        rf"#\+BEGIN_(?P<block>{_NONWS}+)"
+        r"|(?P<dynamic>#\+BEGIN:? )"
+        rf"|:(?P<drawer>[\w-]+):[ \t]*{eol}"
+        r"|\\begin\{(?P<latex>[A-Za-z0-9*]+)\}"
+        r")",
+        re.M | re.I,
+    )
+
+
+def _closer(opener: re.Match, eol: str) -> re.Pattern:
+    if opener["block"]:
+        return _end_line(rf"^[ \t]*#\+END_{re.escape(opener['block'].upper())}[ \t]*", eol)
+    if opener["dynamic"]:
+        return _end_line(r"^[ \t]*#\+END:?[ \t]*", eol)
+    if opener["drawer"]:
+        return _end_line(r"^[ \t]*:END:[ \t]*", eol)
+    return _end_line(rf"\\end\{{{re.escape(opener['latex'].upper())}\}}[ \t]*", eol)
+
+
+@lru_cache(maxsize=512)
+def _end_line(pattern: str, eol: str) -> re.Pattern:
+    return re.compile(pattern + eol, re.M | re.I)
+
+
+@lru_cache(maxsize=64)
+def _head_pattern(keywords: tuple[str, ...]) -> re.Pattern:
+    """Stars, TODO keyword (followed by a space), priority cookie, COMMENT, as Emacs reads them."""
+    todo = "|".join(re.escape(k) for k in sorted(set(keywords), key=len, reverse=True)) or "(?!)"
+    return re.compile(rf"(\*+)[ \t]*(?:({todo}) [ \t]*)?(?:\[#(.)\][ \t]*)?(COMMENT)?")
+
+
+def _lines(raw: str, crlf: bool) -> Iterator[str]:
+    """The lines of a section, without their line ends ("\\r\\n" in a CRLF file)."""
+    pos = 0
+    while True:
+        eol = raw.find("\n", pos)
+        line = raw[pos:] if eol < 0 else raw[pos:eol]
+        yield line[:-1] if crlf and line.endswith("\r") else line
+        if eol < 0:
+            return
+        pos = eol + 1
+
+
+def _valid_tags(tags: str) -> bool:
+    """Tag characters are Emacs's [[:alnum:]_@#%:] (letters, marks, decimal and letter numbers)."""
+    return all(
+        c in _TAG_PUNCT or (c.isalnum() if c.isascii() else unicodedata.category(c) in _ALNUM_CATEGORIES)
+        for c in tags
+    )
+
+
+def _planning(line: str) -> tuple[tuple[str, str], ...]:
+    entries = []
+    for m in _PLANNING_ENTRY.finditer(line):
+        stamp = _TIMESTAMP.match(line, m.end())
+        if stamp:
+            entries.append((m.group(1).upper(), stamp.group()))
+    return tuple(entries)
+
+
+def _property_drawer(lines: Iterator[str]) -> tuple[tuple[str, str], ...]:
+    """Entries of a property drawer whose `:PROPERTIES:` line was just read; none if malformed."""
+    entries = []
+    for line in lines:
+        if _DRAWER_STOP.match(line):
+            return tuple(entries)
+        m = _PROPERTY.match(line)
+        if m is None:
+            return ()
+        entries.append((m.group(1), (m.group(2) or "").strip(" \t")))
+    return ()

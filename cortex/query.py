@@ -1,0 +1,174 @@
+"""Reading a state: walk its headlines, look up by :ID:, find, outline paths, show, stats, fsck."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from . import orgfile
+from .backends import Store
+from .errors import ChecksumMismatch, FormatError, NotFound
+from .hashing import Oid, hash_bytes
+from .objects import Document, Headline, Tree
+from .objects import decode as decode_object
+
+
+@dataclass(frozen=True)
+class Node:
+    """A headline in place: its file, outline path, position among siblings and first line."""
+
+    path: str
+    outline: tuple[str, ...]
+    position: tuple[int, ...]
+    line: int
+    headline: Headline
+
+    @property
+    def oid(self) -> Oid:
+        return self.headline.oid
+
+    @property
+    def id(self) -> str | None:
+        return self.headline.id
+
+    @property
+    def title(self) -> str:
+        return self.headline.title
+
+    @property
+    def key(self) -> str:
+        """A name that survives edits: the :ID:, else file and outline position."""
+        return self.id or f"{self.path}::{'.'.join(map(str, self.position))}"
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {' / '.join(self.outline)}"
+
+
+def walk(store: Store, tree: Tree, paths=None) -> Iterator[Node]:
+    """Every headline of the tree (or of `paths`), in file and document order."""
+    for path in sorted(tree.entries if paths is None else paths):
+        doc: Document = store.objects[tree.entries[path]]
+        yield from walk_document(store, path, doc)
+
+
+def walk_document(store: Store, path: str, doc: Document) -> Iterator[Node]:
+    """Every headline of one document, depth first, with line numbers."""
+    line = 1 + doc.preamble.count("\n")
+
+    def visit(oids, outline, position):
+        nonlocal line
+        for index, oid in enumerate(oids):
+            headline: Headline = store.objects[oid]
+            here = (*outline, headline.title)
+            node = Node(path, here, (*position, index), line, headline)
+            line += headline.raw.count("\n")
+            yield node
+            yield from visit(headline.children, here, node.position)
+
+    yield from visit(doc.children, (), ())
+
+
+def lookup(store: Store, tree: Tree, org_id: str) -> Node:
+    """The headline whose :ID: is `org_id`."""
+    for node in walk(store, tree):
+        if node.id == org_id:
+            return node
+    raise NotFound(f"no headline with :ID: {org_id}")
+
+
+def find(store: Store, tree: Tree, *, todo: str | None = None, tag: str | None = None,
+         prop: tuple[str, str | None] | None = None, text: str | None = None) -> list[Node]:
+    """Headlines matching every given criterion: TODO keyword, own tag, property (value optional), title text."""
+    needle = text.casefold() if text else None
+    found = []
+    for node in walk(store, tree):
+        h = node.headline
+        if todo is not None and h.todo != todo:
+            continue
+        if tag is not None and tag not in h.tags:
+            continue
+        if prop is not None:
+            value = h.get(prop[0])
+            if value is None or (prop[1] is not None and value != prop[1]):
+                continue
+        if needle is not None and needle not in h.title.casefold():
+            continue
+        found.append(node)
+    return found
+
+
+def show(store: Store, node_or_headline) -> str:
+    """A headline and its subtree rendered back as Org text."""
+    headline = getattr(node_or_headline, "headline", node_or_headline)
+    return orgfile.render_headline(headline, store.objects.__getitem__)
+
+
+def render_file(store: Store, tree: Tree, path: str) -> str:
+    """A file's exact text as recorded in a tree."""
+    if path not in tree.entries:
+        raise NotFound(f"{path}: not in this state")
+    return orgfile.render(store.objects[tree.entries[path]], store.objects.__getitem__)
+
+
+def stats(store: Store, tree: Tree) -> dict[str, int]:
+    """Counts a user checks: files, headlines, ids, objects, refs, bytes on disk."""
+    headlines = ids = 0
+    for node in walk(store, tree):
+        headlines += 1
+        ids += node.id is not None
+    return {
+        "files": len(tree.entries),
+        "headlines": headlines,
+        "ids": ids,
+        "objects": len(store.objects),
+        "refs": len(store.refs.names()),
+        "bytes": store.engine.size_bytes(),
+    }
+
+
+@dataclass(frozen=True)
+class FsckProblem:
+    """One damaged or missing object."""
+
+    oid: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.oid}: {self.problem}"
+
+
+def fsck(store: Store) -> list[FsckProblem]:
+    """Re-hash every object and check every reference; list what is wrong."""
+    problems = []
+    with store.reading():
+        for oid, data in store.objects.items_raw():
+            found = hash_bytes(data)
+            if found != oid:
+                problems.append(FsckProblem(oid.hex(), str(ChecksumMismatch(oid.hex(), found.hex()))))
+                continue
+            try:
+                obj = decode_object(data)
+            except (FormatError, ValueError, TypeError) as exc:
+                problems.append(FsckProblem(oid.hex(), f"cannot decode: {exc}"))
+                continue
+            for ref in references(obj):
+                if ref not in store.objects:
+                    problems.append(FsckProblem(oid.hex(), f"refers to missing object {ref.hex()}"))
+        for name in store.refs.names():
+            target = store.refs.get(name)
+            if target not in store.objects:
+                problems.append(FsckProblem(target.hex(), f"ref {name} points at a missing object"))
+    return problems
+
+
+def references(obj) -> list[Oid]:
+    """The oids an object's content depends on.
+
+    A snapshot's parent is history, not content: retention may drop it, so neither
+    gc nor fsck follows it.
+    """
+    if isinstance(obj, (Headline, Document)):
+        return list(obj.children)
+    if isinstance(obj, Tree):
+        return list(obj.entries.values())
+    return [obj.root]

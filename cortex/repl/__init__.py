@@ -1,0 +1,40 @@
+"""The Hy REPL over a cortex store: a terminal-free core (`core`), its forms (`forms.hy`) and the
+prompt-toolkit app (`app`).
+
+    cortex.repl.run(store, org_root)            # the interactive REPL; returns an exit status
+    cortex.repl.eval_source("(stats)", store)   # evaluate forms and print their values; exit status
+
+Both import only what they use, so `cortex eval '(+ 1 1)'` starts about as fast as `hy -c`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+
+def eval_source(text: str, store=None, org_root=None, *, filename: str = "<eval>", ingest: bool = True,
+                out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Evaluate the forms of `text` in order, printing each value; stop at the first error.
+
+    Returns the exit status: 0 when every form succeeded, 1 otherwise (the error is on `err`).
+    The store opens (and the Org folder is ingested) only when a form needs it.
+    """
+    from .core import Session
+
+    session = Session(store, org_root, ingest=ingest, out=out or sys.stdout, err=err or sys.stderr,
+                      filename=filename)
+    try:
+        return 0 if session.execute(text) else 1
+    finally:
+        session.close()
+
+
+def run(store=None, org_root=None, **options) -> int:
+    """Run the interactive REPL until Ctrl-D; see `cortex.repl.app.run` for the options."""
+    from .app import run as run_app
+
+    return run_app(store, org_root, **options)
+
+
+__all__ = ["eval_source", "run"]

@@ -1,0 +1,121 @@
+"""The interactive REPL: prompt-toolkit around the terminal-free core.
+
+Hy highlighting, multi-line entry until the forms are complete, history in the store folder,
+completion from the session; Ctrl-C cancels the entry, Ctrl-D leaves. Notices from background
+work (watch) are drawn above the prompt.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.application import create_app_session
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.history import FileHistory
+from prompt_toolkit.input import Input
+from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.lexers import PygmentsLexer
+from prompt_toolkit.output import Output
+from prompt_toolkit.patch_stdout import StdoutProxy
+from pygments.lexers.lisp import HyLexer
+
+from ..errors import CortexError
+from .completion import SessionCompleter
+from .core import Session, describe_error, is_complete
+from .printer import ingest_summary
+from .values import Message
+
+PROMPT = "cortex=> "
+HISTORY_FILE = "repl_history"
+BANNER = "cortex REPL: (help) lists the forms, Tab completes, Ctrl-C cancels an entry, Ctrl-D leaves"
+
+
+def run(store=None, org_root=None, *, ingest: bool = True, input: Input | None = None,  # noqa: A002
+        output: Output | None = None, out: TextIO | None = None) -> int:
+    """Open the store, ingest the Org folder, and read-eval-print until Ctrl-D; return the exit status.
+
+    `input`/`output` are prompt-toolkit's (tests pass a pipe input and a dummy output);
+    `out` receives the printed values (default: stdout). A store that cannot be opened is
+    reported and gives status 1.
+    """
+    with create_app_session(input=input, output=output):
+        session = Session(store, org_root, ingest=ingest, out=out or sys.stdout)
+        try:
+            try:
+                report = session.open()
+            except (CortexError, OSError) as exc:
+                session.printer.error(describe_error(exc, ""))
+                return 1
+            if report is not None:
+                session.printer.show(Message(ingest_summary(report, session.cortex.root)))
+            session.printer.show(Message(BANNER))
+            with StdoutProxy(raw=True) as above_prompt:
+                # Background notices (watch) are drawn above the prompt instead of through it.
+                session.notify = lambda message: print(message, file=above_prompt, flush=True)
+                return loop(session, prompt_session(session))
+        finally:
+            session.close()
+
+
+def loop(session: Session, prompt: PromptSession) -> int:
+    """Read entries and evaluate them until Ctrl-D."""
+    while True:
+        try:
+            text = prompt.prompt(PROMPT)
+        except KeyboardInterrupt:
+            continue
+        except EOFError:
+            return 0
+        if not text.strip():
+            continue
+        try:
+            session.execute(text)
+        except KeyboardInterrupt:  # while printing a long result
+            session.printer.error("interrupted")
+
+
+def prompt_session(session: Session) -> PromptSession:
+    """The prompt: Hy highlighting, smart Enter, history in the store folder, session completion."""
+    return PromptSession(
+        lexer=PygmentsLexer(HyLexer),
+        completer=SessionCompleter(session),
+        complete_while_typing=False,
+        history=FileHistory(str(session.cortex.store_folder() / HISTORY_FILE)),
+        key_bindings=key_bindings(),
+        multiline=True,
+        prompt_continuation=lambda width, line, soft_wrap: " " * (width - 3) + ".. ",
+        enable_history_search=False,
+    )
+
+
+def key_bindings() -> KeyBindings:
+    """Enter submits complete forms and opens a new line inside an unfinished one; Esc Enter always opens one."""
+    bindings = KeyBindings()
+    completing = Condition(lambda: _completion_selected())
+
+    @bindings.add("enter", filter=completing)
+    def _(event) -> None:
+        event.current_buffer.complete_state = None  # take the selected completion, keep editing
+
+    @bindings.add("enter", filter=~completing)
+    def _(event) -> None:
+        buffer = event.current_buffer
+        if is_complete(buffer.text):
+            buffer.validate_and_handle()
+        else:
+            buffer.newline(copy_margin=True)
+
+    @bindings.add("escape", "enter")
+    def _(event) -> None:
+        event.current_buffer.newline(copy_margin=True)
+
+    return bindings
+
+
+def _completion_selected() -> bool:
+    from prompt_toolkit.application import get_app
+
+    state = get_app().current_buffer.complete_state
+    return bool(state and state.current_completion)

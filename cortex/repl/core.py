@@ -1,0 +1,172 @@
+"""The read-eval-print core, without a terminal: is an entry complete, evaluate it in a persistent
+Hy module that has the cortex forms in scope, print values and errors.
+
+The store opens on first use (or in the background, see `Session.open`), so evaluating
+`(+ 1 1)` never pays for it.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import traceback
+import types
+from pathlib import Path
+from typing import TextIO
+
+import hy
+
+from ..errors import CortexError, located
+from .printer import Printer
+from .registry import namespace
+
+RESULT_NAMES = ("*1", "*2", "*3")  # the last three results, as in Hy's own REPL
+ERROR_NAME = "*e"
+
+
+def is_complete(text: str) -> bool:
+    """True when `text` holds whole forms (or a reader error worth showing), False while a form is open."""
+    try:
+        for _ in hy.read_many(text):
+            pass
+    except hy.PrematureEndOfInput:
+        return False
+    except Exception:  # any other reader error is complete input: evaluating it shows the error
+        return True
+    return True
+
+
+class Session:
+    """One REPL session: a Hy module with the forms bound to this session, and a lazily opened store."""
+
+    def __init__(self, store=None, org_root=None, *, ingest: bool = True, out: TextIO | None = None,
+                 err: TextIO | None = None, filename: str = "<input>"):
+        self.store_path = store
+        self.org_root = org_root
+        self.ingest_on_open = ingest
+        self.filename = filename
+        self.printer = Printer(self, out or sys.stdout, err or out or sys.stderr)
+        self.notify = self.printer.notice  # the app redirects notices above its prompt
+        self.lock = threading.RLock()  # one evaluation or background ingest at a time
+        self._open_lock = threading.Lock()
+        self._cortex = None
+        self.watcher = None
+        self.module = types.ModuleType("cortex_repl", "The namespace REPL entries are evaluated in.")
+        vars(self.module).update(namespace(self))
+
+    # --- the store ----------------------------------------------------------------------
+
+    def open(self):
+        """Open the store and ingest the Org folder (once); return that ingest's report, or None."""
+        with self._open_lock:
+            if self._cortex is not None:
+                return None
+            from .. import api
+
+            cortex = api.open(self.store_path, self.org_root)
+            try:
+                report = cortex.ingest() if self.ingest_on_open else None
+            except BaseException:
+                cortex.close()
+                raise
+            self._cortex = cortex
+            return report
+
+    @property
+    def cortex(self):
+        """The open `cortex.api.Cortex`, opened on first use."""
+        if self._cortex is None:
+            self.open()
+        return self._cortex
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the store has been opened."""
+        return self._cortex is not None
+
+    def org_path(self, path) -> Path:
+        """A path as the forms take it: relative paths are relative to the Org folder."""
+        path = Path(path)
+        return path if path.is_absolute() else self.cortex.root / path
+
+    def watch(self, on: bool = True, interval: float = 1.0) -> str:
+        """Start or stop re-ingesting the Org folder when its files change; say what happened."""
+        from .watch import Watcher
+
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
+        if not on:
+            return "stopped watching"
+        self.watcher = Watcher(self, interval)
+        self.watcher.start()
+        return f"watching {self.cortex.root} every {interval:g} s; (watch False) stops"
+
+    def close(self) -> None:
+        """Stop watching and close the store."""
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
+        with self.lock, self._open_lock:
+            if self._cortex is not None:
+                self._cortex.close()
+                self._cortex = None
+
+    # --- read, eval, print ------------------------------------------------------------------
+
+    def evaluate(self, text: str) -> list:
+        """Read every form of `text`, then evaluate them in order; return their values."""
+        forms = list(hy.read_many(text, filename=self.filename))
+        values = []
+        with self.lock:
+            for form in forms:
+                # Compile errors then name the entry and the line, not "<string>".
+                form.filename, form.source = self.filename, text
+                values.append(hy.eval(form, module=self.module))
+        for value in values:
+            if value is not None:
+                self._remember(value)
+        return values
+
+    def execute(self, text: str) -> bool:
+        """Evaluate an entry, print its values, and report any error; return whether it succeeded."""
+        try:
+            values = self.evaluate(text)
+        except (Exception, KeyboardInterrupt) as exc:
+            setattr(self.module, hy.mangle(ERROR_NAME), exc)
+            self.printer.error(describe_error(exc, text, self.filename))
+            return False
+        for value in values:
+            self.printer.show(value)
+        return True
+
+    def _remember(self, value) -> None:
+        names = [hy.mangle(n) for n in RESULT_NAMES]
+        for newer, older in zip(names[-2::-1], names[:0:-1]):
+            setattr(self.module, older, getattr(self.module, newer, None))
+        setattr(self.module, names[0], value)
+
+    def names(self) -> list[str]:
+        """Names a user can type: the forms and whatever the session defined, in Hy spelling."""
+        return sorted({hy.unmangle(name) for name in vars(self.module) if not name.startswith("_")})
+
+
+def describe_error(exc: BaseException, source: str, filename: str = "<input>") -> str:
+    """An error as one located message: `file:line:column: what`, with the line and a caret when known."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(exc, CortexError):
+        return f"error: {exc}"
+    if isinstance(exc, hy.errors.HyLanguageError):
+        message = located(exc.filename or filename, exc.lineno, exc.msg, exc.offset)
+        lines = source.splitlines()
+        if exc.lineno and 0 < exc.lineno <= len(lines):
+            message += f"\n  {lines[exc.lineno - 1]}\n  {' ' * max((exc.offset or 1) - 1, 0)}^"
+        return message
+    what = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, NameError) and exc.name:
+        what = f"NameError: {hy.unmangle(exc.name)!r} is not defined"
+    here = [frame for frame in traceback.extract_tb(exc.__traceback__) if frame.filename == filename]
+    if not here:
+        return what
+    return located(filename, here[-1].lineno, what, here[-1].colno)  # Hy columns count from 1

@@ -1,0 +1,195 @@
+"""The REPL's forms over `cortex.api`: each `@form` definition adds one, with its help and completion.
+
+Forms are Python so that starting the REPL compiles nothing (a `.hy` module is recompiled on every
+start wherever bytecode is not written). Their first parameter is the session; the REPL binds it,
+so `(find :todo "TODO")` calls `find(session, todo="TODO")`.
+"""
+
+from __future__ import annotations
+
+from ..errors import UserError
+from .registry import FORMS, form, prelude
+from .values import FileEntry, Help, HelpEntry, Message, OrgText, Outline
+
+# --- helpers every session has ----------------------------------------------------------------
+
+
+@prelude
+def first(items):
+    """The first item of a list (or of any iterable), None when there is none: (first (find :todo "TODO"))."""
+    return next(iter(items), None)
+
+
+@prelude
+def last(items):
+    """The last item of a list, None when it is empty."""
+    items = list(items)
+    return items[-1] if items else None
+
+
+def snapshot_ref(x):
+    """A snapshot reference from what a user holds: a snapshot, a log entry, a version, or a ref."""
+    if hasattr(x, "snapshot"):
+        return snapshot_ref(x.snapshot)
+    if hasattr(x, "time_ns"):
+        return x.oid.hex()
+    return x
+
+
+def id_of(x) -> str:
+    """An :ID: from a node, a headline or a string."""
+    if isinstance(x, str):
+        return x
+    if getattr(x, "id", None):
+        return x.id
+    raise UserError(f"{x} has no :ID:")
+
+
+# --- the store --------------------------------------------------------------------------------
+
+
+@form
+def ingest(session, path=None):
+    """Ingest the Org folder, or one file or folder under it (paths are relative to the Org folder).
+
+    (ingest) re-reads every Org file, parsing only those that changed;
+    (ingest "notes/projects.org") re-reads one file.
+    """
+    return session.cortex.ingest(None if path is None else session.org_path(path))
+
+
+@form
+def lookup(session, org_id, *, ref=None):
+    """The headline with this :ID:, in the working state or a snapshot: (lookup "task-parse-org" :ref "HEAD~1")."""
+    return session.cortex.lookup(org_id, ref=snapshot_ref(ref))
+
+
+@form
+def find(session, *, todo=None, tag=None, prop=None, text=None, ref=None):
+    """Headlines matching every criterion given.
+
+    (find :todo "TODO")          by TODO keyword
+    (find :tag "ops")            by one of their own tags
+    (find :prop "OWNER=dana")    by property, with or without a value
+    (find :text "deploy")        by title text, ignoring case
+    :ref "HEAD~1" searches a snapshot instead of the working state.
+    """
+    return session.cortex.find(todo=todo, tag=tag, prop=prop, text=text, ref=snapshot_ref(ref))
+
+
+@form
+def show(session, target):
+    """Org text of a headline and its subtree, a list of them, an :ID: or a file path: (show (first s))."""
+    targets = target if isinstance(target, (list, tuple)) else [target]
+    return OrgText("".join(session.cortex.show(t) for t in targets))
+
+
+@form
+def ls(session, path=None):
+    """The files of the working state with their counts, or the outline of one file: (ls "notes/projects.org")."""
+    nodes = session.cortex.outline(path)
+    if path is not None:
+        return Outline(nodes)
+    counts = {file: [0, 0] for file in session.cortex.working().entries}
+    for node in nodes:
+        counts[node.path][0] += 1
+        counts[node.path][1] += node.id is not None
+    return [FileEntry(file, headlines, ids) for file, (headlines, ids) in sorted(counts.items())]
+
+
+@form
+def stats(session):
+    """Counts a user checks: files, headlines, :ID:s, objects, refs, snapshots and bytes on disk."""
+    return session.cortex.stats()
+
+
+@form
+def watch(session, on=True, *, interval=1.0):
+    """Re-ingest Org files in the background when they change on disk, with a short notice: (watch), (watch False)."""
+    return Message(session.watch(on, interval))
+
+
+# --- history ----------------------------------------------------------------------------------
+
+
+@form
+def snapshot(session, message=""):
+    """Record the working state as a snapshot and move HEAD to it (O(1)): (snapshot "before cleanup")."""
+    return session.cortex.snapshot(message)
+
+
+@form
+def snapshots(session):
+    """Every kept snapshot, newest first; position 0 is the newest, and positions work as refs."""
+    return session.cortex.snapshots()
+
+
+@form
+def rollback(session, ref, *, keep=False, force=False):
+    """Return the Org files, the working state and HEAD to a snapshot.
+
+    Refs: HEAD~1, HEAD@{1} (undo the last move), an oid prefix, a position, or a snapshot value.
+    Refuses when the files hold edits no snapshot has, unless :keep True (snapshot them first)
+    or :force True (discard them).
+    """
+    from ..history import DirtyWorkingFiles
+
+    try:
+        return session.cortex.rollback(snapshot_ref(ref), keep=keep, force=force)
+    except DirtyWorkingFiles as exc:
+        listed = "\n  ".join(exc.paths)
+        raise UserError(f"these Org files hold edits that no snapshot has:\n  {listed}\n"
+                        "snapshot them first (:keep True) or discard them (:force True)") from None
+
+
+@form
+def diff(session, a="HEAD", b=None):
+    """Headline changes from snapshot `a` (default HEAD) to `b` (default: the working state): (diff "HEAD~1" "HEAD")."""
+    return session.cortex.diff(snapshot_ref(a), snapshot_ref(b))
+
+
+@form
+def history(session, headline):
+    """Versions of one headline (an :ID: or a node) across the kept snapshots, oldest first."""
+    return session.cortex.history(id_of(headline))
+
+
+@form
+def log(session, limit=None):
+    """Snapshots, newest first, with how many headlines each added, changed, moved or removed: (log 5)."""
+    return session.cortex.log(limit)
+
+
+@form
+def gc(session, *, keep_last=20, max_age=None):
+    """Drop snapshots beyond the newest `keep-last` unless younger than `max-age`, then delete unreachable objects.
+
+    (gc :keep-last 10 :max-age "30d"); HEAD is always kept.
+    """
+    from ..dsl.duration import DurationError, parse_duration
+
+    try:
+        age = parse_duration(max_age) if max_age else None
+    except DurationError as exc:
+        raise UserError(f"max-age {max_age!r}: {exc}") from None
+    dropped, deleted = session.cortex.gc(keep_last, age)
+    return {"snapshots dropped": dropped, "objects deleted": deleted}
+
+
+# --- help -------------------------------------------------------------------------------------
+
+
+@form
+def help(session, topic=None):  # noqa: A001 - `help` is what a REPL user types
+    """List the forms, or explain one: (help), (help find)."""
+    if topic is None:
+        return Help(HelpEntry(f.name, f.usage, f.summary) for f in FORMS.values())
+    entry = getattr(topic, "form", None) or FORMS.get(str(topic))
+    if entry is not None:
+        return Help([HelpEntry(entry.name, entry.usage, entry.doc)])
+    if isinstance(topic, str):
+        raise UserError(f"no form named {topic}; (help) lists them")
+    import inspect
+
+    name = getattr(topic, "__name__", str(topic))
+    return Help([HelpEntry(name, "", inspect.getdoc(topic) or f"no documentation for {name}")])

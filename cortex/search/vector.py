@@ -1,0 +1,139 @@
+"""Vector search: a usearch HNSW index of unit vectors under cosine similarity, keyed by uint64."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+import numpy as np
+
+# onnxruntime has to be loaded before usearch: in the other order its initialisation crashes the
+# process (usearch 2.26 ships its own C++ runtime; seen with onnxruntime 1.31).
+with contextlib.suppress(ImportError):
+    import onnxruntime  # noqa: F401
+from usearch.index import Index  # noqa: E402
+
+from cortex.errors import FormatError
+
+
+class VectorIndex:
+    """Add, replace, remove and search unit vectors by uint64 key; scores are cosine similarities."""
+
+    # Below this many candidates a brute-force scan is both exact and about as fast as the graph.
+    exact_limit = 2048
+
+    def __init__(self, dim: int, index: Index | None = None):
+        self.dim = dim
+        self._index = index if index is not None else Index(ndim=dim, metric="cos", dtype="f32")
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __contains__(self, key: int) -> bool:
+        return self._index.contains(key)
+
+    def add(self, keys: Sequence[int] | np.ndarray, vectors: np.ndarray) -> None:
+        """Add one vector per key, replacing the vectors of keys already present."""
+        keys = np.asarray(keys, dtype=np.uint64)
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape != (len(keys), self.dim):
+            raise ValueError(f"expected {len(keys)} vectors of {self.dim} floats, got shape {vectors.shape}")
+        if len(np.unique(keys)) != len(keys):
+            raise ValueError("vector index additions have duplicate keys")
+        if not len(keys):
+            return
+        self.remove(keys)
+        self._index.add(keys, vectors)
+
+    def remove(self, keys: Sequence[int] | np.ndarray) -> None:
+        """Forget `keys`; unknown keys are ignored."""
+        keys = np.asarray(keys, dtype=np.uint64)
+        present = keys[self._contains(keys)]
+        if len(present):
+            self._index.remove(present)
+
+    def _contains(self, keys: np.ndarray) -> np.ndarray:
+        return np.asarray(self._index.contains(keys), dtype=bool).reshape(len(keys))
+
+    def search(self, vector: np.ndarray, k: int = 10,
+               mask: Collection[int] | None = None) -> list[tuple[int, float]]:
+        """The `k` nearest `(key, cosine similarity)` pairs, best first.
+
+        `mask`, when given, holds the only keys that may be returned.
+        """
+        vector = np.asarray(vector, dtype=np.float32).reshape(self.dim)
+        size = len(self._index)
+        if k <= 0 or size == 0:
+            return []
+        if mask is not None:
+            allowed = np.fromiter(mask, dtype=np.uint64)
+            allowed = np.unique(allowed[self._contains(allowed)])
+            if len(allowed) <= max(self.exact_limit, size // 8):
+                return self._scan(vector, allowed, k)
+            # A wide mask: over-fetch from the graph in proportion, then filter.
+            count = min(size, 2 * k * (size // len(allowed) + 1))
+            found = self._graph_search(vector, count, exact=False)
+            permitted = set(allowed.tolist())
+            kept = [hit for hit in found if hit[0] in permitted]
+            if len(kept) >= k or count == size:
+                return kept[:k]
+            return self._scan(vector, allowed, k)
+        return self._graph_search(vector, min(k, size), exact=size <= self.exact_limit)
+
+    def _graph_search(self, vector: np.ndarray, count: int, exact: bool) -> list[tuple[int, float]]:
+        matches = self._index.search(vector, count, exact=exact)
+        return [(int(key), 1.0 - float(distance))
+                for key, distance in zip(matches.keys, matches.distances)]
+
+    def _scan(self, vector: np.ndarray, keys: np.ndarray, k: int) -> list[tuple[int, float]]:
+        if not len(keys):
+            return []
+        similarities = self._vectors(keys) @ vector
+        best = np.argsort(-similarities, kind="stable")[:k]
+        return [(int(keys[i]), float(similarities[i])) for i in best]
+
+    def _vectors(self, keys: np.ndarray) -> np.ndarray:
+        vectors = np.asarray(self._index.get(keys), dtype=np.float32).reshape(len(keys), self.dim)
+        # usearch stores vectors as given; normalise so the dot product is the cosine.
+        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+    def similarity(self, vector: np.ndarray, keys: Sequence[int]) -> np.ndarray:
+        """The cosine similarity of `vector` to each of `keys` (NaN for keys not indexed)."""
+        keys = np.asarray(keys, dtype=np.uint64)
+        out = np.full(len(keys), np.nan, dtype=np.float32)
+        present = self._contains(keys) if len(keys) else np.zeros(0, dtype=bool)
+        if present.any():
+            vector = np.asarray(vector, dtype=np.float32).reshape(self.dim)
+            out[present] = self._vectors(keys[present]) @ vector
+        return out
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the index to the file `path`, never leaving a half-written one there."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, staging = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        os.close(handle)
+        try:
+            self._index.save(staging)
+            os.replace(staging, target)
+        except BaseException:
+            Path(staging).unlink(missing_ok=True)
+            raise
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> VectorIndex:
+        """Read an index written by `save` into memory (raises FormatError if missing or unreadable)."""
+        source = Path(path)
+        if not source.is_file():
+            raise FormatError(f"{source}: vector index file is missing")
+        try:
+            # Loaded, never viewed: adding to a memory-mapped view crashes after removals.
+            index = Index.restore(str(source), view=False)
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise FormatError(f"{source}: cannot read vector index: {exc}") from exc
+        if index is None:
+            raise FormatError(f"{source}: not a vector index file")
+        return cls(index.ndim, index)

@@ -1,0 +1,32 @@
+"""Shared fixtures: a copy of the bundled Org examples and an open cortex over it."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import cortex.api as cx
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus"
+
+
+@pytest.fixture
+def org(tmp_path) -> Path:
+    """A private copy of the bundled `org/` folder."""
+    target = tmp_path / "org"
+    shutil.copytree(REPO / "org", target)
+    return target
+
+
+@pytest.fixture
+def cortex(tmp_path, org):
+    """An LMDB-backed cortex tracking the copied Org folder, ingested once."""
+    with cx.open(tmp_path / "store", org) as c:
+        c.ingest()
+        yield c
+
+
+def corpus_files():
+    """Every Org file of the shared corpus (empty when the corpus is absent)."""
+    return sorted(CORPUS.rglob("*.org")) if CORPUS.is_dir() else []

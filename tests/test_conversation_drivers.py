@@ -1,0 +1,155 @@
+"""Both drivers pass the conformance suite; the registry, persistence and portability are tested here."""
+
+import itertools
+from dataclasses import replace
+
+import pytest
+
+from cortex.backends import open_store
+from cortex.memory.conversation import (
+    ConfigError,
+    Deps,
+    DriverAlreadyRegistered,
+    DriverRegistry,
+    EventBus,
+    Health,
+    MemoryConfig,
+    StrategyNotImplemented,
+    SummarizerRequired,
+    UnknownDriver,
+    open_memory,
+    register,
+    registry,
+)
+from cortex.memory.conversation.conformance import (
+    WHO,
+    JoiningSummarizer,
+    MemoryStoreContract,
+    make_turn,
+)
+from cortex.memory.conversation.drivers import memory_driver
+
+
+class TestMemoryDriver(MemoryStoreContract):
+    @pytest.fixture
+    def memory_factory(self):
+        return lambda config, deps: open_memory(replace(config, driver="memory"), deps)
+
+
+class TestLmdbDriver(MemoryStoreContract):
+    @pytest.fixture
+    def memory_factory(self, tmp_path):
+        folders = (tmp_path / f"store{n}" for n in itertools.count())
+        return lambda config, deps: open_memory(replace(config, driver="lmdb", path=str(next(folders))), deps)
+
+
+def test_lmdb_memory_survives_closing_and_reopening(tmp_path):
+    config = MemoryConfig(driver="lmdb", path=str(tmp_path / "conversation"), strategy="rolling_summary",
+                          recent_turns=2)
+    summarizer = JoiningSummarizer()
+    with open_memory(config, Deps(summarizer=summarizer)) as memory:
+        for n in range(5):
+            memory.add_turn(WHO, make_turn(n))
+        summarizer.down = True
+        memory.add_turn(WHO, make_turn(5))
+        before = memory.get_llm_context(WHO)
+    with open_memory(config, Deps(summarizer=JoiningSummarizer())) as memory:
+        assert memory.get_llm_context(WHO) == before
+        assert before.summary == "0 1 2" and memory.health(WHO) is Health.RETRY
+        memory.add_turn(WHO, make_turn(6))
+        assert memory.get_llm_context(WHO).summary == "0 1 2 3 4" and memory.health(WHO) is Health.HEALTHY
+        assert memory.flush(WHO) == [make_turn(n) for n in range(7)]
+
+
+def test_lmdb_driver_shares_a_given_store_and_leaves_it_open(tmp_path):
+    with open_store(tmp_path / "store") as store:
+        memory = open_memory(MemoryConfig(driver="lmdb"), Deps(store=store))
+        memory.add_turn(WHO, make_turn(1))
+        memory.close()
+        assert len(store.table("conversation")) > 0  # the store is still usable
+        again = open_memory(MemoryConfig(driver="lmdb"), Deps(store=store))
+        assert again.get_llm_context(WHO).turns == (make_turn(1),)
+
+
+@pytest.mark.parametrize("source, target", [("memory", "lmdb"), ("lmdb", "memory")])
+def test_snapshots_are_portable_across_drivers(tmp_path, source, target):
+    def opened(driver):
+        path = str(tmp_path / driver) if driver == "lmdb" else None
+        return open_memory(MemoryConfig(driver=driver, path=path, strategy="rolling_summary", recent_turns=2),
+                           Deps(summarizer=JoiningSummarizer()))
+
+    with opened(source) as a, opened(target) as b:
+        for n in range(6):
+            a.add_turn(WHO, make_turn(n))
+        b.restore(WHO, a.snapshot(WHO))
+        assert b.get_llm_context(WHO) == a.get_llm_context(WHO)
+        assert b.snapshot(WHO) == a.snapshot(WHO)
+
+
+def test_registry_opens_the_default_driver():
+    memory = open_memory()
+    assert registry.default == "memory" and memory.strategy == "truncation"
+    assert {"memory", "lmdb"} <= set(registry.names())
+    memory.close()
+
+
+def test_unknown_driver_lists_the_registered_ones():
+    with pytest.raises(UnknownDriver, match="no conversation-memory driver named 'redis'.*lmdb, memory") as err:
+        open_memory(MemoryConfig(driver="redis"))
+    assert err.value.registered == registry.names()
+
+
+def test_registering_a_name_twice_raises():
+    with pytest.raises(DriverAlreadyRegistered, match="memory"):
+        register("memory", memory_driver)
+    local = DriverRegistry(default="mine")
+    local.register("mine", memory_driver)
+    with pytest.raises(DriverAlreadyRegistered):
+        local.register("mine", memory_driver)
+    local.open().close()
+
+
+def test_a_registered_factory_receives_config_and_deps():
+    seen = []
+    local = DriverRegistry()
+    local.register("spy", lambda config, deps: seen.append((config, deps)) or memory_driver(config, deps))
+    bus = EventBus()
+    local.open({"driver": "spy", "strategy": "none"}, Deps(bus=bus)).close()
+    assert seen[0][0] == MemoryConfig(driver="spy", strategy="none") and seen[0][1].bus is bus
+
+
+def test_config_errors_say_what_is_wrong(tmp_path):
+    with pytest.raises(ConfigError, match="unknown setting.*budget"):
+        open_memory({"budget": 10})
+    with pytest.raises(ConfigError, match="budget_tokens must be a positive integer"):
+        MemoryConfig(budget_tokens=0)
+    with pytest.raises(ConfigError, match="needs a store"):
+        open_memory(MemoryConfig(driver="lmdb"))
+    with open_store(tmp_path / "s") as store, pytest.raises(ConfigError, match="not both"):
+        open_memory(MemoryConfig(driver="lmdb", path=str(tmp_path / "t")), Deps(store=store))
+
+
+def test_strategy_errors_fail_before_anything_is_opened(tmp_path):
+    path = tmp_path / "never"
+    with pytest.raises(StrategyNotImplemented, match="none, truncation, rolling_summary"):
+        open_memory(MemoryConfig(driver="lmdb", path=str(path), strategy="vector"))
+    with pytest.raises(SummarizerRequired):
+        open_memory(MemoryConfig(driver="lmdb", path=str(path), strategy="rolling_summary"))
+    with pytest.raises(SummarizerRequired, match="summarize"):
+        open_memory(MemoryConfig(strategy="rolling_summary"), Deps(summarizer=object()))
+    assert not path.exists()
+
+
+def test_switching_strategy_keeps_the_conversation(tmp_path):
+    path = str(tmp_path / "conversation")
+    with open_memory(MemoryConfig(driver="lmdb", path=path)) as memory:
+        for n in range(5):
+            memory.add_turn(WHO, make_turn(n))
+    rolling = MemoryConfig(driver="lmdb", path=path, strategy="rolling_summary", recent_turns=2)
+    with open_memory(rolling, Deps(summarizer=JoiningSummarizer())) as memory:
+        assert memory.get_llm_context(WHO).turns == tuple(make_turn(n) for n in range(5))
+        memory.add_turn(WHO, make_turn(5))
+        patch = memory.get_llm_context(WHO)
+        assert patch.summary == "0 1 2 3" and patch.turns == (make_turn(4), make_turn(5))
+    with open_memory(MemoryConfig(driver="lmdb", path=path)) as memory:
+        assert memory.get_llm_context(WHO).turns == tuple(make_turn(n) for n in range(6))

@@ -1,0 +1,28 @@
+"""The health state machine allows its cycle and the two ways back, and nothing else."""
+
+import itertools
+
+import pytest
+
+from cortex.memory.conversation import Health, InvalidHealthTransition, check_transition
+
+H, R, D, V = Health.HEALTHY, Health.RETRY, Health.DEGRADED, Health.RECOVERING
+ALLOWED = {(H, R), (R, D), (D, V), (V, H),  # the cycle
+           (R, H),  # a retry succeeded
+           (V, D)}  # a recovery attempt failed
+
+
+@pytest.mark.parametrize("prior, new", list(itertools.product(Health, Health)))
+def test_only_the_documented_moves_are_allowed(prior, new):
+    if (prior, new) in ALLOWED:
+        assert check_transition(prior, new) is new
+    else:
+        with pytest.raises(InvalidHealthTransition) as err:
+            check_transition(prior, new)
+        assert (err.value.prior, err.value.new) == (prior, new)
+        assert f"from {prior} to {new}" in str(err.value)
+
+
+def test_states_read_as_their_names():
+    assert check_transition("healthy", "retry") is Health.RETRY
+    assert [h.value for h in Health] == ["healthy", "retry", "degraded", "recovering"]

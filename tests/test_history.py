@@ -1,0 +1,194 @@
+"""Snapshots, rollback, diff, log, history, retention, gc, export and import on a real LMDB store."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import cortex.api as cx
+from cortex.backends.base import ObjectStore
+from cortex.errors import NotFound, UserError
+from cortex.history import DamagedExport, DirtyWorkingFiles
+
+PROJECTS = "notes/projects.org"
+
+
+def edit(org, path, old, new):
+    file = org / path
+    text = file.read_text()
+    assert old in text
+    file.write_text(text.replace(old, new))
+
+
+def test_snapshot_addressing(cortex, org):
+    first = cortex.snapshot("first")
+    edit(org, PROJECTS, "Blocked on", "Waiting for")
+    cortex.ingest()
+    second = cortex.snapshot("second")
+    assert cortex.resolve("HEAD") == cortex.resolve(0) == cortex.resolve("0") == second
+    assert cortex.resolve("HEAD~1") == cortex.resolve(1) == first
+    assert cortex.resolve(second.oid.hex()[:8]) == second
+    assert cortex.resolve(first.oid.hex()) == first
+    assert second.parent == first.oid and second.counts["files"] == 5
+    with pytest.raises(NotFound, match="history has only 2 snapshots"):
+        cortex.resolve("HEAD~2")
+    with pytest.raises(UserError, match="not a snapshot"):
+        cortex.resolve("yesterday")
+
+
+def test_rollback_restores_exact_bytes_and_can_be_undone(cortex, org):
+    original = (org / PROJECTS).read_bytes()
+    first = cortex.snapshot("first")
+    edit(org, PROJECTS, "Blocked on", "Waiting for")
+    (org / "notes" / "new.org").write_text("* Created later\n")
+    cortex.ingest()
+    second = cortex.snapshot("second")
+    report = cortex.rollback("HEAD~1")
+    assert report.written == [PROJECTS] and report.removed == ["notes/new.org"]
+    assert (org / PROJECTS).read_bytes() == original and not (org / "notes" / "new.org").exists()
+    assert cortex.resolve("HEAD") == first and cortex.working().oid == first.root
+    cortex.rollback("HEAD@{1}")  # where HEAD was before the rollback
+    assert cortex.resolve("HEAD") == second and "Waiting for" in (org / PROJECTS).read_text()
+    assert (org / "notes" / "new.org").read_text() == "* Created later\n"
+
+
+def test_rollback_refuses_to_lose_unsnapshotted_edits(cortex, org):
+    cortex.snapshot("first")
+    edit(org, PROJECTS, "Blocked on", "My unsaved words")
+    with pytest.raises(DirtyWorkingFiles) as err:
+        cortex.rollback("HEAD")
+    assert err.value.paths == [PROJECTS] and "--keep" in str(err.value)
+    assert "My unsaved words" in (org / PROJECTS).read_text()
+
+    report = cortex.rollback("HEAD", keep=True)
+    assert report.kept is not None and "My unsaved words" not in (org / PROJECTS).read_text()
+    cortex.rollback(report.kept.oid.hex())
+    assert "My unsaved words" in (org / PROJECTS).read_text()
+
+
+def test_rollback_force_discards(cortex, org):
+    cortex.snapshot("first")
+    edit(org, PROJECTS, "Blocked on", "Throwaway")
+    cortex.rollback("HEAD", force=True)
+    assert "Throwaway" not in (org / PROJECTS).read_text()
+
+
+def test_diff_reports_added_removed_changed_and_moved(cortex, org):
+    cortex.snapshot("base")
+    edit(org, PROJECTS, "Blocked on the schema review.", "Review done.")
+    edit(org, PROJECTS, "** DONE Deploys happen every Tuesday after the standup\n"
+                        "CLOSED: [2026-11-10 Tue 10:00]\n", "")
+    edit(org, "notes/reading.org", "* Books", "* Books\n** A new book")
+    reading = (org / "notes" / "reading.org").read_text()
+    rrf_start = reading.index("** Reciprocal rank fusion")
+    rrf = reading[rrf_start:reading.index("* Books")]
+    (org / "notes" / "reading.org").write_text(reading.replace(rrf, ""))
+    (org / "notes" / "search.org").write_text("* Search\n" + rrf)
+    cortex.ingest()
+    changes = {(c.kind, c.path, c.outline[-1]): c for c in cortex.diff()}
+    assert set(changes) == {
+        ("changed", PROJECTS, "Staging database migration"),
+        ("removed", PROJECTS, "Deploys happen every Tuesday after the standup"),
+        ("added", "notes/reading.org", "A new book"),
+        ("added", "notes/search.org", "Search"),
+        ("moved", "notes/search.org", "Reciprocal rank fusion"),
+    }
+    moved = changes[("moved", "notes/search.org", "Reciprocal rank fusion")]
+    assert moved.id == "read-rrf" and moved.old_path == "notes/reading.org"
+    assert changes[("changed", PROJECTS, "Staging database migration")].fields == ("text",)
+
+
+def test_diff_opens_only_what_changed(tmp_path):
+    org = tmp_path / "org"
+    org.mkdir()
+    for n in range(40):
+        (org / f"f{n}.org").write_text("".join(f"* H{n}.{i}\n** child\nbody {i}\n" for i in range(50)))
+    with cx.open(tmp_path / "store", org) as c:
+        c.ingest()
+        c.snapshot("base")
+        (org / "f7.org").write_text((org / "f7.org").read_text().replace("body 3\n", "body three\n"))
+        c.ingest()
+        reads = []
+        original = ObjectStore.__getitem__
+        ObjectStore.__getitem__ = lambda self, oid: reads.append(oid) or original(self, oid)
+        try:
+            changes = c.diff()
+        finally:
+            ObjectStore.__getitem__ = original
+    assert [(ch.kind, ch.path, ch.outline) for ch in changes] == [("changed", "f7.org", ("H7.3", "child"))]
+    assert len(reads) < 20  # 4000 headlines in the store; only one path is opened
+
+
+def test_log_and_headline_history(cortex, org):
+    cortex.snapshot("first")
+    edit(org, PROJECTS, "* WAITING Staging", "* DONE Staging")
+    cortex.ingest()
+    cortex.snapshot("second")
+    entries = cortex.log()
+    assert [e.snapshot.message for e in entries] == ["second", "first"]
+    assert entries[0].changes == {"changed": 1}
+    versions = cortex.history("task-staging-migration")
+    assert [(v.snapshot.message, v.headline.todo, v.change) for v in versions] == [
+        ("first", "WAITING", "added"), ("second", "DONE", "todo")]
+
+
+def test_retention_and_gc_keep_what_is_reachable(cortex, org):
+    for n in range(4):
+        edit(org, PROJECTS, "Blocked on" if n == 0 else f"Version {n - 1}", f"Version {n}")
+        cortex.ingest()
+        cortex.snapshot(f"v{n}")
+    objects_before = len(cortex.store.objects)
+    dropped, deleted = cortex.gc(keep_last=2)
+    assert dropped == 2 and deleted > 0 and len(cortex.store.objects) == objects_before - deleted
+    assert [s.message for s in cortex.snapshots()] == ["v3", "v2"]
+    assert cortex.fsck() == []
+    assert cortex.show(PROJECTS) == (org / PROJECTS).read_text()
+    cortex.rollback("HEAD~1")
+    assert "Version 2" in (org / PROJECTS).read_text()
+
+
+def test_gc_keeps_unsnapshotted_working_state(cortex, org):
+    cortex.snapshot("s")
+    edit(org, PROJECTS, "Blocked on", "Not yet snapshotted")
+    cortex.ingest()
+    cortex.gc(keep_last=1)
+    assert "Not yet snapshotted" in cortex.show(PROJECTS)
+    assert cortex.fsck() == []
+
+
+def test_export_import_round_trip_and_damage(cortex, tmp_path):
+    snap = cortex.snapshot("to carry")
+    path, count = cortex.export("HEAD", tmp_path / "snap.cortex")
+    assert count == len(cortex.store.objects)  # everything here is reachable from the snapshot
+    with cx.open(tmp_path / "other", tmp_path / "other-org") as other:
+        imported = other.import_(path)
+        assert imported == snap and other.snapshots() == [snap]
+        other.rollback(snap.oid.hex(), force=True)
+        assert (tmp_path / "other-org" / PROJECTS).read_text() == cortex.show(PROJECTS)
+    data = path.read_bytes()
+    (tmp_path / "flipped.cortex").write_bytes(data[:200] + bytes([data[200] ^ 1]) + data[201:])
+    (tmp_path / "short.cortex").write_bytes(data[: len(data) // 2])
+    with cx.open(tmp_path / "third", tmp_path / "third-org") as third:
+        for bad in ("flipped.cortex", "short.cortex"):
+            with pytest.raises(DamagedExport, match="damaged or truncated"):
+                third.import_(tmp_path / bad)
+        assert len(third.store.objects) == 0 and third.snapshots() == []
+
+
+def test_reader_keeps_its_view_while_another_process_writes(cortex, org):
+    snap = cortex.snapshot("before")
+    (org / "notes" / "extra.org").write_text("* Written by another process\n")
+    script = textwrap.dedent(f"""
+        import cortex.api as cx
+        with cx.open({str(cortex.store_folder())!r}, {str(org)!r}) as c:
+            c.ingest()
+            c.snapshot("from the other process")
+    """)
+    with cortex.store.reading():
+        working = cortex.working()
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True)
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert cortex.working() == working and cortex.resolve("HEAD") == snap
+    assert cortex.resolve("HEAD").message == "from the other process"
+    assert "notes/extra.org" in cortex.working().entries

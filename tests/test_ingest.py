@@ -1,0 +1,93 @@
+"""Ingest: folders into the store, incrementally, surviving bad files and a killed process."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import cortex.api as cx
+from cortex.ingest import WORKING
+
+
+def test_ingest_records_every_org_file(cortex, org):
+    tree = cortex.working()
+    assert sorted(tree.entries) == sorted(p.relative_to(org).as_posix() for p in org.rglob("*.org"))
+    for path in tree.entries:
+        assert cortex.show(path) == (org / path).read_text()
+
+
+def test_unchanged_reingest_parses_and_writes_nothing(cortex):
+    before = cortex.store.refs.get(WORKING)
+    report = cortex.ingest()
+    assert report.parsed == [] and report.new_objects == 0 and report.problems == []
+    assert cortex.store.refs.get(WORKING) == before
+
+
+def test_edit_stores_only_the_changed_headline_and_its_ancestors(cortex, org):
+    path = org / "notes" / "projects.org"
+    text = path.read_text()
+    path.write_text(text.replace("Blocked on the schema review.", "Unblocked: review passed."))
+    report = cortex.ingest()
+    assert report.parsed == ["notes/projects.org"]
+    # the edited headline, its parent, the document and the tree
+    assert report.new_objects == 4
+    node = cortex.lookup("task-staging-migration")
+    assert "Unblocked: review passed." in cortex.show(node)
+    assert cortex.show("notes/projects.org") == path.read_text()
+
+
+def test_deleted_and_renamed_files_are_noticed(cortex, org):
+    (org / "notes" / "reading.org").rename(org / "notes" / "books.org")
+    (org / "agents" / "reviewer" / "memory.org").unlink()
+    report = cortex.ingest()
+    assert report.removed == ["agents/reviewer/memory.org", "notes/reading.org"]
+    assert report.parsed == []  # a rename costs a hash: the bytes were known
+    assert "notes/books.org" in cortex.working().entries
+
+
+def test_bad_files_are_reported_and_the_rest_ingested(cortex, org):
+    (org / "latin1.org").write_bytes(b"* ok\n* caf\xe9\n")
+    (org / "binary.org").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0")
+    (org / "vanished.org").symlink_to(org / "missing.org")
+    (org / "new.org").write_text("* New headline\n")
+    report = cortex.ingest()
+    problems = {p.path: str(p) for p in report.problems}
+    assert problems["latin1.org"] == "latin1.org:2: not UTF-8 (byte 0xe9)"
+    assert problems["binary.org"] == "binary.org:3: binary file (NUL byte), not Org text"
+    assert problems["vanished.org"] == "vanished.org: No such file or directory"
+    assert "new.org" in cortex.working().entries and "latin1.org" not in cortex.working().entries
+
+
+def test_ingest_of_one_file_leaves_the_others(cortex, org):
+    before = cortex.working().entries
+    (org / "notes" / "reading.org").write_text("* Only this\n")
+    report = cortex.ingest(org / "notes" / "reading.org")
+    after = cortex.working().entries
+    assert report.files == 1 and report.parsed == ["notes/reading.org"]
+    assert {p: o for p, o in after.items() if p != "notes/reading.org"} == \
+        {p: o for p, o in before.items() if p != "notes/reading.org"}
+
+
+def test_killed_ingest_leaves_the_last_committed_state(tmp_path, org):
+    store = tmp_path / "store"
+    with cx.open(store, org) as c:
+        c.ingest()
+        committed = c.store.refs.get(WORKING)
+    (org / "notes" / "projects.org").write_text("* Rewritten\n" * 500)
+    script = textwrap.dedent(f"""
+        import os, signal
+        import cortex.api as cx
+        from cortex.backends.base import ObjectStore
+        original = ObjectStore.add_raw
+        def add_then_die(self, items):
+            original(self, items)
+            os.kill(os.getpid(), signal.SIGKILL)
+        ObjectStore.add_raw = add_then_die
+        cx.open({str(store)!r}, {str(org)!r}).ingest()
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, env={**os.environ})
+    assert proc.returncode == -9, proc.stderr.decode()
+    with cx.open(store, org) as c:
+        assert c.store.refs.get(WORKING) == committed
+        assert c.fsck() == []
+        assert c.ingest().parsed == ["notes/projects.org"]
