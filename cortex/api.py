@@ -20,6 +20,8 @@ from .errors import NotFound, UserError
 from .objects import Headline, Snapshot, Tree
 
 CONFIG = "config"
+LITERATE = "dsl.literate"
+DEFINITIONS_FILE = "definitions.hy"
 ORG_ROOT_KEY = b"org_root"
 
 
@@ -74,7 +76,22 @@ class Cortex:
         """
         if path is not None and Path(path).is_dir() and self.store.refs.get(ingesting.WORKING) is None:
             self.root = self._settle_root(path)
-        return ingesting.ingest(self.store, self.root, None if path is None else Path(path), progress)
+        report = ingesting.ingest(self.store, self.root, None if path is None else Path(path), progress)
+        self._note_literate_definitions(report)
+        return report
+
+    def _note_literate_definitions(self, report: ingesting.IngestReport) -> None:
+        """Remember which ingested Org files hold cortex definition blocks."""
+        from .dsl import MARKER
+
+        literate = self.store.table(LITERATE)
+        tree = self.working()
+        for path in report.parsed + report.removed:
+            holds = path in tree.entries and MARKER in query.render_file(self.store, tree, path)
+            if holds:
+                literate[path.encode()] = b""
+            elif path.encode() in literate:
+                del literate[path.encode()]
 
     def working(self) -> Tree:
         """The tree of the working state."""
@@ -171,6 +188,33 @@ class Cortex:
         return history.import_snapshot(self.store, Path(path))
 
     # --- features built on the store ---------------------------------------------------
+
+    @cached_property
+    def registry(self):
+        """Definitions evaluated live in this session (the REPL's defmemory / defwebhook)."""
+        from .dsl import Registry
+
+        return Registry()
+
+    @property
+    def definitions_path(self) -> Path:
+        """The session's definitions file: `definitions.hy` in the Org root."""
+        return self.root / DEFINITIONS_FILE
+
+    def definitions(self):
+        """Every definition in force: the definitions file, marked blocks of ingested Org files, then live ones."""
+        from .dsl import Registry, extract_from_org, load_definitions
+
+        merged = Registry()
+        if self.definitions_path.exists():
+            merged.load(load_definitions(self.definitions_path))
+        tree = self.working()
+        for key in self.store.table(LITERATE):
+            path = key.decode()
+            if path in tree.entries:
+                merged.load(extract_from_org(query.render_file(self.store, tree, path), str(self.root / path)))
+        merged.load(self.registry.definitions())
+        return merged.definitions()
 
     @cached_property
     def memory(self):

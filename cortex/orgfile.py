@@ -70,20 +70,16 @@ Cached = Callable[[bytes], "Oid | None"]
 class _Setup:
     """What parsing a section depends on beyond its text: TODO keywords, odd levels, line ends."""
 
-    todo_keywords: tuple[str, ...] = ("TODO",)
-    done_keywords: tuple[str, ...] = ("DONE",)
-    keywords: tuple[str, ...] = ("TODO", "DONE")
-    odd_levels: bool = False
-    crlf: bool = False
-
-    @property
-    def key_prefix(self) -> bytes:
-        """The bytes every subtree key under this setup starts from."""
-        return _key_prefix(self)
+    todo_keywords: tuple[str, ...]
+    done_keywords: tuple[str, ...]
+    keywords: tuple[str, ...]  # every keyword a headline may start with, done ones included
+    odd_levels: bool
+    crlf: bool
 
 
 @lru_cache(maxsize=64)
 def _key_prefix(setup: _Setup) -> bytes:
+    """The bytes every subtree key under this setup starts from."""
     return encode([PARSER_VERSION, list(setup.keywords), list(setup.done_keywords),
                    setup.odd_levels, setup.crlf])
 
@@ -122,7 +118,7 @@ def parse(text: str, *, cached: Cached | None = None) -> Parsed:
 
     # In text order; a subtree the caller already knows is skipped whole, so every headline
     # visited has all its ancestors visited too.
-    prefix = setup.key_prefix
+    prefix = _key_prefix(setup)
     oids: list[Oid | None] = [None] * count
     keys: dict[int, bytes] = {}
     i = 0
@@ -158,7 +154,7 @@ def parse(text: str, *, cached: Cached | None = None) -> Parsed:
     return Parsed(document, tuple(objects), built)
 
 
-def _parse_section(raw: str, setup: _Setup = _Setup(), children: tuple[Oid, ...] = ()) -> Headline:
+def _parse_section(raw: str, setup: _Setup, children: tuple[Oid, ...]) -> Headline:
     """Parse one section (a headline line and the text up to the next headline)."""
     lines = _lines(raw, setup.crlf)
     line = next(lines)
@@ -195,12 +191,10 @@ def _parse_section(raw: str, setup: _Setup = _Setup(), children: tuple[Oid, ...]
     )
 
 
-def _file_setup(text: str, starts: list[int] | None = None) -> _Setup:
+def _file_setup(text: str, starts: list[int]) -> _Setup:
     """A file's TODO keywords and `#+STARTUP: odd` (keywords outside raw blocks), and its line ends."""
     # Emacs reads a file as CRLF only when every "\n" follows a "\r"; otherwise "\r" is text.
     crlf = "\r" in text and 0 < text.count("\r\n") == text.count("\n")
-    if starts is None:
-        starts = _outline(text)[0]
     sequences: dict[str, list[str]] = {"TYP_TODO": [], "TODO": [], "SEQ_TODO": []}
     startup: list[str] = []
     raw_spans: dict[int, list[tuple[int, int]]] = {}
@@ -305,11 +299,10 @@ def _raw_spans(text: str, lo: int, hi: int, crlf: bool) -> list[tuple[int, int]]
                 continue
             if raw:
                 spans.append((m.start(), close.end()))
-            else:
+                pos = close.end()
+            else:  # a container: scan its contents first, then go on after its last line
                 frames.append((close.end(), end))
                 pos, end = min(next_line, close.start()), close.start()
-                continue
-            pos = close.end()
     return spans
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import sys
 
 import click
+from rich.markup import escape
 
 from ..errors import CortexError
 from .common import console, err_console
+from .dsl import dsl_group
 from .history import history_commands
 from .store import store_commands
 
@@ -21,7 +23,7 @@ def cli(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
-for command in (*store_commands, *history_commands):
+for command in (*store_commands, *history_commands, dsl_group):
     cli.add_command(command)
 
 
@@ -41,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
         err_console.print("interrupted")
         sys.exit(130)
     except CortexError as exc:
-        err_console.print(f"[bold red]cortex:[/] {exc}", highlight=False, markup=True)
+        err_console.print(f"[bold red]cortex:[/] {escape(str(exc))}")
         sys.exit(1)
 
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import functools
+import sys
 from datetime import datetime
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# Piped output is read by scripts and people alike: don't fold it at 80 columns.
+console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
 
 
 def with_cortex(fn):

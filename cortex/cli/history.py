@@ -95,9 +95,13 @@ def history_(cx, org_id):
 @with_cortex
 def gc(cx, keep_last, max_age):
     """Drop snapshots beyond retention and delete objects nothing reaches."""
-    from ..dsl.durations import parse_duration
+    from ..dsl.duration import DurationError, parse_duration
 
-    dropped, deleted = cx.gc(keep_last, parse_duration(max_age) if max_age else None)
+    try:
+        age = parse_duration(max_age) if max_age else None
+    except DurationError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-age") from None
+    dropped, deleted = cx.gc(keep_last, age)
     console.print(f"dropped {dropped} snapshots, deleted {deleted} objects")
 
 

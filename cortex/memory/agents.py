@@ -180,7 +180,8 @@ class AgentMemory:
 
     def search(self, agent: str, query: str, limit: int = 10):
         """Hybrid search over one agent's memory items and logs."""
-        return self.cortex.search(query, limit=limit, agent=check_agent_id(agent))
+        check_agent_id(agent)
+        return self.cortex.search(query, limit=limit, agent=agent)
 
     def show(self, agent: str) -> str:
         """The Org text of the agent's memory.org."""

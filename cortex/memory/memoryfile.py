@@ -218,7 +218,7 @@ def merge(path: str, base: dict[str, Typed], ours: list[Typed], theirs: MemoryFi
             continue
         if t != b:
             entry = theirs.entries.get(key)
-            problems.append((entry and entry.line, _conflict(key, b or t or o, b, o, t)))
+            problems.append((entry and entry.line, _conflict(key, t or b or o, b, o, t)))
             continue
         if key in disk:
             changed[key] = o

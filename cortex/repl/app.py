@@ -11,7 +11,6 @@ import sys
 from typing import TextIO
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.application import create_app_session
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.input import Input
@@ -40,23 +39,23 @@ def run(store=None, org_root=None, *, ingest: bool = True, input: Input | None =
     `out` receives the printed values (default: stdout). A store that cannot be opened is
     reported and gives status 1.
     """
-    with create_app_session(input=input, output=output):
-        session = Session(store, org_root, ingest=ingest, out=out or sys.stdout)
+    session = Session(store, org_root, ingest=ingest, out=out or sys.stdout)
+    try:
         try:
-            try:
-                report = session.open()
-            except (CortexError, OSError) as exc:
-                session.printer.error(describe_error(exc, ""))
-                return 1
-            if report is not None:
-                session.printer.show(Message(ingest_summary(report, session.cortex.root)))
-            session.printer.show(Message(BANNER))
-            with StdoutProxy(raw=True) as above_prompt:
-                # Background notices (watch) are drawn above the prompt instead of through it.
-                session.notify = lambda message: print(message, file=above_prompt, flush=True)
-                return loop(session, prompt_session(session))
-        finally:
-            session.close()
+            report = session.open()
+        except (CortexError, OSError) as exc:
+            session.printer.error(describe_error(exc, ""))
+            return 1
+        if report is not None:
+            session.printer.show(Message(ingest_summary(report, session.cortex.root)))
+        session.printer.show(Message(BANNER))
+        # Background notices (watch) are drawn above the prompt instead of through it. The proxy
+        # finds the running prompt through the default app session, so no other session is made.
+        with StdoutProxy(raw=True) as above_prompt:
+            session.notify = lambda message: print(message, file=above_prompt, flush=True)
+            return loop(session, prompt_session(session, input, output))
+    finally:
+        session.close()
 
 
 def loop(session: Session, prompt: PromptSession) -> int:
@@ -76,7 +75,8 @@ def loop(session: Session, prompt: PromptSession) -> int:
             session.printer.error("interrupted")
 
 
-def prompt_session(session: Session) -> PromptSession:
+def prompt_session(session: Session, input: Input | None = None,  # noqa: A002
+                   output: Output | None = None) -> PromptSession:
     """The prompt: Hy highlighting, smart Enter, history in the store folder, session completion."""
     return PromptSession(
         lexer=PygmentsLexer(HyLexer),
@@ -87,6 +87,8 @@ def prompt_session(session: Session) -> PromptSession:
         multiline=True,
         prompt_continuation=lambda width, line, soft_wrap: " " * (width - 3) + ".. ",
         enable_history_search=False,
+        input=input,
+        output=output,
     )
 
 

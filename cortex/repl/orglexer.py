@@ -28,7 +28,7 @@ def _headline(lexer: "OrgLexer", match: re.Match):
         yield offset, Generic.Inserted if word in lexer.done_keywords else Generic.Error, word
         rest, offset = rest[len(word):], offset + len(word)
     parts = _HEADLINE_REST.match(rest)
-    for group, token in (("gap", Text), ("priority", Name.Decorator), ("title", heading), ("tags", Name.Tag),
+    for group, token in (("gap", Text), ("priority", Keyword.Type), ("title", heading), ("tags", Name.Tag),
                          ("trail", Text)):
         if parts[group]:
             yield offset + parts.start(group), token, parts[group]

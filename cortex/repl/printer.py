@@ -86,7 +86,7 @@ def ingest_summary(report, root) -> str:
         parts.append(f"{len(report.removed)} removed")
     if report.problems:
         parts.append(f"{len(report.problems)} with problems")
-    lines = [f"ingested {report.files} Org files from {root} ({', '.join(parts)}) in {report.seconds:.2f} s"]
+    lines = [f"ingested {counted(report.files, 'Org file')} from {root} ({', '.join(parts)}) in {report.seconds:.2f} s"]
     lines += [f"  {problem}" for problem in report.problems]
     return "\n".join(lines)
 
@@ -277,10 +277,14 @@ class Renderer:
         return table
 
 
+def counted(n: int, noun: str) -> str:
+    """`1 file`, `2 files`."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def files(paths: list[str]) -> str:
     """`2 files: a.org, b.org`, `1 file: a.org` or `0 files`."""
-    counted = f"{len(paths)} file{'' if len(paths) == 1 else 's'}"
-    return f"{counted}: {', '.join(paths)}" if paths else counted
+    return f"{counted(len(paths), 'file')}: {', '.join(paths)}" if paths else counted(0, "file")
 
 
 def cell(value) -> str:

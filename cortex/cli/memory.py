@@ -1,0 +1,103 @@
+"""`cortex memory`: inspect, search, compact, purge, list and add to agents' memory."""
+
+from __future__ import annotations
+
+import click
+
+from .common import console, err_console, short, table, with_cortex
+
+TYPES = ("fact", "procedure", "pattern")
+
+
+@click.group(name="memory")
+def memory_group() -> None:
+    """Agent memory: memory.org and daily logs under agents/<agent-id>/."""
+
+
+@memory_group.command()
+@click.argument("agent")
+@with_cortex
+def inspect(cx, agent):
+    """Print AGENT's memory.org."""
+    for warning in cx.memory.load_context(agent).warnings:
+        err_console.print(warning, style="yellow", markup=False)
+    text = cx.memory.show(agent)
+    click.echo(text, nl=not text.endswith("\n"))
+
+
+@memory_group.command()
+@click.argument("agent")
+@click.argument("query")
+@click.option("-n", "--limit", type=click.IntRange(min=1), default=10, show_default=True, help="At most N results.")
+@with_cortex
+def search(cx, agent, query, limit):
+    """Search AGENT's memory for QUERY."""
+    results = cx.memory.search(agent, query, limit=limit)
+    for result in results:
+        console.print(str(result), markup=False)
+    if not results:
+        err_console.print("nothing found")
+
+
+@memory_group.command()
+@click.argument("agent")
+@click.option("--max-age", help="Delete daily logs older than this (e.g. 90d, 12w); default 90d.")
+@with_cortex
+def compact(cx, agent, max_age):
+    """Move items marked in AGENT's daily logs into memory.org and delete old logs."""
+    from ..dsl.duration import DurationError, parse_duration
+    from ..memory.retention import RetentionPolicy
+
+    try:
+        policy = RetentionPolicy(parse_duration(max_age)) if max_age else RetentionPolicy()
+    except DurationError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-age") from None
+    report = cx.memory.compact(agent, policy)
+    for kind, item in report.moved:
+        console.print(f"  moved    {kind:9} {item.title}", markup=False)
+    for path in report.deleted_logs:
+        console.print(f"  deleted  {path}", markup=False)
+    console.print(f"compacted {agent}: {len(report.moved)} moved, {report.duplicates} already known, "
+                  f"{len(report.deleted_logs)} logs deleted; undo with "
+                  f"`cortex rollback {short(report.before.oid)}`", markup=False)
+
+
+@memory_group.command()
+@click.argument("agent")
+@click.option("--hard", is_flag=True, help="Also remove it from every snapshot and from the store file.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@with_cortex
+def purge(cx, agent, hard, yes):
+    """Remove AGENT's files and its items from the working state (--hard: from history too)."""
+    what = "files and every trace in history (this cannot be undone)" if hard else "files (history keeps them)"
+    if not yes:
+        click.confirm(f"purge {agent}'s {what}?", abort=True)
+    report = cx.memory.purge(agent, hard=hard)
+    for path in report.files:
+        console.print(f"  removed  {path}", markup=False)
+    if report.history:
+        console.print(f"  rewrote {report.history.snapshots} snapshots, collected "
+                      f"{report.history.objects} objects", markup=False)
+    console.print(f"purged {agent}", markup=False)
+
+
+@memory_group.command(name="list")
+@with_cortex
+def list_(cx):
+    """Agents with memory: files, bytes, items and daily logs."""
+    t = table("agent", "files", "bytes", "items", "logs")
+    for agent, stats in cx.memory.get_storage_stats().items():
+        t.add_row(agent, str(stats.files), str(stats.bytes), str(stats.items), str(stats.logs))
+    console.print(t)
+
+
+@memory_group.command()
+@click.argument("agent")
+@click.argument("text")
+@click.option("--type", "type_", type=click.Choice(TYPES), default="fact", show_default=True, help="Memory type.")
+@click.option("--source", default="cli", show_default=True, help="Where the item comes from.")
+@with_cortex
+def add(cx, agent, text, type_, source):
+    """Add TEXT to AGENT's memory as a fact, procedure or pattern."""
+    item = cx.memory.add_item(agent, type_, text, source=source)
+    console.print(f"{item.id or item.key(type_)}  {item.title}", markup=False)

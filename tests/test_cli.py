@@ -1,0 +1,70 @@
+"""The CLI end to end through click's runner: store, history and DSL commands."""
+
+import pytest
+from click.testing import CliRunner
+
+from cortex.cli import cli, main
+
+
+@pytest.fixture
+def run(tmp_path, org):
+    runner = CliRunner()
+
+    def invoke(*args, ok=True):
+        result = runner.invoke(cli, [args[0], "--store", str(tmp_path / "store"), "--org", str(org), *args[1:]]
+                               if args[0] != "dsl" else list(args))
+        if ok:
+            assert result.exit_code == 0, result.output + str(result.exception)
+        return result
+
+    return invoke
+
+
+def test_ingest_find_show_stats_fsck(run):
+    assert "5 files: 5 parsed" in run("ingest").output
+    assert "1 headlines" not in run("find", "--todo", "TODO").output
+    out = run("find", "--tag", "security").output
+    assert "notes/projects.org:25" in out and "task-rotate-secrets" in out
+    assert run("show", "task-rotate-secrets").output.startswith("** TODO [#A] Rotate the webhook secrets")
+    assert "headlines" in run("stats").output
+    assert run("fsck").output.startswith("ok:")
+
+
+def test_snapshot_diff_rollback_log(run, org):
+    run("ingest")
+    assert "5 files" in run("snapshot", "-m", "first").output
+    path = org / "notes" / "reading.org"
+    original = path.read_text()
+    path.write_text(original + "* Later thoughts\n")
+    run("ingest")
+    assert "added    notes/reading.org: Later thoughts" in run("diff").output
+    refused = run("rollback", "HEAD", ok=False)
+    assert refused.exit_code == 1
+    run("rollback", "HEAD", "--force")
+    assert path.read_text() == original
+    assert "first" in run("log").output and "HEAD" in run("snapshots").output
+
+
+def test_user_errors_are_one_line_without_traceback(tmp_path, org, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["show", "--store", str(tmp_path / "s"), "--org", str(org), "no-such-id"])
+    assert exit_.value.code == 1
+    err = capsys.readouterr().err
+    assert err.strip() == "cortex: no headline with :ID: no-such-id" and "Traceback" not in err
+
+
+def test_dsl_check_reports_every_error(run, tmp_path):
+    bad = tmp_path / "bad.hy"
+    bad.write_text('(defwebhook x :path "/a" :provider gitlab :secret "s")\n(defmemory m :serch {})\n')
+    result = run("dsl", "check", str(bad), ok=False)
+    assert result.exit_code == 1
+    assert f"{bad}:1:36: unknown provider gitlab; did you mean github?" in result.output
+    assert f"{bad}:2:14: unknown keyword :serch in defmemory m; did you mean :search?" in result.output
+
+
+def test_dsl_show_and_convert(run, tmp_path):
+    assert "github-events" in run("dsl", "show", "org/definitions.hy").output
+    brace = tmp_path / "agent.dsl"
+    brace.write_text('webhook "gh" {\n  path "/hooks/gh"\n  provider github\n  secret $GH_SECRET\n}\n')
+    out = run("dsl", "convert", str(brace)).output
+    assert "(defwebhook gh" in out and '"secret://env/GH_SECRET"' in out
