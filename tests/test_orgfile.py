@@ -21,8 +21,6 @@ ORACLE = Path(__file__).resolve().parent / "data" / "emacs_oracle.jsonl.gz"
 FIELDS = ("level", "title", "todo", "priority", "tags", "properties", "id")
 AGREEMENT = 0.999
 
-needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"no Org corpus at {CORPUS}")
-
 
 def outline(parsed: orgfile.Parsed) -> list[tuple[int, Headline]]:
     """Every headline in text order with its 1-based line number."""
@@ -57,14 +55,12 @@ def corpus() -> dict[str, tuple[str, orgfile.Parsed]]:
     return {path: (text, orgfile.parse(text)) for path, text in texts.items()}
 
 
-@needs_corpus
 def test_every_corpus_file_renders_back_byte_for_byte(corpus):
     assert len(corpus) >= 700
     wrong = [path for path, (text, parsed) in corpus.items() if render(parsed) != text]
     assert wrong == []
 
 
-@needs_corpus
 def test_headline_fields_agree_with_emacs(corpus):
     with gzip.open(ORACLE, "rt", encoding="utf-8") as fh:
         expected = {(r["file"], r["line"]): r for r in map(json.loads, fh)}
@@ -296,7 +292,6 @@ def test_repeated_subtrees_are_built_once():
     assert parsed.document.children[0] == parsed.document.children[1]
 
 
-@needs_corpus
 def test_whole_corpus_with_every_subtree_known_builds_only_documents(corpus):
     for text, parsed in corpus.values():
         again = orgfile.parse(text, cached=parsed.subtree_keys.get)

@@ -114,30 +114,38 @@ class Session:
 
     # --- read, eval, print ------------------------------------------------------------------
 
+    def read(self, text: str) -> list:
+        """The forms of an entry; a reader error raises before anything is evaluated."""
+        forms = list(hy.read_many(text, filename=self.filename))
+        for form in forms:
+            # Compile errors then name the entry and the line, not "<string>".
+            form.filename, form.source = self.filename, text
+        return forms
+
+    def eval_form(self, form):
+        """Evaluate one form in the session's module and remember its value as `*1`."""
+        with self.lock:
+            value = hy.eval(form, module=self.module)
+        if value is not None:
+            self._remember(value)
+        return value
+
     def evaluate(self, text: str) -> list:
         """Read every form of `text`, then evaluate them in order; return their values."""
-        forms = list(hy.read_many(text, filename=self.filename))
-        values = []
-        with self.lock:
-            for form in forms:
-                # Compile errors then name the entry and the line, not "<string>".
-                form.filename, form.source = self.filename, text
-                values.append(hy.eval(form, module=self.module))
-        for value in values:
-            if value is not None:
-                self._remember(value)
-        return values
+        return [self.eval_form(form) for form in self.read(text)]
 
     def execute(self, text: str) -> bool:
-        """Evaluate an entry, print its values, and report any error; return whether it succeeded."""
+        """Evaluate an entry form by form, printing each value; stop at the first error and report it.
+
+        Returns whether every form succeeded.
+        """
         try:
-            values = self.evaluate(text)
+            for form in self.read(text):
+                self.printer.show(self.eval_form(form))
         except (Exception, KeyboardInterrupt) as exc:
             setattr(self.module, hy.mangle(ERROR_NAME), exc)
             self.printer.error(describe_error(exc, text, self.filename))
             return False
-        for value in values:
-            self.printer.show(value)
         return True
 
     def _remember(self, value) -> None:

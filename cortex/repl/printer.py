@@ -14,6 +14,7 @@ import hy
 
 from .values import FileEntry, Help, Message, OrgText, Outline
 
+PIPE_WIDTH = 160
 CHANGE_STYLES = {"added": "green", "removed": "red", "changed": "yellow", "moved": "cyan"}
 
 
@@ -55,8 +56,10 @@ class Printer:
         if console is None:
             from rich.console import Console
 
-            console = self._consoles[id(stream)] = Console(file=stream, highlight=False, markup=False,
-                                                           emoji=False)
+            # A terminal gets its own width; a pipe or file gets wide lines rather than wrapped ones.
+            width = None if stream.isatty() else PIPE_WIDTH
+            console = self._consoles[id(stream)] = Console(file=stream, width=width, highlight=False,
+                                                           markup=False, emoji=False)
         return console
 
 

@@ -55,6 +55,21 @@ def _is_identifier(token: str) -> bool:
     return (any(c.isdigit() or c in "_./" for c in token)) or _CAMEL.search(token) is not None
 
 
+def _split(text: str) -> tuple[list[str], list[str]]:
+    identifiers: list[str] = []
+    words: list[str] = []
+    for match in _COMPOUND.finditer(text):
+        token = match.group()
+        if _is_identifier(token):
+            identifiers.append(_VERSION_PREFIX.sub("", token.lower()))
+            parts = _WORD_PART.findall(token)
+        else:
+            parts = token.split("-")
+        words.extend(w for w in (p.lower() for p in parts)
+                     if len(w) > 1 and w.isalpha() and w not in _STOPWORDS)
+    return identifiers, words
+
+
 def tokenize(text: str) -> list[str]:
     """Index terms of `text`: stemmed lower-case words, stopwords dropped, identifiers kept whole.
 
@@ -62,18 +77,13 @@ def tokenize(text: str) -> list[str]:
     lower-cased and unstemmed (a leading `v` of a version dropped), plus its stemmed word parts, so
     both `max_retry_count` and "retry count" find it.
     """
-    terms: list[str] = []
-    words: list[str] = []
-    for match in _COMPOUND.finditer(text):
-        token = match.group()
-        if _is_identifier(token):
-            terms.append(_VERSION_PREFIX.sub("", token.lower()))
-            parts = _WORD_PART.findall(token)
-        else:
-            parts = token.split("-")
-        words.extend(w for w in (p.lower() for p in parts)
-                     if len(w) > 1 and w.isalpha() and w not in _STOPWORDS)
-    return terms + _stem(words)
+    identifiers, words = _split(text)
+    return identifiers + _stem(words)
+
+
+def identifiers(text: str) -> list[str]:
+    """The terms of `text` that are identifiers, as `tokenize` writes them."""
+    return _split(text)[0]
 
 
 def _distinct(terms: list[str]) -> list[str]:
@@ -175,9 +185,12 @@ class KeywordIndex:
                      if allowed is None or key in allowed)
         return sorted(found.items(), key=lambda hit: (-hit[1], hit[0]))[:k]
 
-    def scores(self, query: str, keys: Iterable[int]) -> np.ndarray:
-        """The BM25 score of `query` for each of `keys` (0 for keys not indexed)."""
-        terms = _distinct(tokenize(query))
+    def scores(self, query: str, keys: Iterable[int], *, identifiers_only: bool = False) -> np.ndarray:
+        """The BM25 score of `query` for each of `keys` (0 for keys not indexed).
+
+        With `identifiers_only`, only the query's identifier terms count: the exact-match evidence.
+        """
+        terms = _distinct(identifiers(query) if identifiers_only else tokenize(query))
         overlay = self._overlay_scores(terms)
         base = self._base_scores(terms, self._alive) if self._bm25 is not None else None
         out = []

@@ -1,0 +1,67 @@
+"""`cortex memory` through click's runner, on a real store and a copy of the bundled Org files."""
+
+import pytest
+from click.testing import CliRunner
+
+from cortex.cli.memory import memory_group
+
+
+@pytest.fixture
+def run(tmp_path, org):
+    """Invoke `cortex memory ...` against a store in tmp_path tracking the copied Org folder."""
+    runner = CliRunner()
+
+    def invoke(*args, input=None):
+        command, *rest = args
+        return runner.invoke(memory_group, [command, "--store", str(tmp_path / "store"), "--org", str(org), *rest],
+                             input=input, catch_exceptions=False)
+
+    return invoke
+
+
+def test_list_shows_agents_with_their_counts(run):
+    result = run("list")
+    assert result.exit_code == 0
+    rows = {line.split()[0]: line.split()[1:] for line in result.output.splitlines()[2:]}
+    assert rows["assistant"][0] == "2" and rows["assistant"][2:] == ["5", "1"]
+    assert rows["reviewer"][0] == "1" and rows["reviewer"][2:] == ["2", "0"]
+
+
+def test_add_then_inspect(run, org):
+    result = run("add", "assistant", "--type", "procedure", "Rotate the keys every quarter.")
+    assert result.exit_code == 0
+    assert result.output.startswith("mem-assistant-rotate-the-keys-every-quarter-")
+    shown = run("inspect", "assistant")
+    assert shown.exit_code == 0
+    assert shown.stdout == (org / "agents/assistant/memory.org").read_text()
+    assert "** Rotate the keys every quarter.\n:PROPERTIES:\n" in shown.stdout and ":SOURCE:   cli\n" in shown.stdout
+
+
+def test_inspect_reports_what_is_not_an_item(run, org):
+    path = org / "agents/reviewer/memory.org"
+    path.write_text(path.read_text() + "* Scratch\nanything\n")
+    shown = run("inspect", "reviewer")
+    assert "agents/reviewer/memory.org:19: section 'Scratch' is not a memory section" in shown.stderr
+    assert shown.stdout == path.read_text()
+
+
+def test_compact_moves_marked_items(run, org):
+    result = run("compact", "assistant", "--max-age", "36500d")
+    assert result.exit_code == 0
+    assert "moved    fact      Release 2.3.1 contains the fix for E1042." in result.output
+    assert "1 moved, 0 already known, 0 logs deleted; undo with `cortex rollback " in result.output
+    assert "Release 2.3.1 contains the fix for E1042." in (org / "agents/assistant/memory.org").read_text()
+    bad = CliRunner().invoke(memory_group, ["compact", "assistant", "--max-age", "soon"])
+    assert bad.exit_code == 2 and "--max-age" in bad.output
+
+
+def test_purge_asks_first(run, org):
+    declined = run("purge", "reviewer", input="n\n")
+    assert declined.exit_code == 1 and "purge reviewer's files (history keeps them)?" in declined.output
+    assert (org / "agents/reviewer/memory.org").exists()
+    accepted = run("purge", "reviewer", "--hard", input="y\n")
+    assert accepted.exit_code == 0 and "removed  agents/reviewer/memory.org" in accepted.output
+    assert "every trace in history" in accepted.output and not (org / "agents/reviewer").exists()
+    again = run("add", "reviewer", "x")
+    assert again.exit_code == 0
+    assert run("purge", "reviewer", "--yes").output.endswith("purged reviewer\n")

@@ -1,0 +1,155 @@
+"""The prompt-toolkit REPL: through pipe input, and once as the real program in a real terminal (tmux)."""
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+
+import cortex.repl
+
+REPO = Path(__file__).resolve().parents[1]
+PROJECTS = "notes/projects.org"
+ENTER, CTRL_C, CTRL_D, TAB = "\r", "\x03", "\x04", "\t"
+
+
+def drive(store, org, *keys: str, pause: float = 0.0) -> tuple[int, str]:
+    """Run the REPL on a pipe, typing `keys` in order (pausing between them when asked); return status and output."""
+    out = io.StringIO()
+    with create_pipe_input() as pipe:
+        def type_keys():
+            for chunk in keys:
+                time.sleep(pause)
+                pipe.send_text(chunk)
+
+        typist = threading.Thread(target=type_keys, daemon=True)
+        typist.start()
+        status = cortex.repl.run(store, org, input=pipe, output=DummyOutput(), out=out)
+        typist.join(5)
+    return status, out.getvalue()
+
+
+def test_start_up_says_what_was_ingested_and_ctrl_d_leaves(tmp_path, org):
+    status, shown = drive(tmp_path / "store", org, CTRL_D)
+    assert status == 0
+    first, banner = shown.splitlines()[:2]
+    assert first.startswith(f"ingested 5 Org files from {org} (5 parsed, 0 unchanged)")
+    assert "(help)" in banner and "Ctrl-D" in banner
+
+
+def test_a_multi_line_form_is_read_until_complete_and_kept_in_history(tmp_path, org):
+    status, shown = drive(tmp_path / "store", org, "(+ 1" + ENTER + "   2)" + ENTER + CTRL_D)
+    assert status == 0 and shown.splitlines()[2:] == ["3"]
+    history = (tmp_path / "store" / "repl_history").read_text()
+    assert "+(+ 1\n+   2)\n" in history
+
+
+def test_ctrl_c_cancels_the_entry_and_the_session_goes_on(tmp_path, org):
+    keys = "(setv x 10" + ENTER + "(/ x" + CTRL_C + "(+ 2 3)" + ENTER + "(undefined)" + ENTER + "(* 2 4)" + ENTER + CTRL_D
+    status, shown = drive(tmp_path / "store", org, keys)
+    assert status == 0
+    assert shown.splitlines()[2:] == ["5", "<input>:1:2: NameError: 'undefined' is not defined", "8"]
+
+
+def test_tab_completes_an_id(tmp_path, org):
+    status, shown = drive(tmp_path / "store", org, '(lookup "task-pa', TAB, '")' + ENTER, CTRL_D, pause=0.3)
+    assert status == 0
+    assert "** DONE Parse Org files into headline objects" in shown
+
+
+def test_a_store_that_tracks_another_folder_is_refused(tmp_path, org):
+    other = tmp_path / "other"
+    shutil.copytree(org, other)
+    assert drive(tmp_path / "store", org, CTRL_D)[0] == 0
+    status, shown = drive(tmp_path / "store", other, CTRL_D)
+    assert status == 1 and f"this store tracks the Org folder {org}" in shown
+
+
+# --- the real program in a real terminal -------------------------------------------------------------
+
+class Tmux:
+    """One tmux server of our own (its own socket), with one window running a command."""
+
+    def __init__(self, command: str, env: dict):
+        self.socket = f"cortex-test-{os.getpid()}"
+        self.env = env
+        self.tmux("-f", "/dev/null", "new-session", "-d", "-s", "repl", "-x", "120", "-y", "50", command)
+
+    def tmux(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["tmux", "-L", self.socket, *args], env=self.env, capture_output=True, text=True,
+                              timeout=20)
+
+    def type(self, text: str, *keys: str) -> None:
+        if text:
+            self.tmux("send-keys", "-t", "repl", "-l", text)
+        for key in keys:
+            self.tmux("send-keys", "-t", "repl", key)
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "repl", "-S", "-500").stdout
+
+    def wait_for(self, text: str, seconds: float = 20) -> str:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            time.sleep(0.05)
+        raise AssertionError(f"{text!r} did not appear; the screen shows:\n{self.screen()}")
+
+    def running(self) -> bool:
+        return self.tmux("has-session", "-t", "repl").returncode == 0
+
+    def close(self) -> None:
+        self.tmux("kill-server")
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install -y tmux)")
+def test_a_session_in_a_real_terminal(tmp_path, org):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+           "TERM": "xterm-256color"}
+    command = f"cd {REPO} && exec {sys.executable} -m cortex.repl --store {tmp_path / 'store'} {org}"
+    term = Tmux(command, env)
+    try:
+        term.wait_for("cortex=> ")
+
+        term.type("(setv todo (find", "Enter")
+        term.wait_for("      .. ")  # the form is open: Enter gave a continuation line
+        term.type(':todo "TODO"))', "Enter")
+        term.type("todo", "Enter")
+        screen = term.wait_for("task-rotate-secrets")
+        assert "0  notes/projects.org:25  TODO  [#A] Rotate the webhook secrets" in screen
+
+        term.type('(show "task-pa', "Tab")
+        term.wait_for('(show "task-parse-org')
+        term.type('")', "Enter")
+        term.wait_for("** DONE Parse Org files into headline objects")
+
+        term.type("(+ 1 (foo))", "Enter")
+        term.wait_for("<input>:1:7: NameError: 'foo' is not defined")
+
+        term.type('(snapshot "first")', "Enter")
+        term.wait_for("message    first")
+        projects = org / PROJECTS
+        original = projects.read_text()
+        projects.write_text(original.replace("Rotate the webhook secrets", "Rotate nothing"))
+        term.type('(rollback "HEAD")', "Enter")
+        term.wait_for("snapshot them first (:keep True) or discard them (:force True)")
+        term.type('(rollback "HEAD" :force True)', "Enter")
+        term.wait_for("wrote 1 file: notes/projects.org")
+        assert projects.read_text() == original
+
+        term.type("", "C-d")
+        deadline = time.monotonic() + 10
+        while term.running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not term.running(), "Ctrl-D did not leave the REPL"
+    finally:
+        term.close()
