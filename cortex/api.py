@@ -85,9 +85,9 @@ class Cortex:
         from .dsl import MARKER
 
         literate = self.store.table(LITERATE)
-        tree = self.working()
         for path in report.parsed + report.removed:
-            holds = path in tree.entries and MARKER in query.render_file(self.store, tree, path)
+            file = self.root / path
+            holds = path not in report.removed and file.exists() and MARKER.encode() in file.read_bytes()
             if holds:
                 literate[path.encode()] = b""
             elif path.encode() in literate:

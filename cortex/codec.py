@@ -18,16 +18,19 @@ KIND = "kind"
 VERSION = "v"
 
 
+_LEAVES = (str, bytes, int, type(None))  # bool is an int
+
+
 def canonical(value: Any) -> Any:
     """Return `value` with maps key-sorted and tuples as lists; refuse floats."""
+    if isinstance(value, _LEAVES):
+        return value
     if isinstance(value, dict):
         return {k: canonical(value[k]) for k in sorted(value)}
     if isinstance(value, (list, tuple)):
         return [canonical(v) for v in value]
     if isinstance(value, float):
         raise TypeError(f"floats are not allowed in hashed data: {value!r}")
-    if value is None or isinstance(value, (bool, int, str, bytes)):
-        return value
     raise TypeError(f"cannot encode {type(value).__name__} canonically")
 
 

@@ -22,7 +22,7 @@ from .backends import Store
 from .codec import decode, encode
 from .errors import NotFound, UserError
 from .hashing import Oid, hash_bytes
-from .ingest import DOCS_BY_BYTES, WORKING, ingest, org_files, working_tree
+from .ingest import DOCS_BY_BYTES, WORKING, forget_collected, ingest, org_files, working_tree
 from .objects import EMPTY_TREE, Headline, Snapshot, Tree
 from .objects import decode as decode_object
 from .query import references, walk
@@ -475,6 +475,7 @@ def gc(store: Store) -> int:
         roots += list(store.refs.reflog_oids())
         reachable = _reach(store, [Oid(r) for r in roots if r is not None])
         garbage = [oid for oid in store.objects if oid not in reachable]
+        forget_collected(store, set(garbage))
         return store.objects.delete_many(garbage)
 
     return store.transact(collect)

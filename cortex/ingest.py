@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import orgfile
 from .backends import Store
-from .errors import RefConflict, UserError, located
+from .errors import CortexError, RefConflict, UserError, located
 from .hashing import Oid, hash_bytes
 from .objects import EMPTY_TREE, Tree
 
@@ -64,14 +64,20 @@ def working_tree(store: Store) -> Tree:
     return EMPTY_TREE if oid is None else store.objects[oid]
 
 
-def org_files(folder: Path) -> list[Path]:
-    """Every Org file under `folder`, skipping hidden folders and files, in a stable order."""
+def org_paths(folder: str | os.PathLike) -> list[str]:
+    """Relative POSIX paths of every Org file under `folder`, skipping hidden ones, in a stable order."""
     found = []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        found.extend(Path(dirpath, f) for f in sorted(filenames)
-                     if f.endswith(ORG_SUFFIX) and not f.startswith("."))
+        rel = os.path.relpath(dirpath, folder)
+        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+        found.extend(prefix + f for f in sorted(filenames) if f.endswith(ORG_SUFFIX) and not f.startswith("."))
     return found
+
+
+def org_files(folder: Path) -> list[Path]:
+    """Every Org file under `folder`, skipping hidden folders and files, in a stable order."""
+    return [folder / rel for rel in org_paths(folder)]
 
 
 def relative_path(root: Path, path: Path) -> str:
@@ -90,9 +96,16 @@ def ingest(store: Store, root: Path, target: Path | None = None, progress: Progr
     for attempt in range(attempts):
         try:
             return _ingest_once(store, root, target, progress)
-        except RefConflict:
+        except (RefConflict, _CollectedMeanwhile):
             if attempt == attempts - 1:
                 raise
+
+
+class _CollectedMeanwhile(RefConflict):
+    """gc removed an object this ingest meant to reuse; ingesting again finds the caches cleaned."""
+
+    def __init__(self):
+        CortexError.__init__(self, "a concurrent gc collected objects this ingest reused; run it again")
 
 
 def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | None) -> IngestReport:
@@ -100,29 +113,34 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
     scope = relative_path(root, target)
     if not target.exists():
         raise UserError(f"{target}: no such file or folder")
-    files = org_files(target) if target.is_dir() else [target]
+    if target.is_dir():
+        prefix = "" if scope == "." else scope + "/"
+        files = [prefix + rel for rel in org_paths(target)]
+    else:
+        files = [scope]
     base_oid = store.refs.get(WORKING)
     base = EMPTY_TREE if base_oid is None else store.objects[base_oid]
     in_scope = (lambda p: True) if scope == "." else (lambda p: p == scope or p.startswith(scope + "/"))
     entries = {p: oid for p, oid in base.entries.items() if not in_scope(p)}
     batch = _Batch(store)
     report = IngestReport(root=base_oid or EMPTY_TREE.oid, files=len(files))
-    for n, path in enumerate(files, 1):
-        rel = relative_path(root, path)
-        if progress:
-            progress(n, len(files), rel)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            report.problems.append(Problem(rel, exc.strerror or str(exc)))
-            continue
-        try:
-            entries[rel], changed = batch.document(data)
-        except NotOrgText as exc:
-            report.problems.append(Problem(rel, exc.reason, exc.line))
-            continue
-        if changed:
-            report.parsed.append(rel)
+    with store.reading():
+        for n, rel in enumerate(files, 1):
+            if progress:
+                progress(n, len(files), rel)
+            try:
+                with open(os.path.join(root, rel), "rb") as file:
+                    data = file.read()
+            except OSError as exc:
+                report.problems.append(Problem(rel, exc.strerror or str(exc)))
+                continue
+            try:
+                entries[rel], changed = batch.document(data)
+            except NotOrgText as exc:
+                report.problems.append(Problem(rel, exc.reason, exc.line))
+                continue
+            if changed:
+                report.parsed.append(rel)
     # A file we could not read keeps its last good version rather than vanishing.
     for problem in report.problems:
         if problem.path in base.entries:
@@ -133,6 +151,8 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
     report.root = tree.oid
 
     def commit() -> None:
+        if any(oid not in store.objects for oid in batch.reused):
+            raise _CollectedMeanwhile()
         report.new_objects = batch.write()
         if tree.oid != base_oid:
             store.refs.set_if_equals(WORKING, tree.oid, base_oid, f"ingest {scope}")
@@ -152,12 +172,13 @@ class _Batch:
         self.objects: dict[Oid, bytes] = {}
         self.doc_cache: dict[bytes, Oid] = {}
         self.subtree_cache: dict[bytes, Oid] = {}
+        self.reused: set[bytes] = set()  # checked again when committing, in case gc ran meanwhile
 
     def document(self, data: bytes) -> tuple[Oid, bool]:
         """The document oid for a file's bytes, and whether it had to be parsed."""
         digest = hash_bytes(data)
-        known = self.doc_cache.get(digest) or self.docs.get(digest)
-        if known is not None and (known in self.objects or known in self.store.objects):
+        known = self.doc_cache.get(digest) or self._stored(self.docs, digest)
+        if known is not None:
             return Oid(known), False
         text = decode_org(data)
         parsed = orgfile.parse(text, cached=self._cached_subtree)
@@ -168,10 +189,14 @@ class _Batch:
         return parsed.document.oid, True
 
     def _cached_subtree(self, key: bytes) -> Oid | None:
-        oid = self.subtree_cache.get(key) or self.subtrees.get(key)
-        if oid is not None and (oid in self.objects or oid in self.store.objects):
-            return Oid(oid)
-        return None
+        oid = self.subtree_cache.get(key) or self._stored(self.subtrees, key)
+        return None if oid is None else Oid(oid)
+
+    def _stored(self, table, key: bytes) -> bytes | None:
+        oid = table.get(key)
+        if oid is not None:
+            self.reused.add(oid)
+        return oid
 
     def add(self, obj) -> None:
         self.objects.setdefault(obj.oid, obj.encoded)
@@ -184,6 +209,15 @@ class _Batch:
         for key, oid in self.subtree_cache.items():
             self.subtrees[key] = oid
         return new
+
+
+def forget_collected(store: Store, collected: set[bytes]) -> None:
+    """Drop cache entries that name collected objects; call inside gc's transaction."""
+    for name in (DOCS_BY_BYTES, SUBTREES):
+        table = store.table(name)
+        for key, oid in table.items():
+            if oid in collected:
+                del table[key]
 
 
 class NotOrgText(UserError):

@@ -19,12 +19,14 @@ def run(tmp_path, org):
     return invoke
 
 
-def test_list_shows_agents_with_their_counts(run):
+def test_list_shows_agents_with_their_counts(run, org):
     result = run("list")
     assert result.exit_code == 0
-    rows = {line.split()[0]: line.split()[1:] for line in result.output.splitlines()[2:]}
+    assert result.output.split()[:5] == ["agent", "┃", "files", "┃", "bytes"]
+    rows = {row[0]: row[1:] for line in result.output.splitlines() if "│" in line
+            for row in [[cell.strip() for cell in line.split("│")]]}
     assert rows["assistant"][0] == "2" and rows["assistant"][2:] == ["5", "1"]
-    assert rows["reviewer"][0] == "1" and rows["reviewer"][2:] == ["2", "0"]
+    assert rows["reviewer"] == ["1", str((org / "agents/reviewer/memory.org").stat().st_size), "2", "0"]
 
 
 def test_add_then_inspect(run, org):
@@ -41,7 +43,7 @@ def test_inspect_reports_what_is_not_an_item(run, org):
     path = org / "agents/reviewer/memory.org"
     path.write_text(path.read_text() + "* Scratch\nanything\n")
     shown = run("inspect", "reviewer")
-    assert "agents/reviewer/memory.org:19: section 'Scratch' is not a memory section" in shown.stderr
+    assert "agents/reviewer/memory.org:20: section 'Scratch' is not a memory section" in shown.stderr
     assert shown.stdout == path.read_text()
 
 

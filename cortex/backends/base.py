@@ -246,6 +246,10 @@ class Table(MutableMapping):
             raise KeyError(key)
         return value
 
+    def get(self, key: bytes, default: bytes | None = None) -> bytes | None:
+        value = self._engine.get(TABLES, self._prefix + key)
+        return default if value is None else value
+
     def __setitem__(self, key: bytes, value: bytes) -> None:
         self._engine.transact(lambda: self._engine.put(TABLES, self._prefix + key, value))
 

@@ -67,8 +67,14 @@ class LmdbEngine(Engine):
             txn.abort()
 
     def get(self, table: str, key: bytes) -> bytes | None:
-        with self._reader() as txn:
+        txn = self._txn
+        if txn is not None:  # the hot path: inside reading() or transact()
             return txn.get(key, db=self._dbs[table])
+        txn = self._begin(write=False)
+        try:
+            return txn.get(key, db=self._dbs[table])
+        finally:
+            txn.abort()
 
     def put(self, table: str, key: bytes, value: bytes) -> None:
         self._in_write(lambda txn: txn.put(key, value, db=self._dbs[table]))

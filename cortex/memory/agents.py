@@ -22,7 +22,7 @@ from ..ingest import DOCS_BY_BYTES, WORKING, decode_org, org_files
 from ..objects import Document, Snapshot
 from ..orgfile import parse
 from .forget import Forgotten, forget
-from .items import MemoryItem, check_text, normalise
+from .items import MemoryItem, check_text
 from .layout import (
     AGENTS,
     ITEM_TYPES,
@@ -176,7 +176,7 @@ class AgentMemory:
         saved = self.save_context(agent, MemoryContext(**{FIELDS[type]: [item]}), now=now)
         items = getattr(saved, FIELDS[type])
         same = [i for i in items if id is not None and i.id == id]
-        return (same or [i for i in items if normalise(i.text) == normalise(item.text)])[0]
+        return (same or [i for i in items if i.normalised == item.normalised])[0]
 
     def search(self, agent: str, query: str, limit: int = 10):
         """Hybrid search over one agent's memory items and logs."""
@@ -203,12 +203,12 @@ class AgentMemory:
             before = self._checkpoint(agent, f"before compacting the memory of {agent}")
             logs = self._logs(agent)
             marked = {path: self._marked(path, day) for path, day in logs.items()}
-            known = {normalise(item.text) for _, item in self.load_context(agent).items()}
+            known = {item.normalised for _, item in self.load_context(agent).items()}
             moved: list[Typed] = []
             for found in marked.values():
                 for mark in found:
-                    if normalise(mark.item.text) not in known:
-                        known.add(normalise(mark.item.text))
+                    if mark.item.normalised not in known:
+                        known.add(mark.item.normalised)
                         moved.append((mark.type, mark.item))
             self._write_memory(agent, {}, moved)
             for path, day in logs.items():

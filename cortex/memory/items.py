@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 
 from ..errors import UserError
 from ..hashing import hash_text
@@ -58,6 +59,11 @@ class MemoryItem:
     properties: tuple[tuple[str, str], ...] = ()
     plain: bool = False
 
+    @cached_property
+    def normalised(self) -> str:
+        """The text as compared for duplicates (see `normalise`)."""
+        return normalise(self.text)
+
     @property
     def title(self) -> str:
         """The first line of the text."""
@@ -65,7 +71,7 @@ class MemoryItem:
 
     def key(self, type_: str) -> str:
         """The name this item is merged by: its org-id, else a hash of its type and normalised text."""
-        return self.id or text_key(type_, self.text)
+        return self.id or text_key(type_, self.normalised)
 
     @property
     def as_plain(self) -> bool:
@@ -78,9 +84,9 @@ def normalise(text: str) -> str:
     return " ".join(text.split()).casefold().rstrip(".")
 
 
-def text_key(type_: str, text: str) -> str:
+def text_key(type_: str, normalised: str) -> str:
     """The stable key of an item without an org-id: `key-` and a hash of its type and normalised text."""
-    return "key-" + hash_text(f"{type_}\0{normalise(text)}").hex()[:12]
+    return "key-" + hash_text(f"{type_}\0{normalised}").hex()[:12]
 
 
 def make_id(agent: str, type_: str, text: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from ..errors import UserError, located
 from ..objects import Document, Headline
@@ -25,11 +26,12 @@ _LIST_ITEM = re.compile(r"(?:[-+]|\d+[.)])[ \t]+(\S.*?)[ \t]*\r?\n?$")
 _PLANNING = re.compile(r"[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):", re.IGNORECASE)
 _DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*\r?\n?$", re.IGNORECASE)
 _DRAWER_END = re.compile(r"[ \t]*:END:[ \t]*\r?\n?$", re.IGNORECASE)
-_TRAILING_BLANKS = re.compile(r"(?:^[ \t]*\r?\n)*\Z", re.MULTILINE)
 
-# A headline's subtree text and item depend only on its oid, so they are computed once per process.
-_parsed: dict[bytes, tuple[str, MemoryItem]] = {}
-_PARSED_LIMIT = 200_000
+# What a headline or a document holds depends only on its oid, so each is read once per process.
+_children: dict[bytes, tuple[str, MemoryItem, int]] = {}
+_CHILDREN_LIMIT = 200_000
+_models: dict[tuple[str, bytes], "MemoryFile"] = {}
+_MODELS_LIMIT = 16
 
 
 class MemoryConflict(UserError):
@@ -43,8 +45,7 @@ class MemoryConflict(UserError):
         self.problems = problems
 
 
-@dataclass(frozen=True)
-class Piece:
+class Piece(NamedTuple):
     """A stretch of a section's text: one item (its key), or text kept as written (key None)."""
 
     text: str
@@ -62,8 +63,7 @@ class Section:
     children: list[Piece] = field(default_factory=list)  # headline items
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """An item as found in the file: its type, the item and its first line."""
 
     type: str
@@ -84,7 +84,20 @@ class MemoryFile:
 
     @classmethod
     def read(cls, path: str, doc: Document, get: Getter) -> MemoryFile:
-        """Read a parsed memory.org: known sections and their items; report the rest, which stays as written."""
+        """Read a parsed memory.org: known sections and their items; report the rest, which stays as written.
+
+        The result is shared by every caller that reads the same document: do not change it.
+        """
+        known = _models.get((path, doc.oid))
+        if known is None:
+            known = cls._read(path, doc, get)
+            if len(_models) >= _MODELS_LIMIT:
+                _models.pop(next(iter(_models)))
+            _models[(path, doc.oid)] = known
+        return known
+
+    @classmethod
+    def _read(cls, path: str, doc: Document, get: Getter) -> MemoryFile:
         crlf = doc.preamble.endswith("\r\n") or (not doc.preamble and _first_line_crlf(doc, get))
         memory = cls(path, doc.preamble, newline="\r\n" if crlf else "\n")
         line = 1 + doc.preamble.count("\n")
@@ -105,9 +118,9 @@ class MemoryFile:
             memory._read_head(section, headline.raw, line)
             line += headline.raw.count("\n")
             for child in headline.children:
-                text, item = _parse_child(child, get)
+                text, item, lines = _parse_child(child, get)
                 section.children.append(Piece(text, line, memory._add(kind, item, line)))
-                line += text.count("\n")
+                line += lines
             memory.sections.append(section)
         return memory
 
@@ -208,19 +221,19 @@ def merge(path: str, base: dict[str, Typed], ours: list[Typed], theirs: MemoryFi
     mine: dict[str, Typed] = {}
     for kind, item in ours:
         mine.setdefault(item.key(kind), (kind, item))
-    disk = {key: (e.type, e.item) for key, e in theirs.entries.items()}
     changed: dict[str, Typed | None] = {}
     added: list[Typed] = []
     problems: list[tuple[int | None, str]] = []
     for key in [*mine, *(k for k in base if k not in mine)]:
-        b, o, t = base.get(key), mine.get(key), disk.get(key)
+        b, o, t = base.get(key), mine.get(key), theirs.entries.get(key)
+        t = t and (t.type, t.item)
         if o == b or o == t:
             continue
         if t != b:
             entry = theirs.entries.get(key)
             problems.append((entry and entry.line, _conflict(key, t or b or o, b, o, t)))
             continue
-        if key in disk:
+        if key in theirs.entries:
             changed[key] = o
         elif o is not None:
             added.append(o)
@@ -231,23 +244,23 @@ def merge(path: str, base: dict[str, Typed], ours: list[Typed], theirs: MemoryFi
 
 def _new_items(added: list[Typed], theirs: MemoryFile, agent: str) -> list[Typed]:
     """New items without repeats of an item already there (by normalised text), each with an org-id."""
-    known = {(e.type, normalise(e.item.text)) for e in theirs.entries.values()} if added else set()
-    ids = set(theirs.entries)
+    known = {(e.type, e.item.normalised) for e in theirs.entries.values()} if added else set()
+    ids: set[str] = set()
     fresh = []
     for kind, item in added:
-        if (kind, normalise(item.text)) in known:
+        if (kind, item.normalised) in known:
             continue
-        known.add((kind, normalise(item.text)))
+        known.add((kind, item.normalised))
         if item.id is None and not item.as_plain:
-            item = _with_id(item, make_id(agent, kind, item.text), ids)
+            item = _with_id(item, make_id(agent, kind, item.text), lambda i: i in ids or i in theirs.entries)
         ids.add(item.key(kind))
         fresh.append((kind, item))
     return fresh
 
 
-def _with_id(item: MemoryItem, wanted: str, taken: set[str]) -> MemoryItem:
+def _with_id(item: MemoryItem, wanted: str, taken: Callable[[str], bool]) -> MemoryItem:
     candidate, n = wanted, 1
-    while candidate in taken:  # a person reworded the item that first had this id
+    while taken(candidate):  # a person reworded the item that first had this id
         n += 1
         candidate = f"{wanted}-{n}"
     return replace(item, id=candidate)
@@ -264,15 +277,16 @@ def _conflict(key: str, any_side: Typed, base: Typed | None, ours: Typed | None,
     return f"item {key} {title!r} was changed in the file, and changed differently here"
 
 
-def _parse_child(oid: bytes, get: Getter) -> tuple[str, MemoryItem]:
-    known = _parsed.get(oid)
+def _parse_child(oid: bytes, get: Getter) -> tuple[str, MemoryItem, int]:
+    """A child headline's subtree text, its item and its line count."""
+    known = _children.get(oid)
     if known is None:
         headline = get(oid)
         text = render_headline(headline, get)
-        known = (text, item_from_headline(headline, text))
-        if len(_parsed) >= _PARSED_LIMIT:
-            _parsed.clear()
-        _parsed[bytes(oid)] = known
+        known = (text, item_from_headline(headline, text), text.count("\n"))
+        if len(_children) >= _CHILDREN_LIMIT:
+            _children.clear()
+        _children[bytes(oid)] = known
     return known
 
 
@@ -298,21 +312,25 @@ def _replaced(piece: Piece, changed: dict, kind: str, plain: bool, nl: str) -> s
     new = changed[piece.key]
     if new is None or not _fits(new, kind, plain):
         return None
-    blanks = _TRAILING_BLANKS.search(piece.text).group()
-    return render_item(new[1], nl) + blanks
+    return render_item(new[1], nl) + _split_blanks(piece.text)[1]
 
 
 def _render_all(items: list[MemoryItem], nl: str) -> str:
     return "".join(render_item(item, nl) for item in items)
 
 
+def _split_blanks(text: str) -> tuple[str, str]:
+    """`text` cut before the blank lines that end it."""
+    cut = text.find("\n", len(text.rstrip(" \t\r\n"))) + 1 or len(text)
+    return text[:cut], text[cut:]
+
+
 def _insert_before_blanks(text: str, addition: str, nl: str) -> str:
     """Insert `addition` before the blank lines that end `text`, on a line of its own."""
-    blanks = _TRAILING_BLANKS.search(text)
-    body = text[:blanks.start()]
+    body, blanks = _split_blanks(text)
     if body and not body.endswith("\n"):
         body += nl
-    return body + addition + blanks.group()
+    return body + addition + blanks
 
 
 def _separator(text: str, nl: str) -> str:

@@ -1,18 +1,20 @@
 """The interactive REPL: prompt-toolkit around the terminal-free core.
 
 Hy highlighting, multi-line entry until the forms are complete, history in the store folder,
-completion from the session; Ctrl-C cancels the entry, Ctrl-D leaves. Notices from background
-work (watch) are drawn above the prompt.
+completion from the session; Ctrl-C cancels the entry, Ctrl-D leaves. The prompt comes up before
+the store is opened, so start-up costs little more than Hy and prompt-toolkit themselves.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
+from pathlib import Path
 from typing import TextIO
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.filters import Condition
-from prompt_toolkit.history import FileHistory
+from prompt_toolkit.history import FileHistory, History, ThreadedHistory
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.lexers import PygmentsLexer
@@ -33,29 +35,43 @@ BANNER = "cortex REPL: (help) lists the forms, Tab completes, Ctrl-C cancels an 
 
 def run(store=None, org_root=None, *, ingest: bool = True, input: Input | None = None,  # noqa: A002
         output: Output | None = None, out: TextIO | None = None) -> int:
-    """Open the store, ingest the Org folder, and read-eval-print until Ctrl-D; return the exit status.
+    """Read-eval-print over a store until Ctrl-D; return the exit status (0).
 
+    The prompt comes up first; the store then opens and the Org folder is ingested in the
+    background, and the line saying what was ingested (or why the store could not be opened)
+    appears above the prompt. A form that needs the store waits for it.
     `input`/`output` are prompt-toolkit's (tests pass a pipe input and a dummy output);
-    `out` receives the printed values (default: stdout). A store that cannot be opened is
-    reported and gives status 1.
+    `out` receives the printed values (default: stdout).
     """
     session = Session(store, org_root, ingest=ingest, out=out or sys.stdout)
     try:
-        try:
-            report = session.open()
-        except (CortexError, OSError) as exc:
-            session.printer.error(describe_error(exc, ""))
-            return 1
-        if report is not None:
-            session.printer.show(Message(ingest_summary(report, session.cortex.root)))
         session.printer.show(Message(BANNER))
-        # Background notices (watch) are drawn above the prompt instead of through it. The proxy
-        # finds the running prompt through the default app session, so no other session is made.
+        prompt = prompt_session(session, input, output)
+        opener = threading.Thread(target=_open, args=(session,), name="cortex-open", daemon=True)
+
+        def open_after_first_render(app) -> None:
+            prompt.app.after_render -= open_after_first_render
+            opener.start()
+
+        prompt.app.after_render += open_after_first_render
+        # Background notices are drawn above the prompt instead of through it. The proxy finds
+        # the running prompt through the default app session, so no other session is made.
         with StdoutProxy(raw=True) as above_prompt:
             session.notify = lambda message: print(message, file=above_prompt, flush=True)
-            return loop(session, prompt_session(session, input, output))
+            return loop(session, prompt)
     finally:
         session.close()
+
+
+def _open(session: Session) -> None:
+    """Open the store and ingest the Org folder, then say what was ingested or what went wrong."""
+    try:
+        report = session.open()
+    except (CortexError, OSError) as exc:  # a form that needs the store tries again and says why
+        session.notify(describe_error(exc, ""))
+        return
+    if report is not None:
+        session.notify(ingest_summary(report, session.cortex.root))
 
 
 def loop(session: Session, prompt: PromptSession) -> int:
@@ -82,7 +98,7 @@ def prompt_session(session: Session, input: Input | None = None,  # noqa: A002
         lexer=PygmentsLexer(HyLexer),
         completer=SessionCompleter(session),
         complete_while_typing=False,
-        history=FileHistory(str(session.cortex.store_folder() / HISTORY_FILE)),
+        history=ThreadedHistory(StoreHistory(session)),
         key_bindings=key_bindings(),
         multiline=True,
         prompt_continuation=lambda width, line, soft_wrap: " " * (width - 3) + ".. ",
@@ -121,3 +137,27 @@ def _completion_selected() -> bool:
 
     state = get_app().current_buffer.complete_state
     return bool(state and state.current_completion)
+
+
+class StoreHistory(FileHistory):
+    """Entries kept in the store folder, located once the store is open (ThreadedHistory reads it in a thread)."""
+
+    def __init__(self, session: Session):
+        History.__init__(self)  # not FileHistory's: the file is not known yet
+        self.session = session
+
+    @property
+    def filename(self) -> Path:  # type: ignore[override]
+        return self.session.cortex.store_folder() / HISTORY_FILE
+
+    def load_history_strings(self):
+        try:
+            return super().load_history_strings()
+        except (CortexError, OSError):  # no store, no history; the prompt says why elsewhere
+            return []
+
+    def store_string(self, string: str) -> None:
+        try:
+            super().store_string(string)
+        except (CortexError, OSError):
+            pass

@@ -1,7 +1,7 @@
 """The read-eval-print core, without a terminal: is an entry complete, evaluate it in a persistent
 Hy module that has the cortex forms in scope, print values and errors.
 
-The store opens on first use (or in the background, see `Session.open`), so evaluating
+The store opens on first use (the app opens it before its first prompt), so evaluating
 `(+ 1 1)` never pays for it.
 """
 
@@ -50,6 +50,7 @@ class Session:
         self.lock = threading.RLock()  # one evaluation or background ingest at a time
         self._open_lock = threading.Lock()
         self._cortex = None
+        self._closed = False
         self.watcher = None
         self.module = types.ModuleType("cortex_repl", "The namespace REPL entries are evaluated in.")
         vars(self.module).update(namespace(self))
@@ -61,6 +62,8 @@ class Session:
         with self._open_lock:
             if self._cortex is not None:
                 return None
+            if self._closed:
+                raise CortexError("this REPL session is closed")
             from .. import api
 
             cortex = api.open(self.store_path, self.org_root)
@@ -108,6 +111,7 @@ class Session:
             self.watcher.stop()
             self.watcher = None
         with self.lock, self._open_lock:
+            self._closed = True
             if self._cortex is not None:
                 self._cortex.close()
                 self._cortex = None
@@ -150,9 +154,9 @@ class Session:
 
     def _remember(self, value) -> None:
         names = [hy.mangle(n) for n in RESULT_NAMES]
-        for newer, older in zip(names[-2::-1], names[:0:-1]):
-            setattr(self.module, older, getattr(self.module, newer, None))
-        setattr(self.module, names[0], value)
+        earlier = [getattr(self.module, name, None) for name in names[:-1]]
+        for name, kept in zip(names, [value, *earlier]):
+            setattr(self.module, name, kept)
 
     def names(self) -> list[str]:
         """Names a user can type: the forms and whatever the session defined, in Hy spelling."""

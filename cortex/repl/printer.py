@@ -48,7 +48,7 @@ class Printer:
         """Print an error message, in red where the terminal has colour."""
         from rich.text import Text
 
-        self.console(self.err).print(Text(message, style="red"))
+        self.console(self.err).print(Text(message, style="red"), soft_wrap=True)
 
     def console(self, stream: TextIO):
         """A rich console writing to `stream` (made once per stream)."""

@@ -259,6 +259,8 @@ class KeywordIndex:
     def load(cls, directory: str | os.PathLike) -> KeywordIndex:
         """Read an index written by `save` (raises FormatError if missing or unreadable)."""
         source = Path(directory)
+        if not (source / "meta.json").is_file():
+            raise FormatError(f"{source}: keyword index is missing")
         try:
             meta = json.loads((source / "meta.json").read_text(encoding="utf-8"))
             if meta.get("format") != FORMAT:

@@ -1,0 +1,92 @@
+"""Agent memory: saving one new fact at 10k items vs 100 items, and compacting 90 daily logs, in one run."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+from _common import best_of, report
+
+import cortex.api as cx
+from cortex.memory.agents import MemoryContext
+from cortex.memory.retention import RetentionPolicy
+
+NOW = datetime(2026, 11, 21, 10, 0)
+
+
+def seeded(c, agent: str, items: int) -> MemoryContext:
+    """An agent whose memory holds `items` facts, procedures and patterns."""
+    kinds = ("facts", "procedures", "patterns")
+    context = MemoryContext(**{k: [f"{k} item {n} of {agent}: a sentence of ordinary length about something."
+                                   for n in range(items) if n % 3 == i] for i, k in enumerate(kinds)})
+    return c.memory.save_context(agent, context, now=NOW)
+
+
+def save_one_fact(c, agent: str, context: MemoryContext, rounds: int = 7) -> float:
+    """Best time of saving the context with one more fact (merge, atomic write, re-ingest)."""
+    times = []
+    for n in range(rounds):
+        context.facts.append(f"New fact number {n} for {agent}.")
+        start = time.perf_counter()
+        context = c.memory.save_context(agent, context, now=NOW)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def write_logs(folder: Path, days: int) -> None:
+    """`days` daily logs ending today, three sessions each, two marked items per session."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for back in range(days):
+        day = date(2026, 11, 21) - timedelta(days=back)
+        entries = []
+        for hour in (9, 13, 17):
+            entries.append(
+                f"* {hour:02}:00 — Session {back}-{hour}\n:PROPERTIES:\n:SESSION:  s-{day}-{hour:02}00\n:END:\n"
+                f"Talked about topic {back} and follow-up {hour}; nothing else of note.\n"
+                f"** Fact learned on {day} at {hour}:00.  :fact:\n"
+                f"** Pattern seen on {day} at {hour}:00.  :pattern:\n")
+        (folder / f"{day}.org").write_text(f"#+TITLE: logger — {day}\n\n" + "\n".join(entries))
+
+
+def main() -> None:
+    work = Path(tempfile.mkdtemp(prefix="cortex-bench-memory-"))
+    org = work / "org"
+    org.mkdir()
+    with cx.open(work / "store", org) as c:
+        c.ingest()
+        small = seeded(c, "small", 100)
+        large = seeded(c, "large", 10_000)
+        size = (org / "agents/large/memory.org").stat().st_size
+        print(f"memory.org: 100 items {(org / 'agents/small/memory.org').stat().st_size / 1e3:.1f} kB, "
+              f"10k items {size / 1e6:.2f} MB")
+        small_s = save_one_fact(c, "small", small)
+        report("save_context + re-index of one new fact, 100 items (baseline)", small_s, small_s)
+        large_s = save_one_fact(c, "large", large)
+        report("save_context + re-index of one new fact, 10k items", large_s, small_s, target="(target ~1)")
+
+        logs = org / "agents/logger/logs"
+        write_logs(logs, 90)
+
+        def cold_ingest():
+            with cx.open(work / "store-logs", org) as fresh:
+                fresh.ingest(logs)
+            shutil.rmtree(work / "store-logs")
+
+        ingest_s = best_of(cold_ingest, repeat=3)
+        report("cold ingest of 90 daily logs (baseline)", ingest_s, ingest_s)
+        c.ingest(logs)
+        start = time.perf_counter()
+        result = c.memory.compact("logger", RetentionPolicy(timedelta(days=30)), now=NOW)
+        compact_s = time.perf_counter() - start
+        report(f"compact 90 logs ({len(result.moved)} items moved, {len(result.deleted_logs)} logs deleted)",
+               compact_s, ingest_s)
+        if not hasattr(c, "search"):
+            print("search latency within one agent at 10k items: skipped (Cortex.search is not there yet)")
+    shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""The delivery log: every delivery a webhook received, answered and routed, kept in the store.
+
+Records live in the `webhooks.deliveries` table under their id, whose first 8 bytes are the
+time in nanoseconds, so key order is time order. The body of every delivery that passed
+verification (or skipped it) is kept too, in `webhooks.bodies`, because `redeliver` runs it
+again; a rejected or oversized body is not kept, only its size and sha256. Header values
+that authenticate the request are redacted before anything is stored.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+from dataclasses import asdict, dataclass, field, fields
+
+from cortex.backends import Store
+from cortex.codec import decode, encode
+from cortex.errors import NotFound, UserError
+
+DELIVERIES = "webhooks.deliveries"
+BODIES = "webhooks.bodies"
+TRIGGERS = ("live", "test", "redeliver")
+ID_SIZE = 12  # 8 bytes of time in ns, 4 random bytes
+
+
+class Outcome:
+    """What became of a delivery (the names the log and the receiver's answers use)."""
+
+    ROUTED = "routed"  # verified, matched, appended to the agent's daily log
+    ACCEPTED = "accepted"  # verified and matched; the webhook names no agent
+    FILTERED = "filtered"  # verified, did not match the filter: acknowledged, not routed
+    REJECTED = "rejected"  # failed verification
+    INVALID = "invalid"  # verified, but the body is not JSON where JSON is needed
+    TOO_LARGE = "too_large"  # over the body size cap
+    FAILED = "failed"  # verified and matched, but writing to the agent's memory failed
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One logged delivery: who sent what, how it was verified, filtered and routed, and the answer."""
+
+    id: str
+    webhook: str
+    path: str
+    trigger: str
+    time_ns: int
+    status: int
+    outcome: str
+    event: str = ""
+    duration_us: int = 0
+    verified: bool | None = None  # None: not checked (a redelivery, or verification off)
+    reason: str = ""  # the reject reason code, when rejected
+    detail: str = ""
+    filter_matched: bool | None = None  # None: the filter was not reached
+    filter_reason: str = ""
+    agent: str | None = None
+    size: int = 0
+    sha256: str = ""
+    headers: dict[str, str] = field(default_factory=dict)  # secrets redacted
+    redelivery_of: str | None = None
+
+    def answer(self) -> dict[str, object]:
+        """The JSON the receiver answers with: the id and outcome, and past verification, what happened."""
+        answer: dict[str, object] = {"delivery": self.id, "webhook": self.webhook, "outcome": self.outcome}
+        if self.reason:
+            answer["reason"] = self.reason
+        if self.detail:
+            answer["detail"] = self.detail
+        if self.verified is not False and self.outcome != Outcome.TOO_LARGE:
+            answer.update(event=self.event, verified=self.verified, filter_matched=self.filter_matched,
+                          filter_reason=self.filter_reason, agent=self.agent)
+        return answer
+
+
+def new_id(time_ns: int | None = None) -> str:
+    """A fresh delivery id: hex of the time in ns and 4 random bytes, so ids sort by time."""
+    return (struct.pack(">Q", time.time_ns() if time_ns is None else time_ns) + os.urandom(4)).hex()
+
+
+def id_time_ns(delivery_id: str) -> int:
+    """The time in ns a delivery id was made at."""
+    return struct.unpack(">Q", _key(delivery_id)[:8])[0]
+
+
+class DeliveryLog:
+    """Delivery records and kept bodies in a store, oldest first."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self._records = store.table(DELIVERIES)
+        self._bodies = store.table(BODIES)
+
+    def record(self, delivery: Delivery, body: bytes | None = None) -> Delivery:
+        """Write a delivery (and the body to keep, if any) in one transaction."""
+        if delivery.trigger not in TRIGGERS:
+            raise ValueError(f"trigger {delivery.trigger!r} is not one of {', '.join(TRIGGERS)}")
+        key = _key(delivery.id)
+        data = encode({name: value for name, value in asdict(delivery).items() if name != "id"})
+
+        def write() -> None:
+            self._records[key] = data
+            if body is not None:
+                self._bodies[key] = bytes(body)
+
+        self.store.transact(write)
+        return delivery
+
+    def get(self, delivery_id: str) -> Delivery:
+        """The delivery with this id (NotFound when there is none)."""
+        data = self._records.get(_key(delivery_id))
+        if data is None:
+            raise NotFound(f"no webhook delivery {delivery_id}")
+        return _delivery(_key(delivery_id), data)
+
+    def body(self, delivery_id: str) -> bytes:
+        """The kept body of a delivery (NotFound when it was rejected or too large, so none was kept)."""
+        delivery = self.get(delivery_id)
+        body = self._bodies.get(_key(delivery_id))
+        if body is None:
+            raise NotFound(f"webhook delivery {delivery_id} kept no body: it was {delivery.outcome.replace('_', ' ')}")
+        return body
+
+    def deliveries(self, webhook: str | None = None, tail: int | None = None) -> list[Delivery]:
+        """Deliveries oldest first, of one webhook or all; `tail` keeps only the last ones."""
+        found = [_delivery(key, data) for key, data in self._records.items()]
+        if webhook is not None:
+            found = [d for d in found if d.webhook == webhook]
+        return found if tail is None else found[-tail:] if tail > 0 else []
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+
+def _key(delivery_id: str) -> bytes:
+    try:
+        key = bytes.fromhex(delivery_id)
+    except (ValueError, TypeError):
+        key = b""
+    if len(key) != ID_SIZE:
+        raise UserError(f"{delivery_id!r} is not a delivery id (24 hex digits, as `cortex webhook logs` shows)")
+    return key
+
+
+_FIELDS = {f.name for f in fields(Delivery)}
+
+
+def _delivery(key: bytes, data: bytes) -> Delivery:
+    values = decode(data)
+    return Delivery(id=key.hex(), **{name: value for name, value in values.items() if name in _FIELDS})
