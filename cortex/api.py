@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 
 from . import history, ingest as ingesting, query
-from .backends import Store, open_store
+from .backends import MemoryEngine, Store, open_store
 from .errors import NotFound, UserError
 from .objects import Headline, Snapshot, Tree
 
@@ -52,6 +52,7 @@ class Cortex:
     def __init__(self, store: Store, org_root: str | os.PathLike | None = None):
         self.store = store
         self.root = self._settle_root(org_root)
+        self._closed = False
 
     def _settle_root(self, requested) -> Path:
         config = self.store.table(CONFIG)
@@ -196,6 +197,53 @@ class Cortex:
 
         return Registry()
 
+    # --- search ------------------------------------------------------------------------
+
+    @cached_property
+    def _search_index(self):
+        from .search.service import SearchIndex, cached_embedder
+
+        folder = None if isinstance(self.store.engine, MemoryEngine) else self.store_folder() / "index"
+        return SearchIndex.load(self.store, cached_embedder(self.store), folder)
+
+    def search(self, query: str, *, limit: int = 10, agent: str | None = None, type: str | None = None,
+               source: str | None = None, path: str | None = None, tag: str | None = None,
+               todo: str | None = None, as_of: str | int | None = None, fusion: str | None = None,
+               vector_weight: float | None = None, keyword_weight: float | None = None):
+        """Hybrid search over the working state (or snapshot `as_of`), filtered, with explainable scores.
+
+        Weights and fusion default to the first `defmemory :search`, else 0.7 / 0.3 weighted.
+        """
+        from .search.fusion import Weights
+        from .search.service import Filters, SearchIndex
+
+        config = self._search_config()
+        weights = Weights(config.vector_weight if vector_weight is None else vector_weight,
+                          config.keyword_weight if keyword_weight is None else keyword_weight)
+        filters = Filters(source=source, agent=agent, type=type, path=path, tag=tag, todo=todo)
+        index = self._search_index
+        if as_of is not None:
+            tree = self.state(as_of)
+            index = self._past_indexes.get(tree.oid)
+            if index is None:
+                index = self._past_indexes[tree.oid] = SearchIndex(self.store, self._search_index.embedder)
+            index.follow(tree)
+        else:
+            index.follow(self.working())
+        return index.search(query, limit=limit, filters=filters, fusion=fusion or config.fusion.value,
+                            weights=weights)
+
+    def _search_config(self):
+        from .dsl import MemorySearchConfig
+
+        memories = self.definitions().memories if self.definitions_path.exists() or len(self.registry.memories) \
+            else ()
+        return memories[0].search if memories else MemorySearchConfig()
+
+    @cached_property
+    def _past_indexes(self) -> dict:
+        return {}
+
     @property
     def definitions_path(self) -> Path:
         """The session's definitions file: `definitions.hy` in the Org root."""
@@ -228,7 +276,10 @@ class Cortex:
         return Path(getattr(self.store.engine, "path", "."))
 
     def close(self) -> None:
-        """Close the store; idempotent."""
+        """Save what the session derived (search indexes) and close the store; idempotent."""
+        if "_search_index" in self.__dict__ and not self._closed:
+            self._search_index.save()
+        self._closed = True
         self.store.close()
 
     def __enter__(self) -> "Cortex":

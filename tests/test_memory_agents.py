@@ -15,7 +15,7 @@ from cortex.errors import NotFound, UserError
 from cortex.memory.agents import MemoryContext
 from cortex.memory.items import BadItemText, MemoryItem
 from cortex.memory.layout import BadAgentId, MemoryTag, classify
-from cortex.memory.memoryfile import MemoryConflict
+from cortex.memory.memoryfile import MemoryConflict, MemoryFile
 from cortex.memory.retention import RetentionPolicy
 
 NOW = datetime(2026, 11, 21, 10, 5)
@@ -171,6 +171,57 @@ def test_overlapping_edits_are_refused_naming_the_file_and_item(cortex, org):
            "was changed in the file, and changed differently here" in str(err.value)
     assert path.read_text() == hand_edited  # the hand edit survives, nothing else was written either
     assert "Run the test suite" in path.read_text()
+
+
+def test_a_hand_edit_saved_while_the_agent_saves_is_merged_not_overwritten(cortex, org, monkeypatch):
+    path = org / MEMORY
+    rewrite = MemoryFile.rewrite
+    calls = []
+
+    def person_saves_meanwhile(self, *args):
+        calls.append(1)
+        if len(calls) == 1:  # between the agent reading the file and replacing it
+            path.write_text(path.read_text().replace("* Procedures\n", "* Procedures\n- Typed in Emacs.\n"))
+        return rewrite(self, *args)
+
+    monkeypatch.setattr(MemoryFile, "rewrite", person_saves_meanwhile)
+    cortex.memory.add_item("assistant", "fact", "Saved by the agent.")
+    assert len(calls) == 2
+    text = path.read_text()
+    assert "* Procedures\n- Typed in Emacs.\n" in text and "** Saved by the agent.\n" in text
+
+
+def test_crlf_files_stay_crlf(cortex, org):
+    path = org / "agents/reviewer/memory.org"
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    context = cortex.memory.load_context("reviewer")
+    assert titles(context.facts) == ["The main branch is protected; merges need one approval."]
+    context.patterns.append("Large diffs get split.")
+    cortex.memory.save_context("reviewer", context, now=NOW)
+    data = path.read_bytes()
+    assert data.count(b"\n") == data.count(b"\r\n") and b"** Large diffs get split.\r\n:PROPERTIES:\r\n" in data
+
+
+def test_unreadable_memory_is_refused_with_its_location(cortex, org):
+    (org / MEMORY).write_bytes(b"* Facts\n- caf\xe9\n")
+    for call in (lambda: cortex.memory.load_context("assistant"),
+                 lambda: cortex.memory.add_item("assistant", "fact", "x")):
+        with pytest.raises(UserError, match=f"^{MEMORY}:2: not UTF-8 \\(byte 0xe9\\)$"):
+            call()
+    assert (org / MEMORY).read_bytes() == b"* Facts\n- caf\xe9\n"
+
+
+def test_a_context_saved_under_another_agent_is_copied(cortex, org):
+    context = cortex.memory.load_context("reviewer")
+    cortex.memory.save_context("assistant", context, now=NOW)
+    facts = titles(cortex.memory.load_context("assistant").facts)
+    assert "The main branch is protected; merges need one approval." in facts and len(facts) == 4
+
+
+def test_a_summary_that_would_start_a_new_entry_is_refused(cortex, org):
+    with pytest.raises(UserError, match="line 2: starts with"):
+        cortex.memory.save_context("assistant", MemoryContext(summary="fine\n* not fine"), now=NOW)
+    assert not (org / "agents/assistant/logs/2026-11-21.org").exists()
 
 
 def test_add_item_adds_once(cortex, org):

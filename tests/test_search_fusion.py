@@ -53,7 +53,7 @@ def test_reciprocal_rank_fusion():
     assert by_key[0].score == pytest.approx(1 / (RRF_K + 1))
     assert by_key[1].score == pytest.approx(1 / (RRF_K + 3) + 1 / (RRF_K + 1))
     assert by_key[2].score == pytest.approx(1 / (RRF_K + 2) + 1 / (RRF_K + 2))
-    assert [hit.key for hit in hits] == [2, 1, 0]
+    assert [hit.key for hit in hits] == [1, 2, 0]
 
 
 def test_missing_vector_counts_as_unrelated():

@@ -257,6 +257,11 @@ class Table(MutableMapping):
         if not self._engine.transact(lambda: self._engine.delete(TABLES, self._prefix + key)):
             raise KeyError(key)
 
+    def update(self, other=(), **kwargs) -> None:  # type: ignore[override]
+        """Write many keys in one transaction."""
+        pairs = list(dict(other, **kwargs).items())
+        self._engine.transact(lambda: [self._engine.put(TABLES, self._prefix + k, v) for k, v in pairs])
+
     def items(self, prefix: bytes = b""):  # type: ignore[override]
         """(key, value) pairs in key order, optionally under a key prefix."""
         start = len(self._prefix)

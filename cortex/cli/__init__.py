@@ -10,6 +10,7 @@ from rich.markup import escape
 from ..errors import CortexError
 from .common import console, err_console
 from .dsl import dsl_group
+from .search import search
 from .history import history_commands
 from .store import store_commands
 
@@ -23,7 +24,7 @@ def cli(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
-for command in (*store_commands, *history_commands, dsl_group):
+for command in (*store_commands, *history_commands, search, dsl_group):
     cli.add_command(command)
 
 

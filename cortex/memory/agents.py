@@ -15,10 +15,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from ..errors import NotFound, UserError
+from ..errors import NotFound, UserError, located
 from ..hashing import hash_bytes
 from ..history import head
-from ..ingest import DOCS_BY_BYTES, WORKING, decode_org, org_files
+from ..ingest import DOCS_BY_BYTES, WORKING, NotOrgText, decode_org, org_files
 from ..objects import Document, Snapshot
 from ..orgfile import parse
 from .forget import Forgotten, forget
@@ -46,8 +46,9 @@ class MemoryContext:
     """What an agent remembers, as lists of items per type, plus the summary of the session being saved.
 
     Items may be given as plain strings. `loaded` records the items the context was loaded
-    from: a save removes an item only if it was loaded and is gone from the lists. A context
-    built from scratch (nothing loaded) only adds and updates items.
+    from (and `agent` whose they were): a save removes an item only if it was loaded and is
+    gone from the lists. A context built from scratch, or loaded from another agent, only adds
+    and updates items.
     """
 
     facts: list[MemoryItem | str] = field(default_factory=list)
@@ -57,6 +58,7 @@ class MemoryContext:
     title: str | None = None
     session: str | None = None
     warnings: list[str] = field(default_factory=list, compare=False)
+    agent: str | None = field(default=None, compare=False)
     loaded: dict[str, Typed] = field(default_factory=dict, repr=False, compare=False)
 
     def items(self) -> list[Typed]:
@@ -116,21 +118,22 @@ class AgentMemory:
         tree = self.cortex.working()
         oid = tree.entries.get(memory_path(agent))
         if oid is None:
-            return MemoryContext()
-        return _context(self._model(memory_path(agent), self.cortex.store.objects[oid]))
+            return MemoryContext(agent=agent)
+        return _context(agent, self._model(memory_path(agent), self.cortex.store.objects[oid]))
 
     def save_context(self, agent: str, context: MemoryContext, *, now: datetime | None = None) -> MemoryContext:
         """Merge the context into memory.org, append its summary to today's log, ingest; return the memory as saved."""
         now = _minute(now)
         folder = agent_folder(self.root, agent)
         source = f"session {context.session}" if context.session else f"session {now:%Y-%m-%d %H:%M}"
-        ours = _prepared(context.items(), context.loaded, now, source)
+        base = context.loaded if context.agent == agent else {}
+        ours = _prepared(context.items(), base, now, source)
         entry = None
         if context.summary is not None or context.title is not None:
             entry = render_entry(now, context.title or "Session", context.summary or "",
                                  context.session or f"s-{now:%Y-%m-%d-%H%M}")
         with agent_lock(folder):
-            self._write_memory(agent, context.loaded, ours)
+            self._write_memory(agent, base, ours)
             if entry is not None:
                 log = self.root / log_path(agent, now.date())
                 replace_file(log, lambda old: append_entry(old, entry, f"{agent} — {now.date().isoformat()}"))
@@ -267,11 +270,14 @@ class AgentMemory:
         docs = self.cortex.store.table(DOCS_BY_BYTES)
         digest = hash_bytes(data)
         if docs.get(digest) is None or docs[digest] not in self.cortex.store.objects:
-            decode_org(data)  # bad bytes: say where, before anything is written
+            try:
+                text = decode_org(data)
+            except NotOrgText as exc:
+                raise UserError(located(path, exc.line, exc.reason)) from None
             self.cortex.ingest(self.root / path)
-        oid = docs.get(digest)
-        if oid is None:  # the file changed between our read and the ingest: parse what we read
-            return parse(decode_org(data)).document
+            if docs.get(digest) is None:  # the file changed between our read and the ingest
+                return parse(text).document
+        return self.cortex.store.objects[docs[digest]]
         return self.cortex.store.objects[oid]
 
     def _model(self, path: str, doc: Document) -> MemoryFile:
@@ -325,8 +331,8 @@ class AgentMemory:
         return self.cortex.snapshot(message)
 
 
-def _context(memory: MemoryFile) -> MemoryContext:
-    context = MemoryContext(warnings=list(memory.warnings),
+def _context(agent: str, memory: MemoryFile) -> MemoryContext:
+    context = MemoryContext(warnings=list(memory.warnings), agent=agent,
                             loaded={key: (e.type, e.item) for key, e in memory.entries.items()})
     for kind in ITEM_TYPES:
         setattr(context, FIELDS[kind], memory.items(kind))

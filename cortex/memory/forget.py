@@ -3,7 +3,8 @@
 Snapshots are immutable, so "without them" means new snapshots with the same time, message
 and (rewritten) parents, replacing the old ones in the snapshot list, in HEAD and in every
 other ref, in one transaction. Reflog entries that still reach the files are dropped: gc keeps
-whatever a reflog entry reaches.
+whatever a reflog entry reaches. Then gc deletes the objects, and an engine that can rewrite
+its file without free space (`compact()`) does, so the bytes are gone from disk too.
 """
 
 from __future__ import annotations
@@ -58,7 +59,11 @@ def forget(store: Store, gone: Callable[[str], bool], message: str) -> Forgotten
                    for name in store.refs.names())
 
     dropped = store.transact(swap)
-    return Forgotten(len(replaced), dropped, gc(store))
+    collected = gc(store)
+    compact = getattr(store.engine, "compact", None)
+    if compact is not None:  # LMDB's freed pages keep the deleted bytes until the file is rewritten
+        compact()
+    return Forgotten(len(replaced), dropped, collected)
 
 
 class _Tainted:

@@ -135,8 +135,8 @@ def check_text(text: str, type_: str) -> str:
 
 def item_from_headline(headline, text: str) -> MemoryItem:
     """The item a headline subtree holds: title line (without stars and tags), body, properties."""
-    lines = text.split("\n")
-    first = lines[0].rstrip("\r")
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    first = lines[0]
     title = _STARS.sub("", first, count=1)
     if headline.tags:
         title = _TAG_SUFFIX.sub("", title)
@@ -146,7 +146,7 @@ def item_from_headline(headline, text: str) -> MemoryItem:
         if len(rest) > start and _DRAWER_START.match(rest[start]):
             end = next((i for i in range(start + 1, len(rest)) if _DRAWER_END.match(rest[i])), start)
             rest = rest[:start] + rest[end + 1:]
-    body = "\n".join(line.rstrip("\r") for line in rest).strip("\n").rstrip()
+    body = "\n".join(rest).strip("\n").rstrip()
     own = {name: headline.get(name) for name in OWN_PROPERTIES}
     return MemoryItem(
         text=title.strip() + ("\n" + body if body else ""),

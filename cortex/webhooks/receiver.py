@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 
 import uvicorn
@@ -26,12 +25,11 @@ def create_app(service: WebhookService) -> Starlette:
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
 
 
-def serve(service: WebhookService, host: str = "127.0.0.1", port: int = 8787, *,
-          sock: socket.socket | None = None, log_level: str = "info") -> None:
-    """Run the receiver until interrupted (on `sock` when given, e.g. one bound to an ephemeral port)."""
-    server = uvicorn.Server(uvicorn.Config(create_app(service), host=host, port=port, log_level=log_level,
-                                           lifespan="off"))
-    server.run(sockets=[sock] if sock is not None else None)
+def make_server(service: WebhookService, host: str = "127.0.0.1", port: int = 8787, *,
+                log_level: str = "info") -> uvicorn.Server:
+    """A uvicorn server for the receiver: `.run()` serves until interrupted, `.should_exit = True` stops it."""
+    return uvicorn.Server(uvicorn.Config(create_app(service), host=host, port=port, log_level=log_level,
+                                         lifespan="off"))
 
 
 def answer(delivery: Delivery) -> JSONResponse:

@@ -1,0 +1,131 @@
+"""Benchmark of the search engine's parts: embedding, query latency, index updates.
+
+    .venv/bin/python bench/search_engine.py [SIZE ...]      (default sizes: 10000 100000)
+
+Items are made of lines of the shared Org corpus (two lines each, so BM25 sees real term statistics).
+Their vectors are synthetic: mixtures of real MiniLM embeddings of corpus lines plus noise, because
+embedding 100k texts would take minutes and the latency of the index does not depend on where a
+vector came from. Queries are real: corpus fragments and identifiers, embedded by the model.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cortex.search import (CachedEmbedder, HashingEmbedder, KeywordIndex, MiniLMEmbedder,
+                           VectorIndex, hybrid_search)
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+QUERIES = 200
+
+
+def corpus_lines() -> list[str]:
+    lines = []
+    for path in sorted(CORPUS.rglob("*.org")):
+        if "oracle" in path.parts:
+            continue
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            line = line.strip()
+            if len(line) > 30 and line[0] not in "#:|":
+                lines.append(line)
+    return lines
+
+
+def percentiles(seconds: list[float]) -> tuple[float, float]:
+    ms = np.array(seconds) * 1000
+    return float(np.percentile(ms, 50)), float(np.percentile(ms, 95))
+
+
+def timed(function, arguments) -> list[float]:
+    out = []
+    for argument in arguments:
+        start = time.perf_counter()
+        function(argument)
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def bench_embedding(model: MiniLMEmbedder, lines: list[str]) -> None:
+    sentences = [" ".join(line.split()[:12]) for line in random.sample(lines, 1000)]
+    model.embed(["warm up"])
+    rates = {}
+    for embedder in (HashingEmbedder(), model):
+        start = time.perf_counter()
+        embedder.embed(sentences)
+        rates[embedder.name] = len(sentences) / (time.perf_counter() - start)
+    cached = CachedEmbedder(model, {})
+    cached.embed(sentences)
+    start = time.perf_counter()
+    cached.embed(sentences)
+    rates["cached MiniLM, second pass"] = len(sentences) / (time.perf_counter() - start)
+    print("embedding 1000 short sentences (2 threads)")
+    base = rates[model.name]
+    for name, rate in rates.items():
+        print(f"  {name:36s} {rate:10.0f} sentences/s  ({rate / base:.2f}x MiniLM)")
+
+
+def synthetic_vectors(model: MiniLMEmbedder, lines: list[str], n: int) -> np.ndarray:
+    seeds = model.embed(random.sample(lines, 2000))
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, len(seeds), n), rng.integers(0, len(seeds), n)
+    vectors = seeds[a] + 0.5 * seeds[b] + 0.05 * rng.standard_normal((n, seeds.shape[1]))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def bench_size(model: MiniLMEmbedder, lines: list[str], n: int) -> None:
+    rng = random.Random(n)
+    texts = [f"{rng.choice(lines)} {rng.choice(lines)}" for _ in range(n)]
+    items = list(enumerate(texts))
+
+    start = time.perf_counter()
+    keyword = KeywordIndex.build(items)
+    keyword_build = time.perf_counter() - start
+    vectors = synthetic_vectors(model, lines, n)
+    start = time.perf_counter()
+    vector = VectorIndex(model.dim)
+    vector.add(np.arange(n), vectors)
+    vector_build = time.perf_counter() - start
+
+    queries = [" ".join(rng.choice(texts).split()[:rng.randint(2, 6)]) for _ in range(QUERIES)]
+    query_vectors = model.embed(queries)
+    keyword_alone = percentiles(timed(lambda q: keyword.search(q, 10), queries))
+    vector_alone = percentiles(timed(lambda v: vector.search(v, 10), query_vectors))
+    embedding = percentiles(timed(lambda q: model.embed([q]), queries))
+    hybrid = percentiles(timed(lambda q: hybrid_search(q, model, keyword, vector, limit=10), queries))
+
+    key = rng.randrange(n)
+    edited = texts[key] + " edited E4012"
+    start = time.perf_counter()
+    keyword.add([(key, edited)])
+    vector.add([key], model.embed([edited]))
+    one_edit = time.perf_counter() - start
+    assert keyword.search("E4012", 1)[0][0] == key
+
+    print(f"\n{n:,} items")
+    print(f"  query p50 / p95 ms        bm25s {keyword_alone[0]:6.2f} / {keyword_alone[1]:6.2f}"
+          f"   usearch {vector_alone[0]:6.2f} / {vector_alone[1]:6.2f}"
+          f"   query embedding {embedding[0]:6.2f} / {embedding[1]:6.2f}")
+    print(f"  hybrid (with embedding)   {hybrid[0]:6.2f} / {hybrid[1]:6.2f}"
+          f"   = {hybrid[0] / keyword_alone[0]:.1f}x bm25s, {hybrid[0] / vector_alone[0]:.1f}x usearch,"
+          f" {hybrid[0] / (keyword_alone[0] + vector_alone[0] + embedding[0]):.2f}x their sum (p50)")
+    print(f"  full rebuild s            bm25s {keyword_build:.2f}   usearch {vector_build:.2f}")
+    print(f"  one edit (embed + both indexes) {one_edit * 1000:.1f} ms"
+          f" = {(keyword_build + vector_build) / one_edit:,.0f}x faster than a rebuild")
+
+
+def main(sizes: list[int]) -> None:
+    random.seed(0)
+    lines = corpus_lines()
+    model = MiniLMEmbedder()
+    bench_embedding(model, lines)
+    for n in sizes:
+        bench_size(model, lines, n)
+
+
+if __name__ == "__main__":
+    main([int(arg) for arg in sys.argv[1:]] or [10_000, 100_000])

@@ -1,0 +1,35 @@
+"""`cortex search`: hybrid search over the working state or a snapshot."""
+
+from __future__ import annotations
+
+import click
+
+from .common import console, table, with_cortex
+
+
+@click.command()
+@click.argument("query")
+@click.option("-n", "--limit", type=int, default=10, show_default=True)
+@click.option("--agent", help="Only this agent's memory.")
+@click.option("--type", "type_", type=click.Choice(["fact", "procedure", "pattern", "log"]),
+              help="Only this memory type.")
+@click.option("--source", type=click.Choice(["memory", "notes"]), help="Agent memory files or other Org files.")
+@click.option("--path", help="Only files under this path (relative to the Org root).")
+@click.option("--tag", help="Only headlines with this tag.")
+@click.option("--todo", help="Only headlines with this TODO keyword.")
+@click.option("--as-of", "as_of", help="Search a snapshot (oid, prefix, HEAD~N, position) instead of now.")
+@click.option("--fusion", type=click.Choice(["weighted", "rrf"]), help="Default: the DSL's, else weighted.")
+@click.option("--explain", is_flag=True, help="Show the raw and normalised scores behind each rank.")
+@with_cortex
+def search(cx, query, limit, agent, type_, source, path, tag, todo, as_of, fusion, explain):
+    """Find memory by meaning and by exact words (identifiers, error codes, versions)."""
+    results = cx.search(query, limit=limit, agent=agent, type=type_, source=source, path=path, tag=tag,
+                        todo=todo, as_of=as_of, fusion=fusion)
+    t = table("#", "score", "file:line", "outline", "id")
+    for n, r in enumerate(results, 1):
+        t.add_row(str(n), f"{r.score:.3f}", f"{r.path}:{r.line}", " / ".join(r.outline), r.id or "")
+        if explain:
+            t.add_row("", "", "", f"[dim]{r.explain()}[/]", "")
+    console.print(t)
+    if not results:
+        console.print("no results")

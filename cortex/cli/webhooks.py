@@ -1,0 +1,236 @@
+"""`cortex webhook` (add, list, test, remove, logs, redeliver) and `cortex serve`, the receiver."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from .common import console, err_console, table, when, with_cortex
+
+PROVIDERS = ("github", "stripe", "slack", "standard", "custom", "jwt")
+
+
+@click.group(name="webhook")
+def webhook_group() -> None:
+    """Webhooks: define them, test them, and read or replay their delivery log."""
+
+
+@webhook_group.command()
+@click.argument("name")
+@click.option("--path", required=True, help="URL path the receiver serves it at, e.g. /hooks/github.")
+@click.option("--provider", required=True, type=click.Choice(PROVIDERS), help="How deliveries are signed.")
+@click.option("--secret", help="secret://env/NAME, secret://file/PATH, or (discouraged) the secret itself.")
+@click.option("--agent", help="Agent whose daily log receives each delivery.")
+@click.option("--json-path", help="Accept only deliveries where this RFC 9535 JSONPath finds a value ...")
+@click.option("--equals", help="... equal to this (numbers and true/false read as JSON, anything else as text).")
+@click.option("--contains", help="... containing this (a substring, or a list element).")
+@click.option("--header", help="custom: the header that carries the signature.")
+@click.option("--prefix", default="", help="custom: text before the digest, e.g. sha256=.")
+@click.option("--encoding", type=click.Choice(["hex", "base64"]), default="hex", show_default=True,
+              help="custom: how the digest is written.")
+@click.option("--hmac", "hmac_algorithm", type=click.Choice(["sha1", "sha256", "sha384", "sha512"]),
+              default="sha256", show_default=True, help="custom: the hash the HMAC uses.")
+@click.option("--algorithm", "jwt_algorithms", multiple=True, help="jwt: an allowed algorithm (repeatable).")
+@click.option("--issuer", help="jwt: the required iss claim.")
+@click.option("--audience", help="jwt: the required aud claim.")
+@click.option("--public-key", help="jwt: the PEM public key, or secret://file/PATH holding it.")
+@with_cortex
+def add(cx, name, path, provider, secret, agent, json_path, equals, contains, header, prefix, encoding,
+        hmac_algorithm, jwt_algorithms, issuer, audience, public_key):
+    """Add webhook NAME to the definitions file, keeping the rest of the file as it is."""
+    from ..dsl import (Encoding, HmacAlgorithm, JwtSettings, Provider, SignatureScheme, WebhookDefinition,
+                       add_definition)
+    from ..errors import UserError
+    from ..history import write_atomically
+    from ..webhooks.secrets import resolve_secret
+
+    if (equals is not None or contains is not None) and not json_path:
+        raise click.UsageError("--equals and --contains test the value --json-path finds; give --json-path")
+    if json_path and (equals is None) == (contains is None):
+        raise click.UsageError("--json-path needs one of --equals or --contains")
+    kind = Provider(provider)
+    if any(d.name == name for d in cx.definitions().webhooks):
+        raise UserError(f"a webhook named {name!r} is already defined; remove it first or choose another name")
+    definition = WebhookDefinition(
+        name=name, path=path, provider=kind, secret=secret, agent=agent,
+        filter=_filter(json_path, equals, contains),
+        signature=SignatureScheme(header, prefix, Encoding(encoding), HmacAlgorithm(hmac_algorithm))
+        if kind is Provider.CUSTOM and header else None,
+        jwt=JwtSettings(jwt_algorithms or (("HS256",) if public_key is None else ("RS256",)), issuer, audience,
+                        public_key) if kind is Provider.JWT else None)
+    target = cx.definitions_path
+    source = target.read_text(encoding="utf-8") if target.exists() else ""
+    write_atomically(target, add_definition(source, definition, str(target)).encode("utf-8"))
+    if secret and not secret.startswith("secret://"):
+        err_console.print(resolve_secret(secret, name).warning, style="yellow", markup=False)
+    console.print(f"added webhook {name}: POST {path} ({provider}"
+                  + (f", to agent {agent}" if agent else "") + f") in {target}", markup=False)
+
+
+@webhook_group.command(name="list")
+@with_cortex
+def list_(cx):
+    """The webhooks in force, with where each is defined (secrets stay hidden)."""
+    t = table("name", "path", "provider", "agent", "filter", "secret", "defined at")
+    for w in cx.definitions().webhooks:
+        t.add_row(w.name, w.path, w.provider.value, w.agent or "-", _filter_text(w.filter), _secret_text(w),
+                  str(w.location or "session"))
+    console.print(t)
+
+
+@webhook_group.command()
+@click.argument("name")
+@click.option("--payload", required=True, help="The JSON body, or @FILE to read it from a file.")
+@click.option("--event", help="Event type to send (X-GitHub-Event for GitHub, else X-Event-Type).")
+@click.option("--url", help="Deliver over HTTP to a running `cortex serve`, e.g. http://127.0.0.1:8787.")
+@click.option("--tamper", is_flag=True, help="Change the body after signing: it must be rejected.")
+@click.option("--stale", is_flag=True, help="Sign an hour ago: timestamped schemes must reject it.")
+@with_cortex
+def test(cx, name, payload, event, url, tamper, stale):
+    """Sign PAYLOAD with webhook NAME's real scheme and secret and deliver it; show what happened."""
+    from ..webhooks.simulate import simulate
+
+    if payload.startswith("@"):
+        payload = _read_payload(payload[1:])
+    result = simulate(cx, name, payload, event=event, url=url, tamper=tamper, stale=stale)
+    verified = {True: "yes", None: "not checked"}.get(result.verified, "no")
+    rows = [("webhook", f"{result.webhook} ({result.url or 'in-process'})"),
+            ("verified", verified + (f": {result.reason}" if result.reason else "")
+             + (f" ({result.detail})" if result.detail and result.verified is False else "")),
+            ("filter", {True: "matched", False: "filtered out", None: "not reached"}[result.filter_matched]
+             + (f": {result.filter_reason}" if result.filter_reason else "")),
+            ("agent", result.agent if result.outcome == "routed" else f"{result.agent or '-'} (not routed)"),
+            ("status", f"{result.status} {result.outcome}"),
+            ("delivery", result.delivery or "-"),
+            ("latency", f"{result.latency_ms:.1f} ms")]
+    if result.detail and result.verified is not False:
+        rows.insert(5, ("detail", result.detail))
+    for label, value in rows:
+        console.print(f"{label:9} {value}", markup=False)
+
+
+@webhook_group.command()
+@click.argument("name")
+@with_cortex
+def remove(cx, name):
+    """Remove webhook NAME from the definitions file, leaving the rest of it as it is."""
+    from ..dsl import WebhookDefinition, remove_definition
+    from ..errors import NotFound, UserError
+    from ..history import write_atomically
+
+    target = cx.definitions_path
+    elsewhere = [w for w in cx.definitions().webhooks if w.name == name and w.location
+                 and Path(w.location.file) != target]
+    if elsewhere:
+        raise UserError(f"webhook {name!r} is defined at {elsewhere[0].location}, not in {target}; remove it there")
+    if not target.exists():
+        raise NotFound(f"no webhook named {name!r}: {target} does not exist")
+    source = target.read_text(encoding="utf-8")
+    write_atomically(target, remove_definition(source, name, WebhookDefinition, str(target)).encode("utf-8"))
+    console.print(f"removed webhook {name} from {target}", markup=False)
+
+
+@webhook_group.command()
+@click.option("--name", help="Only this webhook's deliveries.")
+@click.option("--tail", type=click.IntRange(min=1), default=20, show_default=True, help="The last N deliveries.")
+@with_cortex
+def logs(cx, name, tail):
+    """The delivery log, oldest first: answer, verification, filter and routing of each delivery."""
+    from ..webhooks.deliveries import DeliveryLog
+
+    deliveries = DeliveryLog(cx.store).deliveries(name, tail)
+    if not deliveries:
+        err_console.print("no deliveries" + (f" for webhook {name}" if name else ""))
+        return
+    t = table("time", "delivery", "webhook", "trigger", "event", "answer", "why", "agent", "ms")
+    t.columns[1].no_wrap = True  # an id is copied whole into `redeliver`
+    for d in deliveries:
+        why = d.reason or (d.filter_reason if d.filter_matched is False else d.detail)
+        t.add_row(when(d.time_ns), d.id, d.webhook, d.trigger, d.event or "-", f"{d.status} {d.outcome}",
+                  why or "-", d.agent or "-", f"{d.duration_us / 1000:.1f}")
+    console.print(t)
+
+
+@webhook_group.command()
+@click.argument("delivery_id", metavar="ID")
+@with_cortex
+def redeliver(cx, delivery_id):
+    """Run logged delivery ID through filtering and routing again (not verification: its signature may be stale)."""
+    from ..webhooks.service import WebhookService
+
+    delivery = WebhookService(cx, verify=False).redeliver(delivery_id)
+    console.print(f"redelivered {delivery_id} as {delivery.id}: {delivery.status} {delivery.outcome}"
+                  + (f" to agent {delivery.agent}" if delivery.outcome == "routed" else "")
+                  + (f" ({delivery.detail or delivery.filter_reason})" if delivery.outcome != "routed" else ""),
+                  markup=False)
+
+
+@click.command(name="serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8787, show_default=True,
+              help="Port to listen on (0: any free port).")
+@click.option("--max-body", type=click.IntRange(min=1), default=1 << 20, show_default=True,
+              help="Largest body accepted, in bytes; larger ones get 413.")
+@with_cortex
+def serve_command(cx, host, port, max_body):
+    """Receive webhook deliveries over HTTP at the paths the definitions declare."""
+    from ..webhooks.receiver import make_server
+    from ..webhooks.service import WebhookService
+
+    service = WebhookService(cx, max_body=max_body)
+    for warning in service.warnings:
+        err_console.print(warning, style="yellow", markup=False)
+    if not service.endpoints:
+        err_console.print(f"no webhooks are defined; add one with `cortex webhook add` or in {cx.definitions_path}")
+    for path, endpoint in service.endpoints.items():
+        d = endpoint.definition
+        console.print(f"POST {path} -> {d.name} ({d.provider.value}"
+                      + (f", agent {d.agent}" if d.agent else "") + ")", markup=False)
+    make_server(service, host, port).run()
+
+
+def _filter(json_path, equals, contains):
+    from ..dsl import WebhookFilter
+
+    if not json_path:
+        return None
+    return WebhookFilter(json_path, equals=_scalar(equals), contains=_scalar(contains))
+
+
+def _scalar(text: str | None):
+    """A number or true/false when the text is one in JSON, else the text itself."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, (str, int, float, bool)) else text
+
+
+def _filter_text(f) -> str:
+    if f is None:
+        return "-"
+    return f"{f.json_path} == {json.dumps(f.equals)}" if f.equals is not None else \
+        f"{f.json_path} contains {json.dumps(f.contains)}"
+
+
+def _secret_text(w) -> str:
+    if w.jwt and w.jwt.public_key is not None:
+        return "public key"
+    if w.secret is None:
+        return "-"
+    return w.secret if w.secret.startswith("secret://") else "inline"
+
+
+def _read_payload(path: str) -> str:
+    from ..errors import UserError
+
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise UserError(f"--payload @{path}: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"--payload @{path}: not UTF-8 text") from None

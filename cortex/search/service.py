@@ -1,0 +1,336 @@
+"""The store's search indexes: derived from a tree, kept in line with the working root.
+
+An index records the root it was built for. Before every search it is brought in line
+with the state asked for: files whose document oid differs are re-read and only the
+items whose key changed are removed or added (a key names a unit of text in place:
+path, outline, headline oid, unit). Embeddings come from a cache in the store keyed by
+the text's hash, so an update, a rollback or a rebuild never embeds a text twice. The
+indexes are saved beside the store when the session closes and trusted on load only if
+they say which root they match; otherwise they are updated from that root or rebuilt.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import blake3
+
+from ..backends import Store
+from ..codec import decode, encode
+from ..errors import UserError
+from ..hashing import Oid
+from ..memory.layout import classify
+from ..objects import EMPTY_TREE, Document, Headline, Tree
+from ..query import Node, walk_document
+from .embedders import CachedEmbedder, Embedder, default_embedder
+from .fusion import METHODS, Weights, hybrid_search
+from .keyword import KeywordIndex
+from .vector import VectorIndex
+
+EMBEDDINGS = "search.embeddings"
+STATE_VERSION = 1
+SOURCES = ("memory", "notes")
+TYPES = ("fact", "procedure", "pattern", "log")
+_DRAWER = re.compile(r"^[ \t]*:PROPERTIES:[ \t]*\r?$.*?^[ \t]*:END:[ \t]*\r?$\n?", re.M | re.S | re.I)
+_PLANNING = re.compile(r"^[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):.*\n?", re.M)
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-+]|\d+[.)])[ \t]+(.+(?:\n(?![ \t]*(?:[-+]|\d+[.)])[ \t])[ \t]+\S.*)*)", re.M)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One searchable unit: a headline's own text, or one list item of a memory section."""
+
+    key: int
+    path: str
+    outline: tuple[str, ...]
+    position: tuple[int, ...]
+    oid: Oid
+    id: str | None
+    text: str
+    agent: str | None = None
+    type: str | None = None
+    tags: tuple[str, ...] = ()
+    todo: str | None = None
+
+    @property
+    def source(self) -> str:
+        """`memory` for agent memory files, `notes` for every other Org file."""
+        return "memory" if self.agent is not None else "notes"
+
+    def record(self) -> list:
+        return [self.key, self.path, list(self.outline), list(self.position), bytes(self.oid), self.id,
+                self.text, self.agent, self.type, list(self.tags), self.todo]
+
+    @classmethod
+    def from_record(cls, r: list) -> "Item":
+        return cls(r[0], r[1], tuple(r[2]), tuple(r[3]), Oid(r[4]), r[5], r[6], r[7], r[8], tuple(r[9]), r[10])
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """A ranked item and the numbers that placed it (see `explain`)."""
+
+    item: Item
+    line: int
+    score: float
+    vector: float
+    keyword: float
+    exact: float
+    vector_norm: float
+    keyword_norm: float
+
+    @property
+    def path(self) -> str:
+        return self.item.path
+
+    @property
+    def outline(self) -> tuple[str, ...]:
+        return self.item.outline
+
+    @property
+    def id(self) -> str | None:
+        return self.item.id
+
+    @property
+    def oid(self) -> Oid:
+        return self.item.oid
+
+    @property
+    def text(self) -> str:
+        return self.item.text
+
+    def explain(self) -> str:
+        """Why it ranked where it did: raw and normalised scores of both sides, and the fused score."""
+        return (f"fused {self.score:.4f} = vector cosine {self.vector:.4f} (as fused {self.vector_norm:.4f}) "
+                f"+ keyword bm25 {self.keyword:.3f}, exact-term bm25 {self.exact:.3f} "
+                f"(as fused {self.keyword_norm:.4f})")
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {' / '.join(self.outline)}"
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a search may return."""
+
+    source: str | None = None
+    agent: str | None = None
+    type: str | None = None
+    path: str | None = None
+    tag: str | None = None
+    todo: str | None = None
+
+    def __post_init__(self):
+        if self.source is not None and self.source not in SOURCES:
+            raise UserError(f"unknown source {self.source!r}: use one of {', '.join(SOURCES)}")
+        if self.type is not None and self.type not in TYPES:
+            raise UserError(f"unknown memory type {self.type!r}: use one of {', '.join(TYPES)}")
+
+    def any(self) -> bool:
+        return any(v is not None for v in vars(self).values())
+
+
+def item_key(path: str, outline: tuple[str, ...], oid: bytes, unit: int) -> int:
+    """A 64-bit key for a unit of text in place."""
+    data = encode([path, list(outline), bytes(oid), unit])
+    return int.from_bytes(blake3.blake3(data).digest()[:8], "little")
+
+
+def units(node: Node) -> Iterable[Item]:
+    """The searchable units of a headline: its own text; a memory section's list items one by one."""
+    h: Headline = node.headline
+    tag = classify(node.path, node.outline, h)
+    body = _PLANNING.sub("", _DRAWER.sub("", h.raw.split("\n", 1)[1] if "\n" in h.raw else ""))
+    common = dict(path=node.path, outline=node.outline, position=node.position, oid=h.oid, id=h.id,
+                  agent=tag and tag.agent, type=tag and tag.type, tags=h.tags, todo=h.todo)
+    section = tag is not None and len(node.outline) == 1 and node.path.endswith("/memory.org")
+    if section:
+        for n, match in enumerate(_LIST_ITEM.finditer(body), 1):
+            text = " ".join(match.group(1).split())
+            yield Item(item_key(node.path, node.outline, h.oid, n), text=text, **common)
+        return
+    text = (h.title + "\n" + body).strip()
+    yield Item(item_key(node.path, node.outline, h.oid, 0), text=text, **common)
+
+
+class SearchIndex:
+    """Keyword and vector indexes over the units of one tree, updated as the tree changes."""
+
+    def __init__(self, store: Store, embedder: CachedEmbedder, folder: Path | None = None):
+        self.store = store
+        self.embedder = embedder
+        self.folder = folder
+        self.root: Oid = EMPTY_TREE.oid
+        self.items: dict[int, Item] = {}
+        self.by_path: dict[str, set[int]] = defaultdict(set)
+        self.keyword = KeywordIndex.build([])
+        self.vector = VectorIndex(embedder.dim)
+        self.dirty = False
+        self._lock = threading.RLock()
+        self._rebuilding: threading.Thread | None = None
+
+    # --- keeping in line with the store ---------------------------------------------------
+
+    def follow(self, tree: Tree) -> None:
+        """Bring the indexes in line with `tree`, touching only files whose document changed."""
+        with self._lock:
+            if tree.oid == self.root:
+                return
+            old = self.store.objects.get(self.root) if self.root != EMPTY_TREE.oid else EMPTY_TREE
+            if old is None:  # the tree we were built for was collected: start over
+                self._reset()
+                old = EMPTY_TREE
+            removed: set[int] = set()
+            added: dict[int, Item] = {}
+            for path in old.entries.keys() | tree.entries.keys():
+                a, b = old.entries.get(path), tree.entries.get(path)
+                if a == b:
+                    continue
+                before = self.by_path.get(path, set())
+                now = {} if b is None else {i.key: i for i in self._document_items(path, self.store.objects[b])}
+                removed |= before - now.keys()
+                added.update((k, i) for k, i in now.items() if k not in before)
+            self._apply(removed, added)
+            self.root = tree.oid
+            self.dirty = True
+
+    def _document_items(self, path: str, doc: Document) -> list[Item]:
+        return [item for node in walk_document(self.store, path, doc) for item in units(node)]
+
+    def _apply(self, removed: set[int], added: dict[int, Item]) -> None:
+        if removed:
+            self.keyword.remove(removed)
+            self.vector.remove(list(removed))
+            for key in removed:
+                item = self.items.pop(key)
+                self.by_path[item.path].discard(key)
+        if added:
+            keys = list(added)
+            texts = [added[k].text for k in keys]
+            self.vector.add(keys, self.embedder.embed(texts))
+            self.keyword.add(zip(keys, texts))
+            for key, item in added.items():
+                self.items[key] = item
+                self.by_path[item.path].add(key)
+        if self.keyword.needs_rebuild and self._rebuilding is None:
+            self._rebuilding = threading.Thread(target=self._rebuild_keyword, daemon=True)
+            self._rebuilding.start()
+
+    def _rebuild_keyword(self) -> None:
+        """Rebuild BM25 without its mask and overlay, then catch up with changes made meanwhile."""
+        with self._lock:
+            items = dict(self.items)
+        fresh = KeywordIndex.build((k, i.text) for k, i in items.items())
+        with self._lock:
+            fresh.remove(items.keys() - self.items.keys())
+            fresh.add((k, i.text) for k, i in self.items.items() if k not in items)
+            self.keyword = fresh
+            self._rebuilding = None
+
+    def wait(self) -> None:
+        """Wait for a background rebuild to finish (tests and close use it)."""
+        thread = self._rebuilding
+        if thread is not None:
+            thread.join()
+
+    def _reset(self) -> None:
+        self.root = EMPTY_TREE.oid
+        self.items.clear()
+        self.by_path.clear()
+        self.keyword = KeywordIndex.build([])
+        self.vector = VectorIndex(self.embedder.dim)
+
+    # --- searching -------------------------------------------------------------------------------
+
+    def search(self, query: str, *, limit: int = 10, filters: Filters = Filters(), fusion: str = "weighted",
+               weights: Weights = Weights()) -> list[SearchResult]:
+        """The best items for `query` under `filters`, with their scores."""
+        if not query.strip():
+            raise UserError("empty search query")
+        if fusion not in METHODS:
+            raise UserError(f"unknown fusion {fusion!r}: use one of {', '.join(METHODS)}")
+        with self._lock:
+            mask = self._mask(filters) if filters.any() else None
+            if mask is not None and not mask:
+                return []
+            hits = hybrid_search(query, self.embedder, self.keyword, self.vector, limit=limit, mask=mask,
+                                 method=fusion, weights=weights)
+            return [SearchResult(self.items[h.key], self._line(self.items[h.key]), h.score, h.vector,
+                                 h.keyword, h.exact, h.vector_norm, h.keyword_norm) for h in hits]
+
+    def _mask(self, f: Filters) -> set[int]:
+        paths = [p for p in self.by_path if f.path is None or p == f.path or p.startswith(f.path.rstrip("/") + "/")]
+        keys = set().union(*(self.by_path[p] for p in paths)) if paths else set()
+        return {k for k in keys if _admits(f, self.items[k])}
+
+    def _line(self, item: Item) -> int:
+        tree = self.store.objects[self.root]
+        doc = self.store.objects[tree.entries[item.path]]
+        return next((n.line for n in walk_document(self.store, item.path, doc) if n.position == item.position), 0)
+
+    # --- persistence ---------------------------------------------------------------------------
+
+    def save(self) -> None:
+        """Write the indexes beside the store, each file replaced atomically, the state last."""
+        if self.folder is None or not self.dirty:
+            return
+        self.wait()
+        with self._lock:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self.keyword.save(self.folder / "keyword")
+            self.vector.save(self.folder / "vectors.usearch")
+            state = encode([STATE_VERSION, self.embedder.name, bytes(self.root),
+                            [i.record() for i in self.items.values()]])
+            tmp = self.folder / ".state.tmp"
+            tmp.write_bytes(state)
+            os.replace(tmp, self.folder / "state.msgpack")
+            self.dirty = False
+
+    @classmethod
+    def load(cls, store: Store, embedder: CachedEmbedder, folder: Path | None) -> "SearchIndex":
+        """The saved indexes if they are whole and made by this embedder, else an empty index to build."""
+        index = cls(store, embedder, folder)
+        if folder is None or not (folder / "state.msgpack").exists():
+            return index
+        try:
+            version, name, root, records = decode((folder / "state.msgpack").read_bytes())
+            if version != STATE_VERSION or name != embedder.name:
+                return index
+            keyword = KeywordIndex.load(folder / "keyword")
+            vector = VectorIndex.load(folder / "vectors.usearch")
+            items = {r[0]: Item.from_record(r) for r in records}
+            if len(keyword) != len(items) or len(vector) != len(items):
+                return index
+        except Exception:  # a damaged index is derived data: rebuild rather than trust it
+            return index
+        index.keyword, index.vector, index.items, index.root = keyword, vector, items, Oid(root)
+        for key, item in items.items():
+            index.by_path[item.path].add(key)
+        return index
+
+
+def _admits(f: Filters, item: Item) -> bool:
+    return ((f.source is None or item.source == f.source)
+            and (f.agent is None or item.agent == f.agent)
+            and (f.type is None or item.type == f.type)
+            and (f.tag is None or f.tag in item.tags)
+            and (f.todo is None or item.todo == f.todo))
+
+
+@lru_cache(maxsize=1)
+def shared_embedder() -> Embedder:
+    """The default embedder, loaded once per process (the model is immutable and thread-safe)."""
+    return default_embedder()
+
+
+def cached_embedder(store: Store, embedder: Embedder | None = None) -> CachedEmbedder:
+    """The default embedder (or `embedder`) with its vectors cached in the store."""
+    return CachedEmbedder(embedder or shared_embedder(), store.table(EMBEDDINGS))
+

@@ -1,0 +1,119 @@
+"""Search over the store: follows every change, embeds each text once, persists, filters, time travel."""
+
+import pytest
+
+import cortex.api as cx
+from cortex.errors import UserError
+from cortex.search.service import shared_embedder
+
+PROJECTS = "notes/projects.org"
+
+
+class CountingEmbedder:
+    """The real default embedder, counting the texts it is asked to embed."""
+
+    def __init__(self):
+        self.inner = shared_embedder()
+        self.name, self.dim, self.degraded = self.inner.name, self.inner.dim, self.inner.degraded
+        self.texts = []
+
+    def embed(self, texts):
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+@pytest.fixture
+def counting(monkeypatch):
+    embedder = CountingEmbedder()
+    monkeypatch.setattr("cortex.search.service.shared_embedder", lambda: embedder)
+    return embedder
+
+
+def top(results):
+    return [(r.path, r.outline[-1]) for r in results]
+
+
+def test_finds_by_meaning_and_by_identifier(cortex):
+    assert top(cortex.search("credentials that leaked must be replaced", limit=1)) == [
+        (PROJECTS, "Rotate the webhook secrets")]
+    hit = cortex.search("E1042", limit=1)[0]
+    assert "E1042" in hit.text and hit.exact > 0 and hit.keyword_norm == 1.0
+    assert hit.score == pytest.approx(0.7 * hit.vector_norm + 0.3 * hit.keyword_norm)
+
+
+def test_a_search_right_after_an_edit_sees_it_and_embeds_only_the_edit(tmp_path, org, counting):
+    with cx.open(tmp_path / "store", org) as c:
+        c.ingest()
+        c.search("anything")
+        first = len(counting.texts)
+        path = org / PROJECTS
+        path.write_text(path.read_text().replace("Blocked on the schema review.",
+                                                 "The zebra migration is blocked."))
+        c.ingest()
+        assert top(c.search("zebra", limit=1)) == [(PROJECTS, "Staging database migration")]
+        assert len(counting.texts) - first == 2  # the edited headline, and the query
+        c.ingest()  # nothing changed: nothing to embed
+        c.search("zebra")
+        assert len(counting.texts) - first == 2
+
+
+def test_index_is_saved_and_trusted_only_for_its_root(tmp_path, org, counting):
+    with cx.open(tmp_path / "store", org) as c:
+        c.ingest()
+        c.search("deploy")
+    assert (tmp_path / "store" / "index" / "state.msgpack").exists()
+    with cx.open(tmp_path / "store", org) as c:  # a change made without searching
+        (org / "notes" / "new.org").write_text("* Quokka sightings in the office\n")
+        c.ingest()
+    counting.texts.clear()
+    with cx.open(tmp_path / "store", org) as c:
+        assert top(c.search("quokka", limit=1)) == [("notes/new.org", "Quokka sightings in the office")]
+        assert counting.texts == ["Quokka sightings in the office", "quokka"]
+
+
+def test_damaged_index_is_rebuilt(tmp_path, org):
+    with cx.open(tmp_path / "store", org) as c:
+        c.ingest()
+        c.search("deploy")
+    (tmp_path / "store" / "index" / "vectors.usearch").write_bytes(b"garbage")
+    with cx.open(tmp_path / "store", org) as c:
+        assert top(c.search("dark theme", limit=1)) == [("agents/assistant/memory.org", "User prefers dark mode in every app.")]
+
+
+def test_filters(cortex):
+    facts = cortex.search("deploy", agent="assistant", type="fact")
+    assert facts and all(r.item.agent == "assistant" and r.item.type == "fact" for r in facts)
+    assert all(r.path.startswith("notes/") for r in cortex.search("deploy", source="notes"))
+    assert all(r.path == "notes/reading.org" for r in cortex.search("fusion", path="notes/reading.org"))
+    assert {r.outline[-1] for r in cortex.search("task", todo="TODO")} == {
+        "Rotate the webhook secrets", "Designing Data-Intensive Applications"}
+    assert top(cortex.search("secrets", tag="security")) == [(PROJECTS, "Rotate the webhook secrets")]
+    assert cortex.search("deploy", agent="nobody") == []
+    with pytest.raises(UserError, match="unknown memory type"):
+        cortex.search("x", type="opinion")
+
+
+def test_list_items_of_memory_sections_are_items(cortex):
+    hit = cortex.search("Which region hosts staging?", agent="assistant", limit=1)[0]
+    assert hit.text == "The staging cluster lives in eu-west-1." and hit.outline == ("Facts",)
+
+
+def test_time_travel_and_rollback(cortex, org):
+    cortex.snapshot("before")
+    path = org / PROJECTS
+    path.write_text(path.read_text().replace("Blocked on the schema review.", "Now about capybaras."))
+    cortex.ingest()
+    assert top(cortex.search("capybaras", limit=1)) == [(PROJECTS, "Staging database migration")]
+    past = cortex.search("capybaras", limit=1, as_of="HEAD")[0]
+    assert "capybaras" not in past.text and "schema review" in cortex.search("schema review", as_of="HEAD")[0].text
+    cortex.rollback("HEAD", force=True)
+    assert "capybaras" not in cortex.search("capybaras", limit=1)[0].text
+
+
+def test_rrf_and_weights(cortex):
+    rrf = cortex.search("E1042", fusion="rrf", limit=3)
+    assert rrf[0].score == pytest.approx(rrf[0].vector_norm + rrf[0].keyword_norm)
+    vector_only = cortex.search("E1042", vector_weight=1.0, keyword_weight=0.0, limit=3)
+    assert all(r.score == pytest.approx(r.vector) for r in vector_only)
+    with pytest.raises(UserError, match="unknown fusion"):
+        cortex.search("x", fusion="borda")
