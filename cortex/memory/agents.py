@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 
 from ..errors import NotFound, UserError, located
@@ -22,11 +22,12 @@ from ..ingest import DOCS_BY_BYTES, WORKING, NotOrgText, decode_org, org_files
 from ..objects import Document, Snapshot
 from ..orgfile import parse
 from .forget import Forgotten, forget
-from .items import MemoryItem, check_text
+from .items import BadItemText, MemoryItem, check_text
 from .layout import (
     AGENTS,
     ITEM_TYPES,
     LOGS,
+    SECTION_TITLES,
     agent_folder,
     check_agent_id,
     log_date,
@@ -63,8 +64,7 @@ class MemoryContext:
 
     def items(self) -> list[Typed]:
         """Every (type, item) pair, facts first, strings turned into items."""
-        return [(kind, item if isinstance(item, MemoryItem) else MemoryItem(item))
-                for kind in ITEM_TYPES for item in getattr(self, FIELDS[kind])]
+        return [(kind, _as_item(kind, item)) for kind in ITEM_TYPES for item in getattr(self, FIELDS[kind])]
 
     def __len__(self) -> int:
         return sum(len(getattr(self, name)) for name in FIELDS.values())
@@ -278,21 +278,22 @@ class AgentMemory:
             if docs.get(digest) is None:  # the file changed between our read and the ingest
                 return parse(text).document
         return self.cortex.store.objects[docs[digest]]
-        return self.cortex.store.objects[oid]
 
     def _model(self, path: str, doc: Document) -> MemoryFile:
         return MemoryFile.read(path, doc, self.cortex.store.objects.__getitem__)
 
-    def _marked(self, path: str, day) -> list[Marked]:
-        return marked_items(self.cortex.store, path, self.cortex.store.objects[self.cortex.working().entries[path]], day)
+    def _marked(self, path: str, day: date) -> list[Marked]:
+        doc = self.cortex.store.objects[self.cortex.working().entries[path]]
+        return marked_items(self.cortex.store, path, doc, day)
 
-    def _marked_text(self, path: str, day, old: bytes | None, now: datetime) -> bytes | None:
+    def _marked_text(self, path: str, day: date, old: bytes | None, now: datetime) -> bytes | None:
+        """A log's bytes with its marked items recorded as compacted."""
         if old is None:
             return None
         found = marked_items(self.cortex.store, path, self._document(path, old), day)
         return mark_compacted(old.decode("utf-8"), [m.line for m in found], now).encode("utf-8")
 
-    def _logs(self, agent: str) -> dict[str, object]:
+    def _logs(self, agent: str) -> dict[str, date]:
         """The agent's daily logs in the working state: path -> day."""
         prefix = f"{AGENTS}/{agent}/{LOGS}/"
         logs = {}
@@ -314,9 +315,9 @@ class AgentMemory:
         tracked = any(p.startswith(f"{AGENTS}/{agent}/") for p in self.cortex.working().entries)
         if not folder.is_dir() and not tracked:
             return
-        target = next((f for f in (folder, folder.parent) if f.is_dir()), None)
-        if self.cortex.store.refs.get(WORKING) is None:
-            target = None  # the first ingest takes the whole Org root, so the root stays the root
+        target = folder if folder.is_dir() else folder.parent
+        if self.cortex.store.refs.get(WORKING) is None or not target.is_dir():
+            target = None  # the whole Org root: a first ingest of a subfolder would make it the root
         report = self.cortex.ingest(target)
         for problem in report.problems:
             if problem.path == memory_path(agent):
@@ -350,6 +351,14 @@ def _prepared(items: list[Typed], loaded: dict[str, Typed], now: datetime, sourc
                 item = replace(item, added=item.added or now, source=item.source or source)
         ready.append((kind, item))
     return ready
+
+
+def _as_item(kind: str, item) -> MemoryItem:
+    if isinstance(item, str):
+        return MemoryItem(item)
+    if not isinstance(item, MemoryItem) or not isinstance(item.text, str):
+        raise BadItemText(f"{SECTION_TITLES[kind]}: an item is a MemoryItem or a string, not {item!r}")
+    return item
 
 
 def _minute(now: datetime | None) -> datetime:

@@ -15,7 +15,7 @@ from typing import NamedTuple
 from ..errors import UserError, located
 from ..objects import Document, Headline
 from ..orgfile import render_headline
-from .items import MemoryItem, item_from_headline, make_id, normalise, render_item
+from .items import MemoryItem, item_from_headline, make_id, render_item
 from .layout import ITEM_TYPES, SECTION_TITLES, section_type
 
 Typed = tuple[str, MemoryItem]  # (memory type, item)

@@ -143,7 +143,7 @@ class KeywordIndex:
         """Add `(key, text)` items, replacing the text of keys already indexed."""
         for key, text in items:
             self.remove([key])
-            self._overlay_add(key, tokenize(text))
+            self._overlay_add(int(key), tokenize(text))
 
     def remove(self, keys: Iterable[int]) -> None:
         """Forget `keys`; unknown keys are ignored."""
@@ -172,15 +172,17 @@ class KeywordIndex:
 
         `mask`, when given, holds the only keys that may be returned.
         """
+        if k <= 0:
+            return []
+        allowed = None if mask is None else set(mask)
         terms = _distinct(tokenize(query))
         found: dict[int, float] = {}
         if self._bm25 is not None:
-            scores = self._base_scores(terms, self._weights(mask))
+            scores = self._base_scores(terms, self._weights(allowed))
             hits = np.flatnonzero(scores > 0)
             if len(hits) > k:
                 hits = hits[np.argpartition(-scores[hits], k - 1)[:k]]
             found.update(zip(self._keys[hits].tolist(), scores[hits].tolist()))
-        allowed = None if mask is None else set(mask)
         found.update((key, score) for key, score in self._overlay_scores(terms).items()
                      if allowed is None or key in allowed)
         return sorted(found.items(), key=lambda hit: (-hit[1], hit[0]))[:k]
@@ -199,11 +201,11 @@ class KeywordIndex:
             out.append(overlay.get(key, 0.0) if pos is None else float(base[pos]))
         return np.array(out, dtype=np.float32)
 
-    def _weights(self, mask: Collection[int] | None) -> np.ndarray:
-        if mask is None:
+    def _weights(self, allowed: set[int] | None) -> np.ndarray:
+        if allowed is None:
             return self._alive
         weights = np.zeros_like(self._alive)
-        weights[[self._position[key] for key in mask if key in self._position]] = 1.0
+        weights[[self._position[key] for key in allowed if key in self._position]] = 1.0
         return weights
 
     def _base_scores(self, terms: list[str], weights: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ import numpy as np
 # process (usearch 2.26 ships its own C++ runtime; seen with onnxruntime 1.31).
 with contextlib.suppress(ImportError):
     import onnxruntime  # noqa: F401
-from usearch.index import Index  # noqa: E402
+from usearch.index import Index
 
 from cortex.errors import FormatError
 

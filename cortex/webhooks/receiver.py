@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import socket
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import uvicorn
 from starlette.applications import Starlette
@@ -12,7 +16,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from cortex.webhooks.deliveries import Delivery
 from cortex.webhooks.service import Endpoint, WebhookService
 
 TEST_TRIGGER_HEADER = "X-Cortex-Trigger"  # `cortex webhook test --url` marks its deliveries with it
@@ -32,9 +35,24 @@ def make_server(service: WebhookService, host: str = "127.0.0.1", port: int = 87
                                          lifespan="off"))
 
 
-def answer(delivery: Delivery) -> JSONResponse:
-    """The HTTP answer to a handled delivery."""
-    return JSONResponse(delivery.answer(), status_code=delivery.status)
+@contextmanager
+def serving(service: WebhookService, host: str = "127.0.0.1", port: int = 0, *,
+            log_level: str = "warning") -> Iterator[str]:
+    """Run the receiver in a background thread for the block and yield its base URL (port 0: any free port)."""
+    sock = socket.create_server((host, port))
+    server = make_server(service, host, port, log_level=log_level)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="cortex-receiver", daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            if not thread.is_alive():
+                raise RuntimeError("the webhook receiver stopped while starting")
+            time.sleep(0.01)
+        yield f"http://{host}:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
 
 
 def _handler(service: WebhookService, endpoint: Endpoint):
@@ -45,7 +63,7 @@ def _handler(service: WebhookService, endpoint: Endpoint):
         # Verification and parsing run in a worker thread, so deliveries are verified concurrently.
         delivery = await run_in_threadpool(service.deliver, endpoint, request.headers, body, trigger=trigger,
                                            started=started)
-        return answer(delivery)
+        return JSONResponse(delivery.answer(), status_code=delivery.status)
 
     return receive
 

@@ -1,0 +1,99 @@
+"""History costs as ratios measured in one run: snapshot and diff at 10k vs 100k objects,
+rollback vs a naive deep copy, and cortex vs git on the shared corpus."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from _common import CORPUS, best_of, report
+
+import cortex.api as cx
+
+
+def synthetic(org: Path, headlines: int, per_file: int = 500) -> None:
+    """Org files holding `headlines` headlines in all (two levels)."""
+    org.mkdir(parents=True)
+    for f in range(headlines // per_file):
+        lines = []
+        for h in range(per_file // 2):
+            lines.append(f"* Topic {f}.{h}\n** Note {f}.{h}\nBody text {f} {h} about memory {h % 97}.\n")
+        (org / f"file{f:04}.org").write_text("".join(lines))
+
+
+def store_with(work: Path, headlines: int):
+    org = work / f"org{headlines}"
+    synthetic(org, headlines)
+    c = cx.open(work / f"store{headlines}", org)
+    c.ingest()
+    c.snapshot("base")
+    return c, org
+
+
+def one_edit(c, org: Path, n: int) -> None:
+    path = org / "file0000.org"
+    path.write_text(path.read_text().replace("Body text 0 7 ", f"Body text 0 7 edit{n} ", 1).replace(
+        f"edit{n - 1} ", ""))
+    c.ingest(path)
+
+
+def main() -> None:
+    work = Path(tempfile.mkdtemp(prefix="cortex-bench-"))
+    small, small_org = store_with(work, 10_000)
+    large, large_org = store_with(work, 100_000)
+    print(f"objects: {len(small.store.objects):,} vs {len(large.store.objects):,}")
+
+    snap_small = best_of(lambda: small.snapshot("s"), repeat=5)
+    snap_large = best_of(lambda: large.snapshot("s"), repeat=5)
+    report("snapshot at 100k objects vs at 10k", snap_large, snap_small, target="(about 1: O(1))")
+
+    counter = iter(range(1, 1000))
+    one_edit(small, small_org, next(counter))
+    one_edit(large, large_org, next(counter))
+    diff_small = best_of(lambda: small.diff("HEAD", None), repeat=5)
+    diff_large = best_of(lambda: large.diff("HEAD", None), repeat=5)
+    report("diff after one edit at 100k vs at 10k", diff_large, diff_small, target="(about 1: O(changed))")
+
+    large.snapshot("edited")
+    objects = {oid: large.store.objects.raw(oid) for oid in large.store.objects}
+    naive = best_of(lambda: copy.deepcopy(objects), repeat=2)
+    rollback = best_of(lambda: (large.rollback("HEAD~1", force=True), large.rollback("HEAD@{1}", force=True)),
+                       repeat=2) / 2
+    report("rollback at 100k vs deep copy of the object map", rollback, naive)
+    small.close()
+    large.close()
+
+    corpus = work / "corpus"
+    shutil.copytree(CORPUS, corpus, ignore=shutil.ignore_patterns("oracle", "*.md", "*.sh", "*.py"))
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost", "-C", str(corpus)]
+    subprocess.run(["git", "init", "-q", str(corpus)], check=True)
+
+    def git_commit():
+        subprocess.run(git + ["add", "-A"], check=True)
+        subprocess.run(git + ["commit", "-q", "-m", "state", "--allow-empty"], check=True)
+
+    started = time.perf_counter()
+    git_commit()
+    git_s = time.perf_counter() - started
+    started = time.perf_counter()
+    with cx.open(work / "corpus-store", corpus) as c:
+        c.ingest()
+        c.snapshot("state")
+        cortex_s = time.perf_counter() - started
+        report("cortex ingest + snapshot vs git add -A && git commit", cortex_s, git_s)
+        largest = max(corpus.rglob("*.org"), key=lambda p: p.stat().st_size)
+        largest.write_text(largest.read_text().replace("\n", " edited\n", 1))
+        git_diff = best_of(lambda: subprocess.run(git + ["diff", "--stat"], check=True, capture_output=True),
+                           repeat=3)
+        c.ingest(largest)
+        cortex_diff = best_of(lambda: c.diff("HEAD", None), repeat=3)
+        report("cortex diff vs git diff --stat after a one-line edit", cortex_diff, git_diff)
+    shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()

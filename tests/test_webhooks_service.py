@@ -1,0 +1,178 @@
+"""The delivery handler on a real LMDB store and real Org files: verify, filter, route, log, redeliver."""
+
+import json
+
+import pytest
+
+from cortex.dsl import Provider, WebhookDefinition, WebhookFilter
+from cortex.errors import NotFound
+from cortex.webhooks import MissingSecret
+from cortex.webhooks.deliveries import BODIES, DELIVERIES, Outcome
+from cortex.webhooks.service import WebhookService, find_webhook
+
+SECRET = "gh-s3cr3t-6f1d0c"
+STRIPE_SECRET = "whsec_c3RyaXBlLXMzY3IzdA=="
+OPENED = {"action": "opened", "pull_request": {"number": 482, "title": "Fix E1042"}}
+
+
+@pytest.fixture
+def env(monkeypatch):
+    monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
+    monkeypatch.setenv("STRIPE_WEBHOOK_SECRET", STRIPE_SECRET)
+
+
+@pytest.fixture
+def service(cortex, env):
+    """The bundled definitions: github-events (opened PRs) and stripe-payments, both to the assistant."""
+    return WebhookService(cortex)
+
+
+def signed(service, name, payload, event=None, **extra):
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    endpoint = service.endpoint(name)
+    headers = {"Content-Type": "application/json", **endpoint.verifier.sign(body), **extra}
+    if event:
+        headers["X-GitHub-Event"] = event
+    return endpoint, headers, body
+
+
+def agent_log(org, agent="assistant") -> str:
+    return "".join(p.read_text() for p in sorted((org / "agents" / agent / "logs").glob("*.org")))
+
+
+def test_a_verified_matching_delivery_lands_in_the_agents_daily_log(cortex, org, service):
+    delivery = service.deliver(*signed(service, "github-events", OPENED, event="pull_request"))
+    assert (delivery.status, delivery.outcome, delivery.agent) == (200, Outcome.ROUTED, "assistant")
+    assert delivery.verified is True and delivery.event == "pull_request"
+    text = agent_log(org)
+    assert f":SESSION:  {delivery.id}\n" in text and f"- Delivery :: {delivery.id}" in text
+    assert '"title": "Fix E1042"' in text
+    # It is memory now: ingested, so found by the store's own queries.
+    found = cortex.find(text="pull_request via github-events")
+    assert len(found) == 1 and found[0].path.startswith("agents/assistant/logs/")
+    assert service.log.get(delivery.id) == delivery
+    assert json.loads(service.log.body(delivery.id)) == OPENED
+
+
+def test_a_delivery_the_filter_refuses_is_acknowledged_and_logged_as_filtered(org, service):
+    before = agent_log(org)
+    delivery = service.deliver(*signed(service, "github-events", {"action": "closed"}))
+    assert (delivery.status, delivery.outcome, delivery.filter_matched) == (200, Outcome.FILTERED, False)
+    assert delivery.filter_reason == '$.action found "closed", not equal to "opened"'
+    assert agent_log(org) == before
+    assert service.log.body(delivery.id) == b'{"action": "closed"}'
+
+
+def test_a_rejected_delivery_is_logged_without_its_body_or_secrets(cortex, org, service):
+    endpoint, headers, body = signed(service, "github-events", OPENED)
+    before = agent_log(org)
+    delivery = service.deliver(endpoint, headers, body + b" ")
+    assert (delivery.status, delivery.outcome, delivery.reason) == (401, Outcome.REJECTED, "signature_mismatch")
+    assert delivery.headers["X-Hub-Signature-256"] == "***" and delivery.size == len(body) + 1
+    assert agent_log(org) == before
+    with pytest.raises(NotFound, match="kept no body"):
+        service.log.body(delivery.id)
+    stored = b"".join(v for t in (DELIVERIES, BODIES) for _, v in cortex.store.table(t).items())
+    assert SECRET.encode() not in stored and headers["X-Hub-Signature-256"].encode() not in stored
+
+
+def test_a_replayed_stripe_delivery_is_refused(service):
+    endpoint, headers, body = signed(service, "stripe-payments", {"type": "payment_intent.succeeded"})
+    assert service.deliver(endpoint, headers, body).outcome == Outcome.ROUTED
+    again = service.deliver(endpoint, headers, body)
+    assert (again.status, again.reason) == (401, "replay")
+
+
+def test_a_body_over_the_cap_is_refused_before_verification(cortex, env):
+    service = WebhookService(cortex, max_body=64)
+    endpoint, headers, body = signed(service, "github-events", {"action": "opened", "pad": "x" * 100})
+    delivery = service.deliver(endpoint, headers, body)
+    assert (delivery.status, delivery.outcome, delivery.verified) == (413, Outcome.TOO_LARGE, None)
+    assert delivery.sha256 == "" and "64 byte cap" in delivery.detail
+
+
+def custom_service(cortex, **fields):
+    hook = WebhookDefinition(**{"name": "ci", "path": "/hooks/ci", "provider": Provider.STANDARD,
+                                "secret": STRIPE_SECRET, **fields})
+    return WebhookService(cortex, [hook])
+
+
+def test_a_body_that_is_not_json_gets_400_where_the_filter_needs_json(cortex):
+    service = custom_service(cortex, agent="assistant", filter=WebhookFilter("$.status", equals="failed"))
+    delivery = service.deliver(*signed(service, "ci", b"status=failed"))
+    assert (delivery.status, delivery.outcome, delivery.verified) == (400, Outcome.INVALID, True)
+    assert "not JSON" in delivery.detail and service.log.body(delivery.id) == b"status=failed"
+
+
+def test_a_form_body_without_a_filter_is_routed_as_text(cortex, org):
+    service = custom_service(cortex, agent="reviewer")
+    endpoint, headers, body = signed(service, "ci", b"text=* build failed&user=ann")
+    delivery = service.deliver(endpoint, {**headers, "Content-Type": "application/x-www-form-urlencoded"}, body)
+    assert delivery.outcome == Outcome.ROUTED
+    assert "#+begin_example\ntext=* build failed&user=ann\n#+end_example" in agent_log(org, "reviewer")
+
+
+def test_a_webhook_without_an_agent_accepts_and_logs(cortex):
+    service = custom_service(cortex)
+    delivery = service.deliver(*signed(service, "ci", {"type": "build.finished"}))
+    assert (delivery.status, delivery.outcome, delivery.agent, delivery.event) == (200, "accepted", None,
+                                                                                   "build.finished")
+
+
+def test_a_failed_memory_write_is_a_500_and_redelivery_routes_it_later(cortex, org):
+    service = custom_service(cortex, agent="blocked")
+    (org / "agents" / "blocked").write_text("a file where the agent's folder should be")
+    failed = service.deliver(*signed(service, "ci", {"type": "build.failed"}))
+    assert (failed.status, failed.outcome) == (500, Outcome.FAILED)
+    assert "memory of agent 'blocked'" in failed.detail
+    (org / "agents" / "blocked").unlink()
+    again = service.redeliver(failed.id)
+    assert (again.status, again.outcome, again.trigger, again.redelivery_of) == (200, "routed", "redeliver",
+                                                                                 failed.id)
+    assert again.verified is None and "not verified: a redelivery" in again.detail
+    assert f"- Delivery :: {again.id}" in agent_log(org, "blocked")
+
+
+def test_redelivery_needs_no_secret_and_skips_a_stale_signature(cortex, org, env, monkeypatch):
+    first = WebhookService(cortex).deliver(*signed(WebhookService(cortex), "stripe-payments",
+                                                   {"type": "payment_intent.created"}))
+    monkeypatch.delenv("STRIPE_WEBHOOK_SECRET")
+    monkeypatch.delenv("GITHUB_WEBHOOK_SECRET")
+    again = WebhookService(cortex, verify=False).redeliver(first.id)
+    assert again.outcome == Outcome.ROUTED and again.event == "payment_intent.created"
+    assert agent_log(org).count("payment_intent.created via stripe-payments") == 2
+
+
+def test_a_rejected_delivery_cannot_be_redelivered(service):
+    endpoint, headers, body = signed(service, "github-events", OPENED)
+    rejected = service.deliver(endpoint, {**headers, "X-Hub-Signature-256": "sha256=" + "0" * 64}, body)
+    with pytest.raises(NotFound, match="kept no body"):
+        service.redeliver(rejected.id)
+
+
+def test_a_missing_secret_stops_startup_naming_the_webhook(cortex, monkeypatch):
+    monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
+    monkeypatch.delenv("STRIPE_WEBHOOK_SECRET", raising=False)
+    with pytest.raises(MissingSecret, match="'stripe-payments'.*STRIPE_WEBHOOK_SECRET.*not set") as caught:
+        WebhookService(cortex)
+    assert SECRET not in str(caught.value)
+
+
+def test_a_literal_secret_warns_without_showing_it(cortex):
+    service = custom_service(cortex, provider=Provider.GITHUB, secret=SECRET)
+    assert len(service.warnings) == 1 and "'ci'" in service.warnings[0] and SECRET not in service.warnings[0]
+
+
+def test_a_file_secret_is_read_relative_to_the_org_root(cortex, org):
+    (org / "ci.secret").write_text(SECRET + "\n")
+    service = custom_service(cortex, provider=Provider.GITHUB, secret="secret://file/ci.secret")
+    endpoint = service.endpoint("ci")
+    assert service.deliver(endpoint, endpoint.verifier.sign(b"{}"), b"{}").verified is True
+    assert SECRET not in repr(service.endpoints)
+
+
+def test_unknown_webhooks_are_named(cortex, service):
+    with pytest.raises(NotFound, match="no webhook named 'nope'.*github-events, stripe-payments"):
+        find_webhook(cortex, "nope")
+    with pytest.raises(NotFound, match="served: github-events, stripe-payments"):
+        service.endpoint("nope")
