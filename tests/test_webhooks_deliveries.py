@@ -15,7 +15,7 @@ def log(tmp_path):
 
 
 def delivery(webhook="gh", time_ns=1_700_000_000_000_000_000, **fields):
-    defaults = dict(path="/hooks/gh", trigger="live", status=200, outcome=Outcome.ACCEPTED)
+    defaults = {"path": "/hooks/gh", "trigger": "live", "status": 200, "outcome": Outcome.ACCEPTED}
     delivery_id = new_id(time_ns)
     return Delivery(id=delivery_id, webhook=webhook, time_ns=id_time_ns(delivery_id), **{**defaults, **fields})
 

@@ -40,8 +40,15 @@ def webhook_group() -> None:
 def add(cx, name, path, provider, secret, agent, json_path, equals, contains, header, prefix, encoding,
         hmac_algorithm, jwt_algorithms, issuer, audience, public_key):
     """Add webhook NAME to the definitions file, keeping the rest of the file as it is."""
-    from ..dsl import (Encoding, HmacAlgorithm, JwtSettings, Provider, SignatureScheme, WebhookDefinition,
-                       add_definition)
+    from ..dsl import (
+        Encoding,
+        HmacAlgorithm,
+        JwtSettings,
+        Provider,
+        SignatureScheme,
+        WebhookDefinition,
+        add_definition,
+    )
     from ..errors import UserError
     from ..history import write_atomically
     from ..webhooks.secrets import resolve_secret

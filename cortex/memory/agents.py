@@ -135,8 +135,7 @@ class AgentMemory:
         with agent_lock(folder):
             self._write_memory(agent, base, ours)
             if entry is not None:
-                log = self.root / log_path(agent, now.date())
-                replace_file(log, lambda old: append_entry(old, entry, f"{agent} — {now.date().isoformat()}"))
+                self._append_log(agent, entry, now.date())
             return self.load_context(agent)
 
     def delete_context(self, agent: str) -> bool:
@@ -265,15 +264,17 @@ class AgentMemory:
 
         replace_file(self.root / path, merged)
 
+    def _append_log(self, agent: str, entry: str, day: date) -> None:
+        path = log_path(agent, day)
+        replace_file(self.root / path, lambda old: append_entry(
+            None if old is None else _decoded(path, old), entry, f"{agent} — {day.isoformat()}"))
+
     def _document(self, path: str, data: bytes) -> Document:
         """The document parsed from a file's bytes, ingesting the file when the store has not seen them."""
         docs = self.cortex.store.table(DOCS_BY_BYTES)
         digest = hash_bytes(data)
         if docs.get(digest) is None or docs[digest] not in self.cortex.store.objects:
-            try:
-                text = decode_org(data)
-            except NotOrgText as exc:
-                raise UserError(located(path, exc.line, exc.reason)) from None
+            text = _decoded(path, data)
             self.cortex.ingest(self.root / path)
             if docs.get(digest) is None:  # the file changed between our read and the ingest
                 return parse(text).document
@@ -351,6 +352,14 @@ def _prepared(items: list[Typed], loaded: dict[str, Typed], now: datetime, sourc
                 item = replace(item, added=item.added or now, source=item.source or source)
         ready.append((kind, item))
     return ready
+
+
+def _decoded(path: str, data: bytes) -> str:
+    """A file's text, or a UserError naming the file and line of the bytes that are not UTF-8 text."""
+    try:
+        return decode_org(data)
+    except NotOrgText as exc:
+        raise UserError(located(path, exc.line, exc.reason)) from None
 
 
 def _as_item(kind: str, item) -> MemoryItem:

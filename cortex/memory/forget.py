@@ -29,41 +29,36 @@ class Forgotten:
 
 def forget(store: Store, gone: Callable[[str], bool], message: str) -> Forgotten:
     """Rewrite history without the paths `gone` selects, then collect what nothing reaches any more."""
-    renamed: dict[Oid, Snapshot] = {}
-    replaced: list[tuple[Snapshot, Snapshot]] = []
-    trees: list[Tree] = []
-    for snap in reversed(snapshots(store)):  # oldest first, so parents are rewritten before children
-        tree: Tree = store.objects[snap.root]
-        kept = {path: oid for path, oid in tree.entries.items() if not gone(path)}
-        parent = renamed[snap.parent].oid if snap.parent in renamed else snap.parent
-        if len(kept) == len(tree.entries) and parent == snap.parent:
-            continue
-        new_tree = Tree(kept)
-        trees.append(new_tree)
-        new = Snapshot(new_tree.oid, parent, snap.time_ns, snap.message, summary(store, new_tree))
-        renamed[snap.oid] = new
-        replaced.append((snap, new))
-    tainted = _Tainted(store, gone, set(renamed))
 
-    def swap() -> int:
-        store.objects.add_many([*trees, *(new for _, new in replaced)])
+    def rewrite() -> tuple[int, int]:  # one write transaction: no snapshot can slip in meanwhile
+        renamed: dict[Oid, Snapshot] = {}
         table = store.table(SNAPSHOTS)
-        for old, new in replaced:
-            del table[_snapshot_key(old)]
+        for snap in reversed(snapshots(store)):  # oldest first, so parents are rewritten before children
+            tree: Tree = store.objects[snap.root]
+            kept = Tree({path: oid for path, oid in tree.entries.items() if not gone(path)})
+            parent = renamed[snap.parent].oid if snap.parent in renamed else snap.parent
+            if len(kept.entries) == len(tree.entries) and parent == snap.parent:
+                continue
+            new = Snapshot(store.objects.add(kept), parent, snap.time_ns, snap.message, summary(store, kept))
+            store.objects.add(new)
+            del table[_snapshot_key(snap)]
             table[_snapshot_key(new)] = new.oid
+            renamed[snap.oid] = new
         for name in store.refs.names():
             target = store.refs.get(name)
             if target in renamed:
                 store.refs.set_if_equals(name, renamed[target].oid, target, message)
-        return sum(store.refs.expire(name, lambda e: not (tainted(e.old) or tainted(e.new)))
-                   for name in store.refs.names())
+        tainted = _Tainted(store, gone, set(renamed))
+        dropped = sum(store.refs.expire(name, lambda e: not (tainted(e.old) or tainted(e.new)))
+                      for name in store.refs.names())
+        return len(renamed), dropped
 
-    dropped = store.transact(swap)
+    rewritten, dropped = store.transact(rewrite)
     collected = gc(store)
     compact = getattr(store.engine, "compact", None)
     if compact is not None:  # LMDB's freed pages keep the deleted bytes until the file is rewritten
         compact()
-    return Forgotten(len(replaced), dropped, collected)
+    return Forgotten(rewritten, dropped, collected)
 
 
 class _Tainted:

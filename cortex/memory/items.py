@@ -76,7 +76,8 @@ class MemoryItem:
     @property
     def as_plain(self) -> bool:
         """Whether it is written as a list item: a plain item with nothing a list item cannot hold."""
-        return self.plain and not (self.id or self.added or self.source or self.tags or self.properties)
+        return self.plain and "\n\n" not in self.text and not (
+            self.id or self.added or self.source or self.tags or self.properties)
 
 
 def normalise(text: str) -> str:
@@ -91,10 +92,10 @@ def text_key(type_: str, normalised: str) -> str:
 
 def make_id(agent: str, type_: str, text: str) -> str:
     """A readable org-id: `mem-<agent>-<first words>-<hash of type and text>`."""
-    words = _WORD.findall(normalise(text))[:5]
-    slug = "-".join(words)[:40].rstrip("-")
+    normalised = normalise(text)
+    slug = "-".join(_WORD.findall(normalised)[:5])[:40].rstrip("-")
     agent_slug = "-".join(_WORD.findall(agent.casefold())) or "agent"
-    digest = hash_text(f"{type_}\0{normalise(text)}").hex()[:6]
+    digest = hash_text(f"{type_}\0{normalised}").hex()[:6]
     return "-".join(part for part in ("mem", agent_slug, slug, digest) if part)
 
 
@@ -168,9 +169,9 @@ def render_item(item: MemoryItem, newline: str = "\n") -> str:
     if item.tags:
         tags = ":" + ":".join(item.tags) + ":"
         head += " " * max(1, TAGS_COLUMN - len(head) - len(tags)) + tags
-    properties = [("ID", item.id), ("ADDED", item.added and org_timestamp(item.added)),
-                  ("SOURCE", item.source), *item.properties]
-    drawer = [f"{':' + name + ':':<10} {value}".rstrip() for name, value in properties if value]
+    own = [("ID", item.id), ("ADDED", item.added and org_timestamp(item.added)), ("SOURCE", item.source)]
+    drawer = [f"{':' + name + ':':<10} {value}".rstrip()
+              for name, value in [*((n, v) for n, v in own if v), *item.properties]]
     lines = [head, *([":PROPERTIES:", *drawer, ":END:"] if drawer else []), *(body.split("\n") if body else [])]
     return newline.join(lines) + newline
 

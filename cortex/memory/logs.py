@@ -49,17 +49,18 @@ def render_entry(moment: datetime, title: str, summary: str, session: str) -> st
     if not title:
         raise UserError("session title: empty; leave it out to use 'Session'")
     summary = summary.replace("\r\n", "\n").strip("\n")
-    if _LEVEL_ONE.search(summary):
-        line = summary.count("\n", 0, _LEVEL_ONE.search(summary).start()) + 1
+    if (entry := _LEVEL_ONE.search(summary)) is not None:
+        line = summary.count("\n", 0, entry.start()) + 1
         raise UserError(f"session summary, line {line}: starts with '* ', which Org reads as a new entry; "
                         "use '** ' for a headline inside the entry")
+    session = " ".join(session.split())
     return (f"* {moment:%H:%M} — {title}\n:PROPERTIES:\n:{'SESSION:':<9} {session}\n:END:\n"
             + (summary + "\n" if summary else ""))
 
 
-def append_entry(old: bytes | None, entry: str, title: str) -> bytes:
+def append_entry(old: str | None, entry: str, title: str) -> bytes:
     """A log's bytes with `entry` appended after one blank line (a new log starts with its title)."""
-    text = f"#+TITLE: {title}\n" if old is None else old.decode("utf-8")
+    text = f"#+TITLE: {title}\n" if old is None else old
     crlf = 0 < text.count("\n") == text.count("\r\n")
     if text and not text.endswith("\n"):
         text += "\r\n" if crlf else "\n"

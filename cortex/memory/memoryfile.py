@@ -30,7 +30,7 @@ _DRAWER_END = re.compile(r"[ \t]*:END:[ \t]*\r?\n?$", re.IGNORECASE)
 # What a headline or a document holds depends only on its oid, so each is read once per process.
 _children: dict[bytes, tuple[str, MemoryItem, int]] = {}
 _CHILDREN_LIMIT = 200_000
-_models: dict[tuple[str, bytes], "MemoryFile"] = {}
+_models: dict[tuple[str, bytes], MemoryFile] = {}
 _MODELS_LIMIT = 16
 
 
@@ -219,18 +219,20 @@ def merge(path: str, base: dict[str, Typed], ours: list[Typed], theirs: MemoryFi
     on both sides differently, it is a conflict and nothing is written.
     """
     mine: dict[str, Typed] = {}
-    for kind, item in ours:
-        mine.setdefault(item.key(kind), (kind, item))
+    for pair in ours:
+        mine.setdefault(pair[1].key(pair[0]), pair)
     changed: dict[str, Typed | None] = {}
     added: list[Typed] = []
     problems: list[tuple[int | None, str]] = []
     for key in [*mine, *(k for k in base if k not in mine)]:
-        b, o, t = base.get(key), mine.get(key), theirs.entries.get(key)
-        t = t and (t.type, t.item)
-        if o == b or o == t:
+        b, o = base.get(key), mine.get(key)
+        if o == b:  # not changed here: the file's version stands
+            continue
+        entry = theirs.entries.get(key)
+        t = entry and (entry.type, entry.item)
+        if o == t:
             continue
         if t != b:
-            entry = theirs.entries.get(key)
             problems.append((entry and entry.line, _conflict(key, t or b or o, b, o, t)))
             continue
         if key in theirs.entries:

@@ -10,6 +10,7 @@ writer and agent memory takes a file lock.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -25,6 +26,8 @@ from cortex.webhooks.secrets import SECRET_SCHEME, redact_headers, resolve_secre
 from cortex.webhooks.verify import Verifier, verifier_for
 
 MAX_BODY = 1 << 20  # bytes; a larger body is refused with 413
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,8 @@ def find_webhook(cx, name: str) -> WebhookDefinition:
     for definition in webhooks:
         if definition.name == name:
             return definition
-    known = ", ".join(d.name for d in webhooks) or f"none; add one with `cortex webhook add` or in {cx.definitions_path}"
+    known = (", ".join(d.name for d in webhooks)
+             or f"none; add one with `cortex webhook add` or in {cx.definitions_path}")
     raise NotFound(f"no webhook named {name!r} (defined: {known})")
 
 
@@ -100,12 +104,12 @@ class WebhookService:
         definition = endpoint.definition
         delivery_id = new_id()
         verifier = None if redelivery_of else endpoint.verifier
-        record: dict[str, object] = dict(
-            id=delivery_id, webhook=definition.name, path=definition.path, trigger=trigger,
-            time_ns=id_time_ns(delivery_id), size=len(body),
-            sha256=hashlib.sha256(body).hexdigest() if len(body) <= self.max_body else "",
-            headers=redact_headers(headers, verifier.header_names if verifier else ()),
-            redelivery_of=redelivery_of)
+        record: dict[str, object] = {
+            "id": delivery_id, "webhook": definition.name, "path": definition.path, "trigger": trigger,
+            "time_ns": id_time_ns(delivery_id), "size": len(body),
+            "sha256": hashlib.sha256(body).hexdigest() if len(body) <= self.max_body else "",
+            "headers": redact_headers(headers, verifier.header_names if verifier else ()),
+            "redelivery_of": redelivery_of}
         route, keep = self._assess(endpoint, verifier, headers, bytes(body), record)
         with self._writing:
             if route:
@@ -113,10 +117,15 @@ class WebhookService:
                     self.cx.memory.save_context(definition.agent, memory_context(
                         definition, delivery_id, record["event"], trigger, body, route.payload))
                     record.update(status=200, outcome=Outcome.ROUTED, agent=definition.agent)
-                except (CortexError, OSError) as err:
-                    # Logged with its body, so `redeliver` can route it once the cause is fixed.
+                except Exception as err:  # noqa: BLE001 - whatever failed, the delivery is still logged
+                    # With its body, so `redeliver` can route it once the cause is fixed.
+                    if isinstance(err, (CortexError, OSError)):
+                        reason = str(err)
+                    else:
+                        reason = type(err).__name__
+                        _log.exception("webhook %s: routing delivery %s failed", definition.name, delivery_id)
                     record.update(status=500, outcome=Outcome.FAILED, agent=definition.agent,
-                                  detail=f"writing to the memory of agent {definition.agent!r} failed: {err}")
+                                  detail=f"writing to the memory of agent {definition.agent!r} failed: {reason}")
             record["duration_us"] = round((time.perf_counter() - started) * 1e6)
             return self.log.record(Delivery(**record), body if keep else None)
 

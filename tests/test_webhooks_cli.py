@@ -1,0 +1,127 @@
+"""`cortex webhook` and `cortex serve` through click's runner, on a real store and a copy of the Org files."""
+
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from cortex.cli.webhooks import serve_command, webhook_group
+from cortex.errors import UserError
+from cortex.webhooks import MissingSecret
+
+SECRET = "gh-s3cr3t-6f1d0c"
+LITERAL = "literal-s3cr3t-a9e2"
+ENV = {"GITHUB_WEBHOOK_SECRET": SECRET, "STRIPE_WEBHOOK_SECRET": "whsec_stripe_s3cr3t"}
+
+
+@pytest.fixture
+def run(tmp_path, org):
+    """Invoke `cortex webhook ...`; every output is checked to hold no secret."""
+    runner = CliRunner(env=ENV)
+
+    def invoke(*args, ok=True):
+        result = runner.invoke(webhook_group, [args[0], "--store", str(tmp_path / "store"), "--org", str(org),
+                                               *args[1:]])
+        if ok:
+            assert result.exit_code == 0, result.output + repr(result.exception)
+        assert SECRET not in result.output and LITERAL not in result.output
+        return result
+
+    return invoke
+
+
+def delivery_id(output: str) -> str:
+    return re.search(r"delivery\s+([0-9a-f]{24})", output)[1]
+
+
+def test_add_appends_the_form_and_keeps_the_rest_of_the_file(run, org):
+    definitions = org / "definitions.hy"
+    before = definitions.read_text()
+    result = run("add", "ci", "--path", "/hooks/ci", "--provider", "standard", "--secret", "secret://env/CI_SECRET",
+                 "--agent", "reviewer", "--json-path", "$.attempt", "--equals", "3")
+    assert "added webhook ci: POST /hooks/ci (standard, to agent reviewer)" in result.output
+    after = definitions.read_text()
+    assert after.startswith(before) and after[len(before):] == (
+        '\n(defwebhook ci\n  :path "/hooks/ci"\n  :provider standard\n  :secret "secret://env/CI_SECRET"\n'
+        '  :agent reviewer\n  :filter {:json-path "$.attempt" :equals 3})\n')
+    listed = run("list").output
+    assert re.search(r"ci\s+│ /hooks/ci\s+│ standard\s+│ reviewer\s+│ \$\.attempt == 3", listed)
+
+
+def test_remove_restores_the_file_byte_for_byte(run, org):
+    definitions = org / "definitions.hy"
+    before = definitions.read_text()
+    run("add", "shop", "--path", "/hooks/shop", "--provider", "custom", "--secret", "secret://env/SHOP",
+        "--header", "X-Shop-Hmac", "--encoding", "base64", "--json-path", "$.tags", "--contains", "vip")
+    assert ':header "X-Shop-Hmac"\n  :encoding base64\n' in definitions.read_text()
+    assert "removed webhook shop" in run("remove", "shop").output
+    assert definitions.read_text() == before
+
+
+def test_a_literal_secret_is_written_as_asked_but_never_shown(run, org):
+    result = run("add", "hook", "--path", "/hooks/x", "--provider", "github", "--secret", LITERAL)
+    assert "written literally" in result.output
+    assert LITERAL in (org / "definitions.hy").read_text()
+    assert "inline" in run("list").output
+
+
+def test_add_refuses_what_would_not_be_a_valid_definition(run, org):
+    before = (org / "definitions.hy").read_text()
+    taken = run("add", "github-events", "--path", "/x", "--provider", "github", "--secret", "s", ok=False)
+    assert isinstance(taken.exception, UserError) and "already defined" in str(taken.exception)
+    clash = run("add", "other", "--path", "/hooks/github", "--provider", "github", "--secret", "s", ok=False)
+    assert "already served by webhook github-events" in str(clash.exception)
+    unfiltered = run("add", "x", "--path", "/x", "--provider", "github", "--equals", "1", ok=False)
+    assert unfiltered.exit_code == 2 and "give --json-path" in unfiltered.output
+    headerless = run("add", "x", "--path", "/x", "--provider", "custom", "--secret", "s", ok=False)
+    assert "needs :header" in str(headerless.exception)
+    assert (org / "definitions.hy").read_text() == before
+
+
+def test_test_shows_verification_filter_agent_status_and_latency(run):
+    result = run("test", "github-events", "--payload", '{"action": "opened"}', "--event", "pull_request")
+    lines = dict(line.split(None, 1) for line in result.output.splitlines())
+    assert lines["webhook"] == "github-events (in-process)" and lines["verified"] == "yes"
+    assert lines["filter"] == 'matched: $.action found "opened", equal to "opened"'
+    assert lines["agent"] == "assistant" and lines["status"] == "200 routed"
+    assert re.fullmatch(r"[0-9a-f]{24}", lines["delivery"]) and lines["latency"].endswith(" ms")
+
+
+def test_tampered_and_stale_deliveries_are_shown_rejected(run):
+    tampered = run("test", "github-events", "--payload", '{"action": "opened"}', "--tamper").output
+    assert "verified  no: signature_mismatch" in tampered and "status    401 rejected" in tampered
+    stale = run("test", "stripe-payments", "--payload", '{"type": "payment_intent.created"}', "--stale").output
+    assert "verified  no: timestamp_too_old" in stale
+
+
+def test_a_payload_can_come_from_a_file(run, tmp_path):
+    (tmp_path / "event.json").write_text('{"action": "closed"}')
+    result = run("test", "github-events", "--payload", f"@{tmp_path / 'event.json'}")
+    assert "status    200 filtered" in result.output
+    missing = run("test", "github-events", "--payload", "@/nonexistent.json", ok=False)
+    assert "No such file" in str(missing.exception)
+
+
+def test_logs_and_redeliver(run, org):
+    routed = delivery_id(run("test", "github-events", "--payload", '{"action": "opened", "n": 1}').output)
+    run("test", "stripe-payments", "--payload", '{"type": "payment_intent.created"}', "--tamper")
+    logs = run("logs").output
+    assert routed in logs and "signature_mismatch" in logs and "200 routed" in logs
+    assert "stripe-payments" not in run("logs", "--name", "github-events").output
+    assert routed not in run("logs", "--tail", "1").output
+    again = run("redeliver", routed).output
+    new = re.search(r"redelivered \w+ as ([0-9a-f]{24}): 200 routed to agent assistant", again)[1]
+    log_text = "".join(p.read_text() for p in (org / "agents/assistant/logs").glob("*.org"))
+    assert f"- Delivery :: {new}\n- Trigger :: redeliver" in log_text
+    assert "redeliver" in run("logs", "--tail", "1").output
+
+
+def test_logs_of_an_empty_store_say_so(run):
+    assert "no deliveries for webhook x" in run("logs", "--name", "x").output
+
+
+def test_serve_names_the_webhook_whose_secret_is_missing(tmp_path, org):
+    result = CliRunner(env={"GITHUB_WEBHOOK_SECRET": SECRET, "STRIPE_WEBHOOK_SECRET": None}).invoke(
+        serve_command, ["--store", str(tmp_path / "store"), "--org", str(org), "--port", "0"])
+    assert isinstance(result.exception, MissingSecret)
+    assert "'stripe-payments'" in str(result.exception) and SECRET not in str(result.exception)
