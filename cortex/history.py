@@ -86,14 +86,14 @@ def snapshot(store: Store, message: str = "", now_ns: int | None = None) -> Snap
 
     def record() -> None:
         store.objects.add(snap)
-        store.table(SNAPSHOTS)[_snapshot_key(snap)] = snap.oid
+        store.table(SNAPSHOTS)[snapshot_key(snap)] = snap.oid
         store.refs.set_if_equals(HEAD, snap.oid, parent, f"snapshot: {message}")
 
     store.transact(record)
     return snap
 
 
-def _snapshot_key(snap: Snapshot) -> bytes:
+def snapshot_key(snap: Snapshot) -> bytes:
     return struct.pack(">Q", snap.time_ns) + snap.oid
 
 
@@ -463,7 +463,7 @@ def apply_retention(store: Store, keep_last: int | None = DEFAULT_KEEP, max_age:
     def drop() -> None:
         table = store.table(SNAPSHOTS)
         for snap in dropped:
-            del table[_snapshot_key(snap)]
+            del table[snapshot_key(snap)]
         for name in store.refs.names():
             store.refs.expire(name, lambda e: e.old not in gone and e.new not in gone)
 
@@ -552,7 +552,7 @@ def import_snapshot(store: Store, path: Path) -> Snapshot:
 
     def add() -> None:
         store.objects.add_raw(objects.items())
-        store.table(SNAPSHOTS)[_snapshot_key(snap)] = snap.oid
+        store.table(SNAPSHOTS)[snapshot_key(snap)] = snap.oid
 
     store.transact(add)
     return snap

@@ -1,6 +1,5 @@
 """Both backends pass the contract; LMDB-specific durability is tested on real files."""
 
-import os
 import subprocess
 import sys
 import textwrap

@@ -11,7 +11,6 @@ from datetime import datetime, timedelta
 import pytest
 
 import cortex.api as cx
-from cortex.backends.lmdb import LmdbEngine
 from cortex.errors import NotFound, UserError
 from cortex.memory.agents import MemoryContext
 from cortex.memory.items import BadItemText, MemoryItem
@@ -407,8 +406,6 @@ def test_hard_purge_rewrites_every_snapshot_without_the_agent(cortex):
         cortex.memory.purge("nobody", hard=True)
 
 
-@pytest.mark.xfail(not hasattr(LmdbEngine, "compact"), strict=True,
-                   reason="LMDB keeps the bytes of freed pages until the data file is rewritten")
 def test_hard_purge_leaves_no_trace_in_the_store_file(cortex, tmp_path):
     purge_hard_with_history(cortex)
     cortex.close()

@@ -73,7 +73,6 @@ def test_headline_fields_agree_with_emacs(corpus):
                 "id": h.id,
             }
     positions = expected.keys() | ours.keys()
-    missing = {}
     rates = {}
     for name in FIELDS:
         agree = sum(1 for at in positions

@@ -5,7 +5,6 @@ import subprocess
 import sys
 import time
 
-import hy
 import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document

@@ -176,3 +176,14 @@ def test_unknown_webhooks_are_named(cortex, service):
         find_webhook(cortex, "nope")
     with pytest.raises(NotFound, match="served: github-events, stripe-payments"):
         service.endpoint("nope")
+
+
+def test_an_unexpected_routing_error_is_still_logged_as_failed(cortex, service, monkeypatch, caplog):
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(cortex.memory, "save_context", broken)
+    delivery = service.deliver(*signed(service, "github-events", OPENED))
+    assert (delivery.status, delivery.outcome) == (500, Outcome.FAILED) and delivery.detail.endswith("RuntimeError")
+    assert service.log.get(delivery.id).outcome == Outcome.FAILED and service.log.body(delivery.id)
+    assert "routing delivery" in caplog.text

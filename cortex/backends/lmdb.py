@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -136,6 +139,30 @@ class LmdbEngine(Engine):
             self._local.txn = None
             txn.abort()
 
+    def compact(self) -> None:
+        """Rewrite the data file with live pages only: LMDB's freed pages keep deleted bytes until reused.
+
+        Needs the only open environment of this store (another process would go on using the old file).
+        """
+        others = {line.split()[0] for line in self.env.readers().splitlines()[1:] if line.split()}
+        others.discard(str(os.getpid()))
+        if others:
+            raise StoreLocked(f"{self.path}: open in other processes ({', '.join(sorted(others))}); "
+                              "close them to compact the store")
+        if self._txn is not None:
+            raise RuntimeError("cannot compact inside a transaction")
+        scratch = Path(tempfile.mkdtemp(prefix=".compact-", dir=self.path))
+        map_size = self.env.info()["map_size"]
+        try:
+            self.env.copy(str(scratch), compact=True)
+            self.env.close()
+            os.replace(scratch / "data.mdb", self.path / "data.mdb")
+            _fsync_folder(self.path)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+            self.env = lmdb.open(str(self.path), map_size=map_size, max_dbs=len(ENGINE_TABLES) + 1)
+            self._dbs = {name: self.env.open_db(name.encode()) for name in ENGINE_TABLES}
+
     def size_bytes(self) -> int:
         info, stat = self.env.info(), self.env.stat()
         return (info["last_pgno"] + 1) * stat["psize"]
@@ -148,3 +175,10 @@ class LmdbEngine(Engine):
             _open_envs.pop(str(self.path), None)
         self.env.close()
 
+
+def _fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -10,7 +10,9 @@ from rich.markup import escape
 from ..errors import CortexError
 from .common import console, err_console
 from .dsl import dsl_group
+from .memory import memory_group
 from .search import search
+from .webhooks import serve_command, webhook_group
 from .history import history_commands
 from .store import store_commands
 
@@ -24,7 +26,8 @@ def cli(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
-for command in (*store_commands, *history_commands, search, dsl_group):
+for command in (*store_commands, *history_commands, search, memory_group, dsl_group, webhook_group,
+                serve_command):
     cli.add_command(command)
 
 

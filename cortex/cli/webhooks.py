@@ -102,18 +102,18 @@ def test(cx, name, payload, event, url, tamper, stale):
     if payload.startswith("@"):
         payload = _read_payload(payload[1:])
     result = simulate(cx, name, payload, event=event, url=url, tamper=tamper, stale=stale)
-    verified = {True: "yes", None: "not checked"}.get(result.verified, "no")
+    verified = {True: "yes", False: f"no: {result.reason} ({result.detail})", None: "not checked"}
+    filtered = {True: "matched", False: "filtered out", None: "not reached"}
+    status = " ".join(filter(None, [str(result.status), result.outcome]))
+    if result.detail and result.verified is not False:
+        status += f": {result.detail}"
     rows = [("webhook", f"{result.webhook} ({result.url or 'in-process'})"),
-            ("verified", verified + (f": {result.reason}" if result.reason else "")
-             + (f" ({result.detail})" if result.detail and result.verified is False else "")),
-            ("filter", {True: "matched", False: "filtered out", None: "not reached"}[result.filter_matched]
-             + (f": {result.filter_reason}" if result.filter_reason else "")),
-            ("agent", result.agent if result.outcome == "routed" else f"{result.agent or '-'} (not routed)"),
-            ("status", f"{result.status} {result.outcome}"),
+            ("verified", verified[result.verified]),
+            ("filter", filtered[result.filter_matched] + (f": {result.filter_reason}" if result.filter_reason else "")),
+            ("agent", result.agent if result.outcome == "routed" else "- (not routed)"),
+            ("status", status),
             ("delivery", result.delivery or "-"),
             ("latency", f"{result.latency_ms:.1f} ms")]
-    if result.detail and result.verified is not False:
-        rows.insert(5, ("detail", result.detail))
     for label, value in rows:
         console.print(f"{label:9} {value}", markup=False)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..backends import Store
 from ..hashing import Oid
-from ..history import SNAPSHOTS, _snapshot_key, gc, snapshots, summary
+from ..history import SNAPSHOTS, snapshot_key, gc, snapshots, summary
 from ..objects import Snapshot, Tree
 
 
@@ -41,8 +41,8 @@ def forget(store: Store, gone: Callable[[str], bool], message: str) -> Forgotten
                 continue
             new = Snapshot(store.objects.add(kept), parent, snap.time_ns, snap.message, summary(store, kept))
             store.objects.add(new)
-            del table[_snapshot_key(snap)]
-            table[_snapshot_key(new)] = new.oid
+            del table[snapshot_key(snap)]
+            table[snapshot_key(new)] = new.oid
             renamed[snap.oid] = new
         for name in store.refs.names():
             target = store.refs.get(name)

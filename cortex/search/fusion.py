@@ -67,8 +67,9 @@ class Candidates:
     exact: np.ndarray
 
 
-def fuse(candidates: Candidates, method: str = "weighted", weights: Weights = Weights()) -> list[Hit]:
-    """Rank `candidates` by `method` ("weighted" or "rrf"), best first."""
+def fuse(candidates: Candidates, method: str = "weighted", weights: Weights = Weights(),
+         limit: int | None = None) -> list[Hit]:
+    """Rank `candidates` by `method` ("weighted" or "rrf"), best first, the `limit` best if given."""
     cosine = np.nan_to_num(candidates.vector.astype(np.float64), nan=0.0)
     exact = candidates.exact.astype(np.float64)
     if method == "weighted":
@@ -82,7 +83,7 @@ def fuse(candidates: Candidates, method: str = "weighted", weights: Weights = We
         score = vector_norm + keyword_norm
     else:
         raise UserError(f"unknown fusion method {method!r}: use one of {', '.join(METHODS)}")
-    order = np.lexsort((candidates.keys, -cosine, -score))
+    order = np.lexsort((candidates.keys, -cosine, -score))[:limit]
     return [Hit(int(candidates.keys[i]), float(score[i]), float(candidates.vector[i]),
                 float(candidates.keyword[i]), float(exact[i]), float(vector_norm[i]),
                 float(keyword_norm[i]))
@@ -115,4 +116,4 @@ def hybrid_search(query: str, embedder: Embedder, keyword: KeywordIndex, vector:
     candidates = Candidates(np.array(keys, dtype=np.uint64), vector.similarity(query_vector, keys),
                             keyword.scores(query, keys),
                             keyword.scores(query, keys, identifiers_only=True))
-    return fuse(candidates, method, weights)[:limit]
+    return fuse(candidates, method, weights, limit)

@@ -91,7 +91,11 @@ def _distinct(terms: list[str]) -> list[str]:
 
 
 class KeywordIndex:
-    """BM25 over (key, text) items with masked deletions and an overlay for additions."""
+    """BM25 over (key, text) items with masked deletions and an overlay for additions.
+
+    Not thread-safe: the owner serialises edits with searches (building a new index in another
+    thread while this one serves is fine).
+    """
 
     rebuild_fraction = 0.1
     rebuild_floor = 64  # changes a small index absorbs before a rebuild is worth it
