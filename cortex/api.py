@@ -271,6 +271,14 @@ class Cortex:
 
         return AgentMemory(self)
 
+    def conversations(self, strategy: str = "truncation", *, driver: str = "lmdb", summarizer=None, bus=None,
+                      **limits):
+        """Identity-scoped conversation memory: driver `lmdb` keeps turns in this store, `memory` in process."""
+        from .memory.conversation import Deps, MemoryConfig, open_memory
+
+        config = MemoryConfig(driver=driver, strategy=strategy, **limits)
+        return open_memory(config, Deps(bus=bus, summarizer=summarizer, store=self.store))
+
     def store_folder(self) -> Path:
         """Where this store keeps its files (the current folder for an in-memory store)."""
         return Path(getattr(self.store.engine, "path", "."))

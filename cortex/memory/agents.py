@@ -264,6 +264,21 @@ class AgentMemory:
 
         replace_file(self.root / path, merged)
 
+    def record_session(self, agent: str, turns, title: str, *, session: str = "", summarizer=None) -> str:
+        """Write a conversation's turns into the agent's daily log as one entry, ingested; return its path.
+
+        The entry holds a summary (the `summarizer`'s, else an extractive one) and each exchange,
+        so the conversation becomes versioned, searchable memory.
+        """
+        from .conversation import turns_to_org_log
+
+        entry = turns_to_org_log(turns, title, session=session, summarizer=summarizer)
+        day = datetime.fromtimestamp(turns[0].timestamp_ns / 1e9).date()
+        with agent_lock(agent_folder(self.root, agent)):
+            self._append_log(agent, entry, day)
+            self._sync(agent)
+        return log_path(agent, day)
+
     def _append_log(self, agent: str, entry: str, day: date) -> None:
         path = log_path(agent, day)
         replace_file(self.root / path, lambda old: append_entry(
