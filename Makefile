@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench setup clean
+.PHONY: run test bench setup clean tmux
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,7 +17,13 @@ setup: $(STAMP)
 run: $(STAMP)
 	$(BIN)/cortex repl org
 
-test: $(STAMP)
+# The REPL's terminal test drives the real program in tmux; install it where we can.
+tmux:
+	@command -v tmux >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		apt-get update -qq && apt-get install -y -qq tmux >/dev/null; } || \
+		echo "tmux is not installed: the terminal test will be skipped"
+
+test: $(STAMP) tmux
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
