@@ -4,6 +4,7 @@ import io
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from prompt_toolkit.completion import CompleteEvent
@@ -17,7 +18,7 @@ from cortex.repl.core import Session, is_complete
 from cortex.repl.orglexer import OrgLexer
 from cortex.repl.registry import FORMS, form
 
-REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[1]
 PROJECTS = "notes/projects.org"
 
 

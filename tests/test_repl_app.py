@@ -20,14 +20,24 @@ PROJECTS = "notes/projects.org"
 ENTER, CTRL_C, CTRL_D, TAB = "\r", "\x03", "\x04", "\t"
 
 
-def drive(store, org, *keys: str, pause: float = 0.0) -> tuple[int, str]:
-    """Run the REPL on a pipe, typing `keys` in order (pausing between them when asked); return status and output."""
+class Until(str):
+    """A step of `drive`: wait until the output shows this text."""
+
+
+def drive(store, org, *steps: str, pause: float = 0.0) -> tuple[int, str]:
+    """Run the REPL on a pipe, typing `steps` in order (`Until` steps wait for output, `pause`
+    waits before every step); return the exit status and what was printed."""
     out = io.StringIO()
     with create_pipe_input() as pipe:
         def type_keys():
-            for chunk in keys:
+            for step in steps:
                 time.sleep(pause)
-                pipe.send_text(chunk)
+                if isinstance(step, Until):
+                    deadline = time.monotonic() + 20
+                    while step not in out.getvalue() and time.monotonic() < deadline:
+                        time.sleep(0.01)
+                else:
+                    pipe.send_text(step)
 
         typist = threading.Thread(target=type_keys, daemon=True)
         typist.start()
@@ -52,14 +62,15 @@ def test_a_multi_line_form_is_read_until_complete_and_kept_in_history(tmp_path, 
 
 
 def test_ctrl_c_cancels_the_entry_and_the_session_goes_on(tmp_path, org):
-    keys = "(setv x 10" + ENTER + "(/ x" + CTRL_C + "(+ 2 3)" + ENTER + "(undefined)" + ENTER + "(* 2 4)" + ENTER + CTRL_D
-    status, shown = drive(tmp_path / "store", org, keys)
+    status, shown = drive(tmp_path / "store", org, "(setv x 10" + ENTER + "(/ x" + CTRL_C, "(+ 2 3)" + ENTER,
+                          "(undefined)" + ENTER + "(* 2 4)" + ENTER + CTRL_D)
     assert status == 0
     assert shown.splitlines()[1:] == ["5", "<input>:1:2: NameError: 'undefined' is not defined", "8"]
 
 
 def test_tab_completes_an_id(tmp_path, org):
-    status, shown = drive(tmp_path / "store", org, '(lookup "task-pa', TAB, '")' + ENTER, CTRL_D, pause=0.3)
+    status, shown = drive(tmp_path / "store", org, '(get (stats) "ids")' + ENTER, Until("14\n"),
+                          '(lookup "task-pa', TAB, '")' + ENTER, CTRL_D, pause=0.2)
     assert status == 0
     assert "** DONE Parse Org files into headline objects" in shown
 

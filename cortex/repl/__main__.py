@@ -10,8 +10,10 @@ from . import eval_source, run
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line and run the REPL or evaluate forms; return the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m cortex.repl", description=__doc__.split(": ", 1)[1])
-    parser.add_argument("org_root", nargs="?", metavar="ORG_DIR", help="the Org folder (default: the store's, else ./org)")
+    parser = argparse.ArgumentParser(prog="python -m cortex.repl",
+                                     description="The cortex REPL, or forms from -e or piped stdin.")
+    parser.add_argument("org_root", nargs="?", metavar="ORG_DIR",
+                        help="the Org folder (default: the store's, else ./org)")
     parser.add_argument("--store", help="the store folder (default: $CORTEX_STORE, snapshots/ in the repository, "
                                         "else ~/.local/share/cortex/store)")
     parser.add_argument("-e", "--eval", dest="source", metavar="FORMS", help="evaluate FORMS, print their values, exit")

@@ -7,12 +7,14 @@ the store is opened, so start-up costs little more than Hy and prompt-toolkit th
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 from pathlib import Path
 from typing import TextIO
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.application import get_app
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.history import FileHistory, History, ThreadedHistory
 from prompt_toolkit.input import Input
@@ -111,7 +113,7 @@ def prompt_session(session: Session, input: Input | None = None,  # noqa: A002
 def key_bindings() -> KeyBindings:
     """Enter submits complete forms and opens a new line inside an unfinished one; Esc Enter always opens one."""
     bindings = KeyBindings()
-    completing = Condition(lambda: _completion_selected())
+    completing = Condition(_completion_selected)
 
     @bindings.add("enter", filter=completing)
     def _(event) -> None:
@@ -133,8 +135,6 @@ def key_bindings() -> KeyBindings:
 
 
 def _completion_selected() -> bool:
-    from prompt_toolkit.application import get_app
-
     state = get_app().current_buffer.complete_state
     return bool(state and state.current_completion)
 
@@ -148,16 +148,17 @@ class StoreHistory(FileHistory):
 
     @property
     def filename(self) -> Path:  # type: ignore[override]
+        """The history file in the store folder (waits for the store to open)."""
         return self.session.cortex.store_folder() / HISTORY_FILE
 
     def load_history_strings(self):
+        """Earlier entries, newest first; none when the store could not be opened."""
         try:
             return super().load_history_strings()
         except (CortexError, OSError):  # no store, no history; the prompt says why elsewhere
             return []
 
     def store_string(self, string: str) -> None:
-        try:
+        """Append an entry, unless the store could not be opened."""
+        with contextlib.suppress(CortexError, OSError):
             super().store_string(string)
-        except (CortexError, OSError):
-            pass

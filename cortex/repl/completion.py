@@ -30,6 +30,7 @@ class SessionCompleter(Completer):
         self._cache: dict[str, tuple[object, list[tuple[str, str]]]] = {}
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterator[Completion]:
+        """Completions for the word before the cursor, or for the string it is inside."""
         before = document.text_before_cursor
         if len(QUOTE.findall(before)) % 2:
             word = before[before.rindex('"') + 1:]

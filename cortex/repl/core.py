@@ -155,7 +155,7 @@ class Session:
     def _remember(self, value) -> None:
         names = [hy.mangle(n) for n in RESULT_NAMES]
         earlier = [getattr(self.module, name, None) for name in names[:-1]]
-        for name, kept in zip(names, [value, *earlier]):
+        for name, kept in zip(names, [value, *earlier], strict=True):
             setattr(self.module, name, kept)
 
     def names(self) -> list[str]:

@@ -17,7 +17,7 @@ _HEADLINE_REST = re.compile(
 )
 
 
-def _headline(lexer: "OrgLexer", match: re.Match):
+def _headline(lexer: OrgLexer, match: re.Match):
     """Split a headline into stars, TODO keyword, priority, title and tags."""
     stars, rest, offset = match.group(1), match.group(3), match.start(3)
     heading = Generic.Heading if len(stars) == 1 else Generic.Subheading

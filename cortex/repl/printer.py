@@ -104,7 +104,7 @@ class Renderer:
         """A renderable for any value."""
         from rich.text import Text
 
-        from cortex import history, ingest, objects, query
+        from .. import history, ingest, objects, query
 
         single = {
             query.Node: self.node,
@@ -151,6 +151,7 @@ class Renderer:
         return doc.todo_keywords, doc.done_keywords
 
     def node(self, node):
+        """A headline with its place (file:line, ancestors), then its subtree as Org."""
         from rich.console import Group
         from rich.text import Text
 
@@ -158,6 +159,7 @@ class Renderer:
         return Group(where, self.org(self.session.cortex.show(node), node.path))
 
     def outline(self, nodes):
+        """One highlighted headline line per node, after its file:line."""
         from rich.table import Table
 
         grid = Table.grid(padding=(0, 2))
@@ -186,7 +188,7 @@ class Renderer:
         """The cells of one table row."""
         from rich.text import Text
 
-        from cortex import history, objects, query
+        from .. import history, objects, query
 
         if isinstance(item, query.Node):
             h = item.headline
@@ -217,6 +219,7 @@ class Renderer:
         return {"#": str(index), "value": cell(item)}
 
     def todo(self, node):
+        """The TODO keyword, red while open and green when done."""
         from rich.text import Text
 
         keyword = node.headline.todo or ""
@@ -224,18 +227,22 @@ class Renderer:
         return Text(keyword, style="green" if done else "red")
 
     def snapshot(self, snap):
+        """A snapshot as key/value rows."""
         return self.key_values([("snapshot", snap.oid.hex() + (" (HEAD)" if self.is_head(snap) else "")),
                                 ("parent", snap.parent.hex() if snap.parent else "none"),
                                 ("time", when(snap.time_ns)), ("message", snap.message),
                                 *((name, str(count)) for name, count in snap.counts.items())])
 
     def is_head(self, snap) -> bool:
+        """Whether HEAD points at this snapshot."""
         return self.session.cortex.store.refs.get("HEAD") == snap.oid
 
     def snapshot_name(self, snap) -> str:
+        """The short oid, marked when it is HEAD."""
         return short(snap.oid) + (" HEAD" if self.is_head(snap) else "")
 
     def key_values(self, pairs):
+        """A two-column table: keys in bold, values as cells."""
         from rich.table import Table
 
         table = Table.grid(padding=(0, 2))
@@ -247,11 +254,13 @@ class Renderer:
 
     @staticmethod
     def fields(item) -> dict:
+        """A dataclass's fields by name."""
         return {f.name: getattr(item, f.name) for f in dataclasses.fields(item)}
 
     # --- reports ----------------------------------------------------------------------
 
     def rollback(self, report):
+        """Where HEAD is now and which files a rollback wrote, removed or kept."""
         from rich.text import Text
 
         target = report.target
@@ -265,6 +274,7 @@ class Renderer:
         return Text("\n".join(lines))
 
     def help(self, entries):
+        """One form in full, or a table of every form's summary."""
         from rich.console import Group
         from rich.table import Table
         from rich.text import Text

@@ -222,14 +222,17 @@ class CachedEmbedder:
 
     @property
     def name(self) -> str:
+        """The wrapped embedder's name."""
         return self.embedder.name
 
     @property
     def dim(self) -> int:
+        """The wrapped embedder's dimension."""
         return self.embedder.dim
 
     @property
     def degraded(self) -> bool:
+        """Whether the wrapped embedder is the degraded fallback."""
         return self.embedder.degraded
 
     def key(self, text: str) -> bytes:
