@@ -83,6 +83,8 @@ class Cortex:
 
     def _note_literate_definitions(self, report: ingesting.IngestReport) -> None:
         """Remember which ingested Org files hold cortex definition blocks."""
+        if not report.parsed and not report.removed:
+            return
         from .dsl import MARKER
 
         literate = self.store.table(LITERATE)

@@ -3,7 +3,8 @@
 import pytest
 from click.testing import CliRunner
 
-from cortex.cli import cli, main
+from cortex.cli import main
+from cortex.cli.app import cli
 
 
 @pytest.fixture

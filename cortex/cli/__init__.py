@@ -1,54 +1,40 @@
-"""The `cortex` command: thin front ends over `cortex.api`; no logic of their own."""
+"""The `cortex` command.
+
+`cortex` alone, `cortex repl` and `cortex eval` go straight to the REPL so that its prompt is
+not kept waiting by the libraries the other commands load (click, rich, the engine).
+"""
 
 from __future__ import annotations
 
 import sys
 
-import click
-from rich.markup import escape
-
-from ..errors import CortexError
-from .common import console, err_console
-from .dsl import dsl_group
-from .memory import memory_group
-from .search import search
-from .webhooks import serve_command, webhook_group
-from .history import history_commands
-from .store import store_commands
-
-
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="cortex")
-@click.pass_context
-def cli(ctx: click.Context) -> None:
-    """cortex: versioned, searchable agent memory over Org files."""
-    if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
-
-
-for command in (*store_commands, *history_commands, search, memory_group, dsl_group, webhook_group,
-                serve_command):
-    cli.add_command(command)
+FAST = ("repl", "eval")
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the CLI, turning cortex errors into one clear line and exit status 1."""
-    try:
-        cli.main(args=argv, prog_name="cortex", standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        err_console.print("aborted")
-        sys.exit(130)
-    except KeyboardInterrupt:
-        err_console.print("interrupted")
-        sys.exit(130)
-    except CortexError as exc:
-        err_console.print(f"[bold red]cortex:[/] {escape(str(exc))}")
-        sys.exit(1)
+    """Entry point of the `cortex` console script."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if not args or (args[0] in FAST and not {"-h", "--help"} & set(args)):
+        from ..repl.__main__ import main as repl_main
+
+        sys.exit(repl_main(_repl_args(args)))
+    from .app import main as app_main
+
+    app_main(args)
 
 
-__all__ = ["cli", "main", "console"]
+def _repl_args(args: list[str]) -> list[str]:
+    """`cortex [repl|eval] ...` as `python -m cortex.repl` arguments."""
+    if not args:
+        return []
+    command, rest = args[0], args[1:]
+    if command == "repl":
+        return rest
+    options, forms = [], []
+    while rest:
+        word = rest.pop(0)
+        if word in ("--store", "--org") and rest:
+            options += ["--store", rest.pop(0)] if word == "--store" else [rest.pop(0)]
+        else:
+            forms.append(word)
+    return options + (["-e", " ".join(forms)] if forms else [])

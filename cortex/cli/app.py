@@ -1,0 +1,78 @@
+"""The click application behind `cortex`: thin front ends over `cortex.api`; no logic of their own."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.markup import escape
+
+from ..errors import CortexError
+from .common import err_console
+from .dsl import dsl_group
+from .memory import memory_group
+from .search import search
+from .webhooks import serve_command, webhook_group
+from .history import history_commands
+from .store import store_commands
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="cortex")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """cortex: versioned, searchable agent memory over Org files."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(repl)
+
+
+@click.command()
+@click.option("--store", type=click.Path(file_okay=False), envvar="CORTEX_STORE", help="Store folder.")
+@click.argument("org_root", required=False, type=click.Path(file_okay=False))
+def repl(store, org_root):
+    """The Hy REPL over a store, after ingesting ORG_ROOT (default: the store's, else ./org)."""
+    from ..repl import eval_source, run
+
+    if not sys.stdin.isatty():
+        sys.exit(eval_source(sys.stdin.read(), store, org_root, filename="<stdin>"))
+    sys.exit(run(store, org_root))
+
+
+@click.command(name="eval")
+@click.option("--store", type=click.Path(file_okay=False), envvar="CORTEX_STORE", help="Store folder.")
+@click.option("--org", "org_root", type=click.Path(file_okay=False), help="Org folder.")
+@click.argument("forms", nargs=-1)
+def eval_(store, org_root, forms):
+    """Evaluate Hy FORMS (or forms piped on stdin) as the REPL would; exit 1 on the first error."""
+    from ..repl import eval_source
+
+    if forms:
+        sys.exit(eval_source(" ".join(forms), store, org_root))
+    sys.exit(eval_source(sys.stdin.read(), store, org_root, filename="<stdin>"))
+
+
+for command in (repl, eval_, *store_commands, *history_commands, search, memory_group, dsl_group, webhook_group,
+                serve_command):
+    cli.add_command(command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI, turning cortex errors into one clear line and exit status 1."""
+    try:
+        cli.main(args=argv, prog_name="cortex", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        err_console.print("aborted")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+    except CortexError as exc:
+        err_console.print(f"[bold red]cortex:[/] {escape(str(exc))}")
+        sys.exit(1)
+
+
