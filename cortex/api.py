@@ -273,6 +273,25 @@ class Cortex:
 
         return AgentMemory(self)
 
+    # --- webhooks ------------------------------------------------------------------------
+
+    def webhooks(self):
+        """The webhook definitions in force."""
+        return self.definitions().webhooks
+
+    def webhook_test(self, name: str, payload, *, event: str | None = None, url: str | None = None,
+                     tamper: bool = False, stale: bool = False):
+        """Sign `payload` with webhook `name`'s real scheme and secret and deliver it (in-process, or to `url`)."""
+        from .webhooks.simulate import simulate
+
+        return simulate(self, name, payload, event=event, url=url, tamper=tamper, stale=stale)
+
+    def webhook_logs(self, name: str | None = None, tail: int | None = None):
+        """Logged deliveries, oldest first, of one webhook or all."""
+        from .webhooks.deliveries import DeliveryLog
+
+        return DeliveryLog(self.store).deliveries(name, tail)
+
     def conversations(self, strategy: str = "truncation", *, driver: str = "lmdb", summarizer=None, bus=None,
                       **limits):
         """Identity-scoped conversation memory: driver `lmdb` keeps turns in this store, `memory` in process."""

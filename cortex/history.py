@@ -40,7 +40,7 @@ class DirtyWorkingFiles(UserError):
         listed = "\n  ".join(paths)
         super().__init__(
             f"these Org files hold edits that no snapshot has:\n  {listed}\n"
-            "snapshot them first (--keep) or discard them (--force)"
+            "roll back with keep (--keep) to snapshot them first, or force (--force) to discard them"
         )
         self.paths = paths
 

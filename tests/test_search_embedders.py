@@ -94,7 +94,7 @@ def test_damaged_model_file_is_refused(tmp_path):
 def test_default_embedder_is_minilm():
     embedder = default_embedder()
     assert isinstance(embedder, Embedder)
-    assert (embedder.name, embedder.dim, embedder.degraded) == ("all-MiniLM-L6-v2-onnx-int8", 384, False)
+    assert (embedder.name, embedder.dim, embedder.degraded) == ("all-MiniLM-L6-v2-onnx-int8-128", 384, False)
 
 
 def test_default_embedder_falls_back_to_hashing_with_a_warning(monkeypatch):

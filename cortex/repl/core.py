@@ -7,10 +7,12 @@ The store opens on first use (the app opens it before its first prompt), so eval
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import traceback
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -18,7 +20,7 @@ import hy
 
 from ..errors import CortexError, located
 from .printer import Printer
-from .registry import namespace
+from .registry import macro_words, namespace
 
 RESULT_NAMES = ("*1", "*2", "*3")  # the last three results, as in Hy's own REPL
 ERROR_NAME = "*e"
@@ -52,8 +54,12 @@ class Session:
         self._cortex = None
         self._closed = False
         self.watcher = None
+        # Asks the person at the prompt a yes/no question; None where nobody can answer (eval, a pipe).
+        self.ask: Callable[[str], bool] | None = None
         self.module = types.ModuleType("cortex_repl", "The namespace REPL entries are evaluated in.")
         vars(self.module).update(namespace(self))
+        self._macro_words = macro_words()
+        self._defining = False  # whether entries have used defmemory / defwebhook yet
 
     # --- the store ----------------------------------------------------------------------
 
@@ -127,8 +133,11 @@ class Session:
         return forms
 
     def eval_form(self, form):
-        """Evaluate one form in the session's module and remember its value as `*1`."""
-        with self.lock:
+        """Evaluate one form in the session's module and remember its value as `*1`.
+
+        Definitions it makes with defmemory or defwebhook go to the session's registry.
+        """
+        with self.lock, self._definitions_go_to_the_session(form):
             value = hy.eval(form, module=self.module)
         if value is not None:
             self._remember(value)
@@ -152,6 +161,14 @@ class Session:
             return False
         return True
 
+    def _definitions_go_to_the_session(self, form):
+        """The registry a definition made while evaluating `form` goes to: the store's, once one is made."""
+        if not self._defining and mentions(form, self._macro_words):
+            # The store opens now rather than mid-evaluation, where the definition would already be on its way.
+            self.open()
+            self._defining = True
+        return self.cortex.registry.active() if self._defining else contextlib.nullcontext()
+
     def _remember(self, value) -> None:
         names = [hy.mangle(n) for n in RESULT_NAMES]
         earlier = [getattr(self.module, name, None) for name in names[:-1]]
@@ -161,6 +178,13 @@ class Session:
     def names(self) -> list[str]:
         """Names a user can type: the forms and whatever the session defined, in Hy spelling."""
         return sorted({hy.unmangle(name) for name in vars(self.module) if not name.startswith("_")})
+
+
+def mentions(model, symbols: frozenset[str]) -> bool:
+    """Whether a read form holds one of these symbols anywhere."""
+    if isinstance(model, hy.models.Symbol):
+        return str(model) in symbols
+    return isinstance(model, hy.models.Sequence) and any(mentions(part, symbols) for part in model)
 
 
 def describe_error(exc: BaseException, source: str, filename: str = "<input>") -> str:

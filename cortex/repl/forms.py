@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import UserError
 from .registry import FORMS, form, prelude
-from .values import FileEntry, Help, HelpEntry, Message, OrgText, Outline
+from .values import FileEntry, Help, HelpEntry, Message, OrgText, Outline, is_a
 
 # --- helpers every session has ----------------------------------------------------------------
 
@@ -43,6 +43,18 @@ def id_of(x) -> str:
     if getattr(x, "id", None):
         return x.id
     raise UserError(f"{x} has no :ID:")
+
+
+def duration(text, option: str):
+    """A duration a user wrote ("90d", "12w"), or None for None; a bad one names the option."""
+    if not text:
+        return None
+    from ..dsl.duration import DurationError, parse_duration
+
+    try:
+        return parse_duration(text)
+    except DurationError as exc:
+        raise UserError(f"{option} {text!r}: {exc}") from None
 
 
 # --- the store --------------------------------------------------------------------------------
@@ -79,9 +91,22 @@ def find(session, *, todo=None, tag=None, prop=None, text=None, ref=None):
 
 @form
 def show(session, target):
-    """Org text of a headline and its subtree, a list of them, an :ID: or a file path: (show (first s))."""
+    """Org text of a headline and its subtree, a search result, a list of them, an :ID: or a file path.
+
+    (show (first (find :todo "TODO"))), (show (first (search "deploy"))), (show "notes/projects.org").
+    """
     targets = target if isinstance(target, (list, tuple)) else [target]
-    return OrgText("".join(session.cortex.show(t) for t in targets))
+    text = "".join(session.cortex.show(showable(session, t)) for t in targets)
+    paths = {getattr(t, "path", None) for t in targets}  # the file whose TODO keywords highlight it
+    return OrgText(text, paths.pop() if len(paths) == 1 else None)
+
+
+def showable(session, target):
+    """What `cortex.api`'s show takes for a value a user holds: a search result is the headline it was found in."""
+    if is_a(target, "cortex.search.service.SearchResult"):
+        # By oid, so a result of a search :as-of a snapshot shows that snapshot's text.
+        return session.cortex.store.objects[target.oid]
+    return target
 
 
 @form
@@ -166,13 +191,7 @@ def gc(session, *, keep_last=20, max_age=None):
 
     (gc :keep-last 10 :max-age "30d"); HEAD is always kept.
     """
-    from ..dsl.duration import DurationError, parse_duration
-
-    try:
-        age = parse_duration(max_age) if max_age else None
-    except DurationError as exc:
-        raise UserError(f"max-age {max_age!r}: {exc}") from None
-    dropped, deleted = session.cortex.gc(keep_last, age)
+    dropped, deleted = session.cortex.gc(keep_last, duration(max_age, "max-age"))
     return {"snapshots dropped": dropped, "objects deleted": deleted}
 
 

@@ -2,6 +2,7 @@
 
 A form is a function whose first parameter is the `Session`; the session binds it under its
 kebab-case name in the REPL's module, so `(find :todo "TODO")` calls `find(session, todo="TODO")`.
+A macro form is a Hy macro of another module, documented by a Python function of the same name.
 """
 
 from __future__ import annotations
@@ -12,16 +13,22 @@ from dataclasses import dataclass
 
 import hy
 
+from ..errors import UserError
+
 # Modules whose import registers forms; a new group of forms is one more entry here.
-FORM_MODULES = ("cortex.repl.forms",)
+FORM_MODULES = ("cortex.repl.forms", "cortex.repl.memory_forms", "cortex.repl.dsl_forms")
 
 
 @dataclass(frozen=True)
 class Form:
-    """A REPL form: its kebab-case name, the function implementing it and its docstring."""
+    """A REPL form: its kebab-case name, the function implementing (or documenting) it, and its docstring.
+
+    `macro` names the Hy module whose macro of this name the form is; None for a function.
+    """
 
     name: str
     fn: Callable
+    macro: str | None = None
 
     @property
     def doc(self) -> str:
@@ -61,6 +68,17 @@ def form(fn: Callable) -> Callable:
     return fn
 
 
+def macro(module: str) -> Callable[[Callable], Callable]:
+    """Register the Hy macro of this name in `module` as a REPL form; the decorated function documents it."""
+
+    def register(fn: Callable) -> Callable:
+        name = hy.unmangle(fn.__name__)
+        FORMS[name] = Form(name, fn, macro=module)
+        return fn
+
+    return register
+
+
 def prelude(fn: Callable) -> Callable:
     """Register `fn`, which needs no session, as a helper every REPL namespace starts with."""
     PRELUDE[hy.unmangle(fn.__name__)] = fn
@@ -76,18 +94,46 @@ def load_forms() -> dict[str, Form]:
     return FORMS
 
 
-def namespace(session) -> dict[str, Callable]:
-    """What a session's module starts with: the prelude and every form bound to `session`, by mangled name."""
+def namespace(session) -> dict[str, object]:
+    """What a session's module starts with: the prelude, every form bound to `session` by mangled name,
+    and the macro forms as macros."""
     forms = load_forms()
-    names = {hy.mangle(name): fn for name, fn in PRELUDE.items()}
+    names: dict[str, object] = {hy.mangle(name): fn for name, fn in PRELUDE.items()}
     names.update((hy.mangle(name), bind(entry, session)) for name, entry in forms.items())
+    names["_hy_macros"] = {hy.mangle(name): lazy_macro(entry) for name, entry in forms.items() if entry.macro}
     return names
 
 
+def macro_words() -> frozenset[str]:
+    """The symbols that show a form uses a macro form: the macros' names and their modules' names."""
+    macros = [entry for entry in load_forms().values() if entry.macro]
+    return frozenset(entry.name for entry in macros) | {entry.macro for entry in macros}
+
+
+def lazy_macro(entry: Form) -> Callable:
+    """A macro that requires the real one on its first expansion, then lets it expand the same form.
+
+    Requiring it at start-up would load its module, which costs more than the whole prompt.
+    """
+
+    def expand(_hy_compiler, *_):
+        hy.macros.require(entry.macro, _hy_compiler.module, [(entry.name, entry.name)])
+        return _hy_compiler.this  # expanded again, now by the real macro
+
+    expand.__doc__ = entry.fn.__doc__
+    return expand
+
+
 def bind(entry: Form, session) -> Callable:
-    """The form as the REPL sees it: a function with the session filled in."""
+    """The form as the REPL sees it: a function with the session filled in.
+
+    A macro form used as a value (`(help defwebhook)`) is its documenting function; calling that says how
+    to write the form instead.
+    """
 
     def call(*args, **kwargs):
+        if entry.macro:
+            raise UserError(f"{entry.name} is a macro: write it as a form, {entry.usage}")
         return entry.fn(session, *args, **kwargs)
 
     call.__name__ = call.__qualname__ = hy.mangle(entry.name)

@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 
 class OrgText(str):
-    """Org text (a headline, a subtree, a file), printed highlighted."""
+    """Org text (a headline, a subtree, a file), printed highlighted with the TODO keywords of its file."""
+
+    path: str | None = None
+
+    def __new__(cls, text: str, path: str | None = None):
+        org = super().__new__(cls, text)
+        org.path = path
+        return org
 
 
 class Message(str):
     """A status line, printed as plain text rather than as a quoted string."""
+
+
+class SearchResults(list):
+    """Search results, best first, printed as a table; with `explain`, each with its score breakdown."""
+
+    def __init__(self, results=(), explain: bool = False):
+        super().__init__(results)
+        self.explain = explain
 
 
 class Outline(list):
@@ -37,3 +53,14 @@ class HelpEntry:
 
 class Help(list):
     """Help for the forms: one entry prints in full, several print as a table of summaries."""
+
+
+def is_a(value, qualified_name: str) -> bool:
+    """`isinstance` against a class named `module.Class`, without importing its module.
+
+    A value of a class whose module was never imported cannot exist, so the REPL can recognise
+    search results or webhook definitions without paying for their libraries at start-up.
+    """
+    module, _, name = qualified_name.rpartition(".")
+    loaded = sys.modules.get(module)
+    return loaded is not None and isinstance(value, getattr(loaded, name))

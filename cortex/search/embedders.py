@@ -68,10 +68,10 @@ def _sha256(path: Path) -> str:
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: offline, loaded on the first `embed`."""
 
-    name = "all-MiniLM-L6-v2-onnx-int8"
+    name = "all-MiniLM-L6-v2-onnx-int8-128"  # the token limit is part of what a vector means
     dim = 384
     degraded = False
-    max_tokens = 256  # the model's sentence-transformers max_seq_length
+    max_tokens = 128  # what the model was trained on; longer texts cost quadratically more
     batch_size = 32
 
     def __init__(self, model_file: Path | None = None, tokenizer_file: Path | None = None,

@@ -21,13 +21,17 @@ import re
 import shutil
 import tempfile
 import threading
+import warnings
 from collections import Counter
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
-import bm25s
 import numpy as np
 import Stemmer
+
+with warnings.catch_warnings():  # bm25s imports tqdm.auto, which warns in notebooks without ipywidgets
+    warnings.simplefilter("ignore")
+    import bm25s
 from bm25s.stopwords import STOPWORDS_EN
 
 from cortex.errors import FormatError

@@ -175,6 +175,7 @@ class SearchIndex:
         self.dirty = False
         self._lock = threading.RLock()
         self._rebuilding: threading.Thread | None = None
+        self._lines: dict[bytes, dict[tuple[int, ...], int]] = {}  # document oid -> position -> line
 
     # --- keeping in line with the store ---------------------------------------------------
 
@@ -271,9 +272,14 @@ class SearchIndex:
         return {k for k in keys if _admits(f, self.items[k])}
 
     def _line(self, item: Item) -> int:
-        tree = self.store.objects[self.root]
-        doc = self.store.objects[tree.entries[item.path]]
-        return next((n.line for n in walk_document(self.store, item.path, doc) if n.position == item.position), 0)
+        doc_oid = self.store.objects[self.root].entries[item.path]
+        lines = self._lines.get(doc_oid)
+        if lines is None:
+            if len(self._lines) > 256:
+                self._lines.clear()
+            doc = self.store.objects[doc_oid]
+            lines = self._lines[doc_oid] = {n.position: n.line for n in walk_document(self.store, item.path, doc)}
+        return lines.get(item.position, 0)
 
     # --- persistence ---------------------------------------------------------------------------
 

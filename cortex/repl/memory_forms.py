@@ -1,0 +1,106 @@
+"""The REPL's forms for search, agent memory and conversation memory, over `cortex.api`.
+
+Like every form module, it imports only what start-up needs; each form loads its libraries on first use.
+"""
+
+from __future__ import annotations
+
+from ..errors import UserError
+from .forms import duration, snapshot_ref
+from .registry import form
+from .values import Message, OrgText, SearchResults
+
+
+@form
+def search(session, query, *, limit=10, agent=None, type=None, source=None, path=None,  # noqa: A002
+           tag=None, todo=None, as_of=None, fusion=None, explain=False):
+    """Hybrid search, by meaning and by exact words: a table of score, file:line and outline, best first.
+
+    (search "deploy")                                   the working state
+    (search "E1042" :agent "assistant" :type "fact")    one agent's memory, one type of item
+    :source "memory" or "notes", :path "notes/", :tag "ops", :todo "TODO" narrow it down;
+    :as-of "HEAD~1" searches a snapshot; :fusion "rrf" ranks by reciprocal rank fusion;
+    :explain True shows the scores behind each rank. (show (first r)) shows where a result is.
+    """
+    results = session.cortex.search(query, limit=limit, agent=agent, type=type, source=source, path=path,
+                                    tag=tag, todo=todo, as_of=snapshot_ref(as_of), fusion=fusion)
+    return SearchResults(results, explain)
+
+
+# --- agent memory -----------------------------------------------------------------------------
+
+
+@form
+def memory_inspect(session, agent):
+    """An agent's memory.org, highlighted: (memory-inspect "assistant")."""
+    from ..memory.layout import memory_path
+
+    memory = session.cortex.memory
+    for warning in memory.load_context(agent).warnings:
+        session.notify(warning)
+    return OrgText(memory.show(agent), memory_path(agent))
+
+
+@form
+def memory_search(session, agent, query, *, limit=10, explain=False):
+    """Search one agent's memory items and daily logs: (memory-search "assistant" "deploy")."""
+    return SearchResults(session.cortex.memory.search(agent, query, limit), explain)
+
+
+@form
+def memory_add(session, agent, type, text, *, source="repl"):  # noqa: A002 - the word the CLI and api use
+    """Add a fact, procedure or pattern to an agent's memory.org: (memory-add "assistant" "fact" "Staging is eu-west-1.").
+
+    The same text is never added twice; the item is returned with its :ID:.
+    """
+    return session.cortex.memory.add_item(agent, type, text, source=source)
+
+
+@form
+def memory_compact(session, agent, *, max_age=None):
+    """Move the items marked in an agent's daily logs into memory.org and delete logs past `max-age` (90d).
+
+    (memory-compact "assistant" :max-age "30d"); a snapshot is taken first, so
+    (rollback (. *1 before)) undoes it.
+    """
+    from ..memory.retention import RetentionPolicy
+
+    age = duration(max_age, "max-age")
+    return session.cortex.memory.compact(agent, RetentionPolicy(age) if age else None)
+
+
+@form
+def memory_purge(session, agent, *, hard=False, yes=False):
+    """Remove an agent's files and its items from the working state; :hard True erases it from history too.
+
+    A plain purge snapshots first, so a rollback brings the agent back. A hard purge rewrites every
+    snapshot without the agent and cannot be undone: the REPL asks first unless :yes True, and where
+    nothing can ask (cortex eval, piped forms) it needs :yes True.
+    """
+    if hard and not yes:
+        if session.ask is None:
+            raise UserError(f"a hard purge erases {agent} from every snapshot and cannot be undone; "
+                            "nothing can ask for confirmation here, so add :yes True")
+        if not session.ask(f"erase {agent}'s memory from the Org files and from every snapshot? "
+                           "This cannot be undone."):
+            return Message(f"nothing purged: {agent}'s memory is as it was")
+    return session.cortex.memory.purge(agent, hard=hard)
+
+
+# --- conversation memory ----------------------------------------------------------------------
+
+
+@form
+def turns(repl, tenant, user, session, *, run="", strategy="truncation", budget_tokens=4096):
+    """The conversation memory of one identity: the turns its next LLM call would see, oldest first.
+
+    (turns "acme" "ada" "s-42"); :run names a run within the session; :strategy "rolling_summary"
+    shows the summary of older turns too; :budget-tokens bounds the truncation window.
+    """
+    # `repl` is the REPL session: `session` is the conversation's, as the identity names it.
+    from ..memory.conversation import ExtractiveSummarizer, Identity
+
+    # Reading a rolling summary never summarises, but opening the strategy needs a summarizer.
+    summarizer = ExtractiveSummarizer() if strategy == "rolling_summary" else None
+    with repl.cortex.conversations(strategy, summarizer=summarizer, budget_tokens=budget_tokens) as memory:
+        return memory.get_llm_context(Identity(tenant, user, session, run))

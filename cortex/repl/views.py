@@ -1,0 +1,178 @@
+"""How the values of search, agent memory, conversation memory, definitions and webhooks print.
+
+Types are recognised by name (`is_a`), so printing a headline never imports the search engine or the DSL.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from .printer import counted, files, short, when
+from .values import SearchResults, is_a
+
+SEARCH_RESULT = "cortex.search.service.SearchResult"
+TURN = "cortex.memory.conversation.turns.Turn"
+DELIVERY = "cortex.webhooks.deliveries.Delivery"
+MEMORY_DEFINITION = "cortex.dsl.definitions.MemoryDefinition"
+WEBHOOK_DEFINITION = "cortex.dsl.definitions.WebhookDefinition"
+VERIFIED = {True: "yes", False: "no", None: "not checked"}
+FILTERED = {True: "matched", False: "filtered out", None: "not reached"}
+
+
+def render(renderer, value):
+    """A renderable for a value of these features, or None when the value is none of theirs."""
+    from rich.text import Text
+
+    if isinstance(value, SearchResults):
+        return search_table(renderer, value) if value else Text("no results")
+    if is_a(value, SEARCH_RESULT):
+        return search_result(renderer, value)
+    if is_a(value, "cortex.memory.conversation.protocol.ContextPatch"):
+        return context_patch(renderer, value)
+    if is_a(value, "cortex.memory.items.MemoryItem"):
+        return renderer.key_values([("id", value.id or ""), ("text", value.text),
+                                    ("added", f"{value.added:%Y-%m-%d %H:%M}" if value.added else ""),
+                                    ("source", value.source), *([("tags", ":".join(value.tags))] * bool(value.tags))])
+    if is_a(value, "cortex.memory.agents.CompactionReport"):
+        return Text(compaction(value))
+    if is_a(value, "cortex.memory.agents.PurgeReport"):
+        return Text(purge(value))
+    if is_a(value, "cortex.dsl.definitions.Definitions"):
+        rows = definition_rows([*value.memories, *value.webhooks])
+        return renderer.records(rows) if rows else Text("no definitions")
+    if is_a(value, MEMORY_DEFINITION) or is_a(value, WEBHOOK_DEFINITION):
+        return renderer.key_values(definition_rows([value])[0].items())
+    if is_a(value, "cortex.webhooks.simulate.Simulation"):
+        return renderer.key_values(simulation(value))
+    if is_a(value, DELIVERY):
+        return renderer.key_values(delivery_row(value).items())
+    return None
+
+
+def row(renderer, index: int, item) -> dict | None:
+    """The cells of a table row for an item of these features, or None when it is none of theirs."""
+    if is_a(item, SEARCH_RESULT):
+        return search_row(index, item)
+    if is_a(item, TURN):
+        return turn_row(index, item)
+    if is_a(item, MEMORY_DEFINITION) or is_a(item, WEBHOOK_DEFINITION):
+        return definition_rows([item])[0]
+    if is_a(item, DELIVERY):
+        return delivery_row(item)
+    return None
+
+
+# --- search -----------------------------------------------------------------------------------
+
+
+def search_row(index: int, result) -> dict:
+    """A search result as a table row: rank, score, file:line, outline, :ID:."""
+    return {"#": str(index), "score": f"{result.score:.3f}", "file:line": f"{result.path}:{result.line}",
+            "outline": " / ".join(result.outline), "id": result.id or ""}
+
+
+def search_table(renderer, results: SearchResults):
+    """Results as a table; explained, each followed by its score breakdown."""
+    from rich.text import Text
+
+    table = renderer.records([search_row(n, r) for n, r in enumerate(results)])
+    if not results.explain:
+        return table
+    table.rows.clear()
+    for n, result in enumerate(results):
+        table.add_row(*search_row(n, result).values())
+        table.add_row("", "", "", Text(result.explain(), style="dim"), "")
+    return table
+
+
+def search_result(renderer, result):
+    """One result: where it is, why it ranked there, and its text."""
+    from rich.console import Group
+    from rich.text import Text
+
+    where = Text(f"{result.path}:{result.line}  {' / '.join(result.outline)}", style="dim")
+    return Group(where, Text(result.explain(), style="dim"), Text(result.text))
+
+
+# --- agent and conversation memory ------------------------------------------------------------
+
+
+def compaction(report) -> str:
+    """What a compaction moved and deleted, and how to undo it."""
+    lines = [f"  moved    {kind:9} {item.title}" for kind, item in report.moved]
+    lines += [f"  deleted  {path}" for path in report.deleted_logs]
+    lines.append(f"{counted(len(report.moved), 'item')} moved, {report.duplicates} already known, "
+                 f"{counted(len(report.deleted_logs), 'log')} deleted; "
+                 f'(rollback "{short(report.before.oid)}") undoes it')
+    return "\n".join(lines)
+
+
+def purge(report) -> str:
+    """What a purge removed, from the files and, when hard, from history."""
+    lines = [f"removed {files(report.files)}"]
+    if report.history:
+        lines.append(f"rewrote {counted(report.history.snapshots, 'snapshot')}, "
+                     f"collected {counted(report.history.objects, 'object')}")
+    return "\n".join(lines)
+
+
+def context_patch(renderer, patch):
+    """A conversation's context: strategy, health and tokens, the summary, then the turns as a table."""
+    from rich.console import Group
+    from rich.text import Text
+
+    head = (f"{patch.strategy}: {counted(len(patch.turns), 'turn')}, {counted(patch.tokens, 'token')} "
+            f"({patch.health.value})")
+    parts = [Text(head, style="dim")]
+    if patch.summary:
+        parts.append(Text(f"summary: {patch.summary}"))
+    turns = [turn_row(n, turn) for n, turn in enumerate(patch.turns)]
+    parts.append(renderer.records(turns) if turns else Text("no turns"))
+    return Group(*parts)
+
+
+def turn_row(index: int, turn) -> dict:
+    """A conversation turn as a table row."""
+    return {"#": str(index), "time": when(turn.timestamp_ns), "user": turn.user_message,
+            "assistant": turn.assistant_response, "tokens": str(turn.tokens)}
+
+
+# --- definitions and webhooks -----------------------------------------------------------------
+
+
+def definition_rows(definitions: list) -> list[dict]:
+    """Definitions as table rows (kind, name, defined at, settings); secrets stay hidden."""
+    from ..dsl import ROW_HEADERS, Definitions, MemoryDefinition
+    from ..dsl import definition_rows as rows
+
+    memories = tuple(d for d in definitions if isinstance(d, MemoryDefinition))
+    webhooks = tuple(d for d in definitions if not isinstance(d, MemoryDefinition))
+    found = rows(Definitions(memories, webhooks))
+    return [dict(zip(ROW_HEADERS, (kind, name, where or "this session", settings), strict=True))
+            for kind, name, where, settings in found]
+
+
+def simulation(result) -> list[tuple[str, str]]:
+    """A simulated delivery as a person checks it: verified, filtered, routed, answered, how fast."""
+    verified = VERIFIED[result.verified] + (f": {result.reason} ({result.detail})" if result.verified is False else "")
+    status = f"{result.status} {result.outcome}".strip()
+    if result.detail and result.verified is not False:
+        status += f": {result.detail}"
+    return [("webhook", f"{result.webhook} ({result.url or 'in-process'})"),
+            ("verified", verified),
+            ("filter", FILTERED[result.filter_matched] + (f": {result.filter_reason}" if result.filter_reason else "")),
+            ("agent", result.agent if result.outcome == "routed" else "- (not routed)"),
+            ("status", status),
+            ("delivery", result.delivery or "-"),
+            ("latency", f"{result.latency_ms:.1f} ms")]
+
+
+def delivery_row(d) -> dict:
+    """A logged delivery as a table row."""
+    why = d.reason or (d.filter_reason if d.filter_matched is False else d.detail)
+    return {"time": when(d.time_ns), "delivery": d.id, "webhook": d.webhook, "trigger": d.trigger,
+            "event": d.event or "-", "answer": f"{d.status} {d.outcome}", "why": why or "-",
+            "agent": d.agent or "-", "ms": f"{d.duration_us / 1000:.1f}"}
+
+
+__all__ = ["render", "row", "datetime"]
