@@ -17,12 +17,22 @@ from pathlib import Path
 from . import history, ingest as ingesting, query
 from .backends import MemoryEngine, Store, open_store
 from .errors import NotFound, UserError
+from .history import DirtyWorkingFiles
 from .objects import Headline, Snapshot, Tree
 
 CONFIG = "config"
 LITERATE = "dsl.literate"
 DEFINITIONS_FILE = "definitions.hy"
 ORG_ROOT_KEY = b"org_root"
+
+
+def __getattr__(name: str):
+    """Conversation types, loaded on first use: `cx.Identity`, `cx.Turn`, `cx.TrajectoryDigest`."""
+    if name in ("Identity", "Turn", "TrajectoryDigest"):
+        from .memory import conversation
+
+        return getattr(conversation, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def default_store_path() -> Path:

@@ -391,6 +391,10 @@ class LogEntry:
     snapshot: Snapshot
     changes: dict[str, int]
 
+    def __str__(self) -> str:
+        changed = ", ".join(f"{n} {kind}" for kind, n in sorted(self.changes.items())) or "no changes"
+        return f"{self.snapshot} [{changed}]"
+
 
 def log(store: Store, limit: int | None = None) -> list[LogEntry]:
     """Kept snapshots, newest first, each with counts of what changed since its parent."""
@@ -413,6 +417,9 @@ class Version:
     path: str
     headline: Headline
     change: str
+
+    def __str__(self) -> str:
+        return f"{self.snapshot.oid.hex()[:12]} {self.path}: {self.headline.title} ({self.change})"
 
 
 def headline_history(store: Store, org_id: str) -> list[Version]:

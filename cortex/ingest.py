@@ -57,6 +57,11 @@ class IngestReport:
         """Files whose bytes were already known."""
         return self.files - len(self.parsed) - len(self.problems)
 
+    def __str__(self) -> str:
+        return (f"{self.files} files: {len(self.parsed)} parsed, {self.unchanged} unchanged, "
+                f"{len(self.removed)} removed, {len(self.problems)} skipped; "
+                f"{self.new_objects} new objects in {self.seconds * 1000:.0f} ms")
+
 
 def working_tree(store: Store) -> Tree:
     """The tree of the working state (empty before the first ingest)."""

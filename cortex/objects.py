@@ -8,6 +8,7 @@ the oid of every ancestor up to the root and nothing else (a Merkle tree).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from datetime import datetime
 from functools import cached_property
 from typing import ClassVar
 
@@ -145,6 +146,11 @@ class Snapshot(OrgObject):
 
     def __hash__(self):
         return hash(self.oid)
+
+    def __str__(self) -> str:
+        when = datetime.fromtimestamp(self.time_ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
+        counts = ", ".join(f"{v} {k}" for k, v in self.counts.items())
+        return f"snapshot {self.oid.hex()[:12]} {when} ({counts}) {self.message}".rstrip()
 
     @classmethod
     def from_fields(cls, data: dict) -> "Snapshot":

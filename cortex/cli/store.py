@@ -25,10 +25,7 @@ def ingest(cx, path):
         report = cx.ingest(path, progress=progress)
     for problem in report.problems:
         err_console.print(f"[yellow]skipped[/] {problem}")
-    console.print(
-        f"{report.files} files: {len(report.parsed)} parsed, {report.unchanged} unchanged, "
-        f"{len(report.removed)} removed, {len(report.problems)} skipped; "
-        f"{report.new_objects} new objects in {report.seconds * 1000:.0f} ms")
+    console.print(str(report))
 
 
 @click.command()

@@ -49,6 +49,7 @@ def run(store=None, org_root=None, *, ingest: bool = True, input: Input | None =
     try:
         session.printer.show(Message(BANNER))
         prompt = prompt_session(session, input, output)
+        session.ask = lambda question: confirm(question, input, output)
         opener = threading.Thread(target=_open, args=(session,), name="cortex-open", daemon=True)
 
         def open_after_first_render(app) -> None:
@@ -91,6 +92,15 @@ def loop(session: Session, prompt: PromptSession) -> int:
             session.execute(text)
         except KeyboardInterrupt:  # while printing a long result
             session.printer.error("interrupted")
+
+
+def confirm(question: str, input: Input | None = None, output: Output | None = None) -> bool:  # noqa: A002
+    """Ask a yes/no question at the terminal: only y or yes is yes; Ctrl-D is no, Ctrl-C cancels the entry."""
+    try:
+        answer = PromptSession(input=input, output=output).prompt(f"{question} [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
 
 
 def prompt_session(session: Session, input: Input | None = None,  # noqa: A002

@@ -1,8 +1,9 @@
-"""Completion from the session: names outside strings; :ID:s, agent ids, Org files and snapshot refs
-inside them.
+"""Completion from the session: names outside strings; :ID:s, agent ids, Org files, webhook names and
+snapshot refs inside them.
 
-Candidates drawn from the store are cached under the ref they depend on (the working state for
-ids and files, HEAD for snapshots), so a Tab costs a ref read unless something changed.
+Candidates drawn from the store are cached under what they depend on (the working state for ids and
+files, HEAD for snapshots, the definitions for webhooks), so a Tab costs a ref read unless something
+changed.
 """
 
 from __future__ import annotations
@@ -61,10 +62,10 @@ class SessionCompleter(Completer):
     # --- strings ----------------------------------------------------------------------------
 
     def string_candidates(self) -> list[tuple[str, str]]:
-        """:ID:s, Org files, agent ids and snapshot refs; nothing from the store until it is open."""
+        """:ID:s, Org files, agent ids, webhook names and snapshot refs; nothing from the store until it is open."""
         if not self.session.is_open:
             return []
-        return [*self.ids(), *self.agents(), *self.snapshot_refs()]
+        return [*self.ids(), *self.agents(), *self.webhooks(), *self.snapshot_refs()]
 
     def ids(self) -> list[tuple[str, str]]:
         """Every :ID: and Org file of the working state, with the headline's title."""
@@ -85,6 +86,26 @@ class SessionCompleter(Completer):
         if not folder.is_dir():
             return []
         return [(p.name, "agent") for p in sorted(folder.iterdir()) if p.is_dir() and not p.name.startswith(".")]
+
+    def webhooks(self) -> list[tuple[str, str]]:
+        """The names of the webhooks in force, and the agents they route to; none while the definitions are broken."""
+        from ..errors import CortexError
+        from ..ingest import WORKING
+
+        cortex = self.session.cortex
+        file = cortex.definitions_path
+        live = tuple(cortex.registry.webhooks.values())
+        changed = (cortex.store.refs.get(WORKING), file.stat().st_mtime_ns if file.exists() else None, live)
+
+        def compute():
+            try:
+                webhooks = cortex.webhooks()
+            except CortexError:  # (load-dsl ...) and `cortex dsl check` say what is wrong
+                return []
+            found = [(w.name, f"webhook {w.path}") for w in webhooks]
+            return found + [(w.agent, "agent") for w in webhooks if w.agent]
+
+        return self._cached("webhooks", changed, compute)
 
     def snapshot_refs(self) -> list[tuple[str, str]]:
         """HEAD, HEAD~N along HEAD's parents, and a 12-character prefix of every kept snapshot."""

@@ -12,7 +12,7 @@ from typing import TextIO
 
 import hy
 
-from .values import FileEntry, Help, Message, OrgText, Outline
+from .values import FileEntry, Help, Message, OrgText, Outline, SearchResults
 
 PIPE_WIDTH = 160
 CHANGE_STYLES = {"added": "green", "removed": "red", "changed": "yellow", "moved": "cyan"}
@@ -65,7 +65,7 @@ class Printer:
 
 def is_plain(value) -> bool:
     """True for data that `hy.repr` shows well: scalars, models, and collections of them."""
-    if isinstance(value, (OrgText, Outline, Help, dict)) or dataclasses.is_dataclass(value):
+    if isinstance(value, (OrgText, Outline, Help, SearchResults, dict)) or dataclasses.is_dataclass(value):
         return False
     if isinstance(value, (list, tuple, set, frozenset)):
         return all(is_plain(item) for item in value)
@@ -105,12 +105,13 @@ class Renderer:
         from rich.text import Text
 
         from .. import history, ingest, objects, query
+        from . import views
 
         single = {
             query.Node: self.node,
             objects.Headline: lambda h: self.org(self.session.cortex.show(h)),
             objects.Snapshot: self.snapshot,
-            OrgText: self.org,
+            OrgText: lambda text: self.org(text, text.path),
             Outline: self.outline,
             Help: self.help,
             history.RollbackReport: self.rollback,
@@ -119,6 +120,9 @@ class Renderer:
         for kind, render in single.items():
             if isinstance(value, kind):
                 return render(value)
+        view = views.render(self, value)
+        if view is not None:
+            return view
         if isinstance(value, dict):
             return self.key_values(value.items())
         if isinstance(value, (list, tuple)) and value and len({type(v) for v in value}) == 1:
@@ -174,9 +178,12 @@ class Renderer:
 
     def table(self, items: list):
         """A table with one row per item, columns chosen by the items' type."""
+        return self.records([self.row(index, item) for index, item in enumerate(items)])
+
+    def records(self, rows: list[dict]):
+        """A table of rows that share their column names (cells are text, or rich text)."""
         from rich.table import Table
 
-        rows = [self.row(index, item) for index, item in enumerate(items)]
         table = Table(show_edge=False, header_style="bold", pad_edge=False, box=None)
         for column in rows[0]:
             table.add_column(column, overflow="fold", justify="right" if column == "#" else "left")
@@ -189,6 +196,7 @@ class Renderer:
         from rich.text import Text
 
         from .. import history, objects, query
+        from . import views
 
         if isinstance(item, query.Node):
             h = item.headline
@@ -214,6 +222,9 @@ class Renderer:
                     "file": item.path, "change": item.change, "headline": item.headline.title}
         if isinstance(item, FileEntry):
             return {"file": item.path, "headlines": str(item.headlines), "ids": str(item.ids)}
+        row = views.row(self, index, item)
+        if row is not None:
+            return row
         if dataclasses.is_dataclass(item):
             return {name: cell(value) for name, value in self.fields(item).items()}
         return {"#": str(index), "value": cell(item)}

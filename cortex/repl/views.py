@@ -5,8 +5,6 @@ Types are recognised by name (`is_a`), so printing a headline never imports the 
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from .printer import counted, files, short, when
 from .values import SearchResults, is_a
 
@@ -75,14 +73,13 @@ def search_table(renderer, results: SearchResults):
     """Results as a table; explained, each followed by its score breakdown."""
     from rich.text import Text
 
-    table = renderer.records([search_row(n, r) for n, r in enumerate(results)])
-    if not results.explain:
-        return table
-    table.rows.clear()
+    rows = []
     for n, result in enumerate(results):
-        table.add_row(*search_row(n, result).values())
-        table.add_row("", "", "", Text(result.explain(), style="dim"), "")
-    return table
+        rows.append(search_row(n, result))
+        if results.explain:
+            rows.append({"#": "", "score": "", "file:line": "", "outline": Text(result.explain(), style="dim"),
+                         "id": ""})
+    return renderer.records(rows)
 
 
 def search_result(renderer, result):
@@ -174,5 +171,3 @@ def delivery_row(d) -> dict:
             "event": d.event or "-", "answer": f"{d.status} {d.outcome}", "why": why or "-",
             "agent": d.agent or "-", "ms": f"{d.duration_us / 1000:.1f}"}
 
-
-__all__ = ["render", "row", "datetime"]
