@@ -17,7 +17,7 @@ from pathlib import Path
 from . import history, ingest as ingesting, query
 from .backends import MemoryEngine, Store, open_store
 from .errors import NotFound, UserError
-from .history import DirtyWorkingFiles
+from .history import DirtyWorkingFiles  # noqa: F401 - re-exported for users of the api
 from .objects import Headline, Snapshot, Tree
 
 CONFIG = "config"
