@@ -216,10 +216,14 @@ class SearchIndex:
             keys = list(added)
             texts = [added[k].text for k in keys]
             self.vector.add(keys, self.embedder.embed(texts))
-            self.keyword.add(zip(keys, texts))
             for key, item in added.items():
                 self.items[key] = item
                 self.by_path[item.path].add(key)
+            if len(added) > max(KeywordIndex.rebuild_floor, len(self.items) * KeywordIndex.rebuild_fraction):
+                # a bulk change (a first build, a rollback across much): build BM25 afresh, not an overlay
+                self.keyword = KeywordIndex.build((k, i.text) for k, i in self.items.items())
+                return
+            self.keyword.add(zip(keys, texts))
         if self.keyword.needs_rebuild and self._rebuilding is None:
             self._rebuilding = threading.Thread(target=self._rebuild_keyword, daemon=True)
             self._rebuilding.start()
