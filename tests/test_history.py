@@ -192,3 +192,34 @@ def test_reader_keeps_its_view_while_another_process_writes(cortex, org):
         assert cortex.working() == working and cortex.resolve("HEAD") == snap
     assert cortex.resolve("HEAD").message == "from the other process"
     assert "notes/extra.org" in cortex.working().entries
+
+
+def test_rollback_killed_while_restoring_files_completes_when_run_again(cortex, org):
+    first = cortex.snapshot("first")
+    originals = {p: (org / p).read_bytes() for p in ("notes/projects.org", "notes/reading.org")}
+    for path in originals:
+        (org / path).write_text((org / path).read_text() + "* Added later\n")
+    cortex.ingest()
+    cortex.snapshot("second")
+    store = cortex.store_folder()
+    cortex.close()
+    script = textwrap.dedent(f"""
+        import os, signal
+        import cortex.api as cx
+        import cortex.history as history
+        original = history.write_atomically
+        def write_one_then_die(path, data):
+            original(path, data)
+            os.kill(os.getpid(), signal.SIGKILL)
+        history.write_atomically = write_one_then_die
+        cx.open({str(store)!r}, {str(org)!r}).rollback("HEAD~1")
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True)
+    assert proc.returncode == -9, proc.stderr.decode()
+    restored = [p for p, data in originals.items() if (org / p).read_bytes() == data]
+    assert len(restored) == 1  # killed halfway: one file back, the other not yet
+    with cx.open(store, org) as again:
+        assert again.fsck() == [] and again.resolve("HEAD").message == "second"
+        again.rollback("HEAD~1")  # no --force needed: every file on disk is in a snapshot
+        assert all((org / p).read_bytes() == data for p, data in originals.items())
+        assert again.resolve("HEAD") == first
