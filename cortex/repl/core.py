@@ -137,7 +137,7 @@ class Session:
 
         Definitions it makes with defmemory or defwebhook go to the session's registry.
         """
-        with self.lock, self._definitions_go_to_the_session(form):
+        with self.lock, self._registry_for(form):
             value = hy.eval(form, module=self.module)
         if value is not None:
             self._remember(value)
@@ -161,10 +161,13 @@ class Session:
             return False
         return True
 
-    def _definitions_go_to_the_session(self, form):
-        """The registry a definition made while evaluating `form` goes to: the store's, once one is made."""
+    def _registry_for(self, form):
+        """Make the session's registry the one definitions go to, once an entry uses defmemory or defwebhook.
+
+        The registry belongs to the store and must be active before the form runs, so the first form that
+        mentions a definition macro opens the store first; until then no entry pays for the store or the DSL.
+        """
         if not self._defining and mentions(form, self._macro_words):
-            # The store opens now rather than mid-evaluation, where the definition would already be on its way.
             self.open()
             self._defining = True
         return self.cortex.registry.active() if self._defining else contextlib.nullcontext()

@@ -21,11 +21,10 @@ def load_dsl(session, path):
     from ..dsl import Registry, load_definitions
 
     definitions = load_definitions(session.org_path(path))
-    registry = session.cortex.registry
-    together = Registry()  # a conflict with the session's definitions is found before any is kept
-    together.load(registry.definitions())
+    together = Registry()  # a conflict with the definitions in force is found before any is kept
+    together.load(session.cortex.definitions())
     together.load(definitions)
-    registry.load(definitions)
+    session.cortex.registry.load(definitions)
     return definitions
 
 

@@ -12,7 +12,7 @@ from .values import Message, OrgText, SearchResults
 
 
 @form
-def search(session, query, *, limit=10, agent=None, type=None, source=None, path=None,  # noqa: A002
+def search(session, query, *, limit=10, agent=None, type=None, source=None, path=None,
            tag=None, todo=None, as_of=None, fusion=None, explain=False):
     """Hybrid search, by meaning and by exact words: a table of score, file:line and outline, best first.
 
@@ -48,7 +48,7 @@ def memory_search(session, agent, query, *, limit=10, explain=False):
 
 
 @form
-def memory_add(session, agent, type, text, *, source="repl"):  # noqa: A002 - the word the CLI and api use
+def memory_add(session, agent, type, text, *, source="repl"):
     """Add a fact, procedure or pattern to an agent's memory.org: (memory-add "assistant" "fact" "Staging is eu-west-1.").
 
     The same text is never added twice; the item is returned with its :ID:.

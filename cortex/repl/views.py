@@ -24,22 +24,20 @@ def render(renderer, value):
     if isinstance(value, SearchResults):
         return search_table(renderer, value) if value else Text("no results")
     if is_a(value, SEARCH_RESULT):
-        return search_result(renderer, value)
+        return search_result(value)
     if is_a(value, "cortex.memory.conversation.protocol.ContextPatch"):
         return context_patch(renderer, value)
     if is_a(value, "cortex.memory.items.MemoryItem"):
-        return renderer.key_values([("id", value.id or ""), ("text", value.text),
-                                    ("added", f"{value.added:%Y-%m-%d %H:%M}" if value.added else ""),
-                                    ("source", value.source), *([("tags", ":".join(value.tags))] * bool(value.tags))])
+        return renderer.key_values(memory_item(value))
     if is_a(value, "cortex.memory.agents.CompactionReport"):
         return Text(compaction(value))
     if is_a(value, "cortex.memory.agents.PurgeReport"):
         return Text(purge(value))
     if is_a(value, "cortex.dsl.definitions.Definitions"):
-        rows = definition_rows([*value.memories, *value.webhooks])
+        rows = definition_rows(renderer, [*value.memories, *value.webhooks])
         return renderer.records(rows) if rows else Text("no definitions")
     if is_a(value, MEMORY_DEFINITION) or is_a(value, WEBHOOK_DEFINITION):
-        return renderer.key_values(definition_rows([value])[0].items())
+        return renderer.key_values(definition_rows(renderer, [value])[0].items())
     if is_a(value, "cortex.webhooks.simulate.Simulation"):
         return renderer.key_values(simulation(value))
     if is_a(value, DELIVERY):
@@ -54,7 +52,7 @@ def row(renderer, index: int, item) -> dict | None:
     if is_a(item, TURN):
         return turn_row(index, item)
     if is_a(item, MEMORY_DEFINITION) or is_a(item, WEBHOOK_DEFINITION):
-        return definition_rows([item])[0]
+        return definition_rows(renderer, [item])[0]
     if is_a(item, DELIVERY):
         return delivery_row(item)
     return None
@@ -82,7 +80,7 @@ def search_table(renderer, results: SearchResults):
     return renderer.records(rows)
 
 
-def search_result(renderer, result):
+def search_result(result):
     """One result: where it is, why it ranked there, and its text."""
     from rich.console import Group
     from rich.text import Text
@@ -92,6 +90,13 @@ def search_result(renderer, result):
 
 
 # --- agent and conversation memory ------------------------------------------------------------
+
+
+def memory_item(item) -> list[tuple[str, str]]:
+    """A memory item's :ID:, text, when it was added and where from, and its tags if any."""
+    pairs = [("id", item.id or ""), ("text", item.text),
+             ("added", f"{item.added:%Y-%m-%d %H:%M}" if item.added else ""), ("source", item.source)]
+    return pairs + ([("tags", ":".join(item.tags))] if item.tags else [])
 
 
 def compaction(report) -> str:
@@ -137,16 +142,19 @@ def turn_row(index: int, turn) -> dict:
 # --- definitions and webhooks -----------------------------------------------------------------
 
 
-def definition_rows(definitions: list) -> list[dict]:
-    """Definitions as table rows (kind, name, defined at, settings); secrets stay hidden."""
+def definition_rows(renderer, definitions: list) -> list[dict]:
+    """Definitions as table rows (kind, name, defined at, settings); secrets stay hidden.
+
+    Where a definition was written is shown relative to the Org folder when it is in it.
+    """
     from ..dsl import ROW_HEADERS, Definitions, MemoryDefinition
     from ..dsl import definition_rows as rows
 
     memories = tuple(d for d in definitions if isinstance(d, MemoryDefinition))
     webhooks = tuple(d for d in definitions if not isinstance(d, MemoryDefinition))
-    found = rows(Definitions(memories, webhooks))
-    return [dict(zip(ROW_HEADERS, (kind, name, where or "this session", settings), strict=True))
-            for kind, name, where, settings in found]
+    org_folder = f"{renderer.session.cortex.root}/"
+    return [dict(zip(ROW_HEADERS, (kind, name, where.removeprefix(org_folder), settings), strict=True))
+            for kind, name, where, settings in rows(Definitions(memories, webhooks))]
 
 
 def simulation(result) -> list[tuple[str, str]]:
