@@ -176,6 +176,7 @@ class SearchIndex:
         self._lock = threading.RLock()
         self._rebuilding: threading.Thread | None = None
         self._lines: dict[bytes, dict[tuple[int, ...], int]] = {}  # document oid -> position -> line
+        self._masks: dict[Filters, set[int]] = {}  # the keys each filter admits, until the items change
 
     # --- keeping in line with the store ---------------------------------------------------
 
@@ -206,6 +207,7 @@ class SearchIndex:
         return [item for node in walk_document(self.store, path, doc) for item in units(node)]
 
     def _apply(self, removed: set[int], added: dict[int, Item]) -> None:
+        self._masks.clear()
         if removed:
             self.keyword.remove(removed)
             self.vector.remove(list(removed))
@@ -262,7 +264,11 @@ class SearchIndex:
         if fusion not in METHODS:
             raise UserError(f"unknown fusion {fusion!r}: use one of {', '.join(METHODS)}")
         with self._lock:
-            mask = self._mask(filters) if filters.any() else None
+            mask = None
+            if filters.any():
+                mask = self._masks.get(filters)
+                if mask is None:
+                    mask = self._masks[filters] = self._mask(filters)
             if mask is not None and not mask:
                 return []
             hits = hybrid_search(query, self.embedder, self.keyword, self.vector, limit=limit, mask=mask,
