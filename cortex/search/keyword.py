@@ -113,6 +113,8 @@ class KeywordIndex:
         self._total_length = total_length
         self._doc_freq = np.diff(base.scores["indptr"]) if base is not None else np.zeros(0)
         self._overlay: dict[int, list[str]] = {}
+        self._last_raw: tuple[tuple[int, ...], np.ndarray] | None = None
+        self._last_weights: tuple[Collection[int], np.ndarray] | None = None
         self._postings: dict[str, dict[int, int]] = {}
         self._overlay_length = 0
         for key, terms in overlay.items():
@@ -155,6 +157,7 @@ class KeywordIndex:
 
     def remove(self, keys: Iterable[int]) -> None:
         """Forget `keys`; unknown keys are ignored."""
+        self._last_weights = None
         for key in keys:
             pos = self._position.pop(key, None)
             if pos is not None:
@@ -212,15 +215,22 @@ class KeywordIndex:
     def _weights(self, allowed: set[int] | None) -> np.ndarray:
         if allowed is None:
             return self._alive
+        cached = self._last_weights
+        if cached is not None and cached[0] is allowed:  # the caller reuses its mask objects
+            return cached[1]
         weights = np.zeros_like(self._alive)
         weights[[self._position[key] for key in allowed if key in self._position]] = 1.0
+        self._last_weights = (allowed, weights)
         return weights
 
     def _base_scores(self, terms: list[str], weights: np.ndarray) -> np.ndarray:
-        ids = self._bm25.get_tokens_ids(terms)
+        ids = tuple(self._bm25.get_tokens_ids(terms))
         if not ids:
             return np.zeros(len(self._keys), dtype=np.float32)
-        return self._bm25.get_scores_from_ids(ids, weight_mask=weights)
+        # The base index never changes, so a query's raw scores serve its search and its rescoring.
+        if self._last_raw is None or self._last_raw[0] != ids:
+            self._last_raw = (ids, self._bm25.get_scores_from_ids(list(ids)))
+        return self._last_raw[1] * weights
 
     def _overlay_scores(self, terms: list[str]) -> dict[int, float]:
         if not self._overlay:
