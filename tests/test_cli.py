@@ -69,3 +69,19 @@ def test_dsl_show_and_convert(run, tmp_path):
     brace.write_text('webhook "gh" {\n  path "/hooks/gh"\n  provider github\n  secret $GH_SECRET\n}\n')
     out = run("dsl", "convert", str(brace)).output
     assert "(defwebhook gh" in out and '"secret://env/GH_SECRET"' in out
+
+
+def test_eval_runs_forms_and_fails_on_the_first_error(tmp_path, org, capsys):
+    args = ["eval", "--store", str(tmp_path / "store"), "--org", str(org)]
+    with pytest.raises(SystemExit) as exit_:
+        main(args + ['(len (find :todo "TODO"))'])
+    assert exit_.value.code == 0 and capsys.readouterr().out.strip() == "2"
+    with pytest.raises(SystemExit) as exit_:
+        main(args + ['(lookup "nope")'])
+    assert exit_.value.code == 1 and "no headline with :ID: nope" in capsys.readouterr().err
+
+
+def test_search_shows_the_matching_item(run):
+    run("ingest")
+    out = run("search", "which region hosts staging?", "-n", "1", "--agent", "assistant").output
+    assert "agents/assistant/memory.org:4" in out and "Facts — The staging cluster lives in eu-west-1." in out

@@ -27,7 +27,11 @@ def search(cx, query, limit, agent, type_, source, path, tag, todo, as_of, fusio
                         todo=todo, as_of=as_of, fusion=fusion)
     t = table("#", "score", "file:line", "outline", "id")
     for n, r in enumerate(results, 1):
-        t.add_row(str(n), f"{r.score:.3f}", f"{r.path}:{r.line}", " / ".join(r.outline), r.id or "")
+        where = " / ".join(r.outline)
+        first_line = r.text.split("\n", 1)[0]
+        if first_line != r.outline[-1]:  # a list item, or text beyond the title: show what matched
+            where += f" — {first_line[:80]}"
+        t.add_row(str(n), f"{r.score:.3f}", f"{r.path}:{r.line}", where, r.id or "")
         if explain:
             t.add_row("", "", "", f"[dim]{r.explain()}[/]", "")
     console.print(t)
