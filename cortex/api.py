@@ -302,6 +302,12 @@ class Cortex:
 
         return DeliveryLog(self.store).deliveries(name, tail)
 
+    def webhook_redeliver(self, delivery_id: str):
+        """Run a logged delivery through filtering and routing again (not verification: it may be stale)."""
+        from .webhooks.service import WebhookService
+
+        return WebhookService(self, verify=False).redeliver(delivery_id)
+
     def conversations(self, strategy: str = "truncation", *, driver: str = "lmdb", summarizer=None, bus=None,
                       **limits):
         """Identity-scoped conversation memory: driver `lmdb` keeps turns in this store, `memory` in process."""

@@ -97,11 +97,9 @@ def list_(cx):
 @with_cortex
 def test(cx, name, payload, event, url, tamper, stale):
     """Sign PAYLOAD with webhook NAME's real scheme and secret and deliver it; show what happened."""
-    from ..webhooks.simulate import simulate
-
     if payload.startswith("@"):
         payload = _read_payload(payload[1:])
-    result = simulate(cx, name, payload, event=event, url=url, tamper=tamper, stale=stale)
+    result = cx.webhook_test(name, payload, event=event, url=url, tamper=tamper, stale=stale)
     verified = {True: "yes", False: f"no: {result.reason} ({result.detail})", None: "not checked"}
     filtered = {True: "matched", False: "filtered out", None: "not reached"}
     status = " ".join(filter(None, [str(result.status), result.outcome]))
@@ -145,9 +143,7 @@ def remove(cx, name):
 @with_cortex
 def logs(cx, name, tail):
     """The delivery log, oldest first: answer, verification, filter and routing of each delivery."""
-    from ..webhooks.deliveries import DeliveryLog
-
-    deliveries = DeliveryLog(cx.store).deliveries(name, tail)
+    deliveries = cx.webhook_logs(name, tail)
     if not deliveries:
         err_console.print("no deliveries" + (f" for webhook {name}" if name else ""))
         return
@@ -165,9 +161,7 @@ def logs(cx, name, tail):
 @with_cortex
 def redeliver(cx, delivery_id):
     """Run logged delivery ID through filtering and routing again (not verification: its signature may be stale)."""
-    from ..webhooks.service import WebhookService
-
-    delivery = WebhookService(cx, verify=False).redeliver(delivery_id)
+    delivery = cx.webhook_redeliver(delivery_id)
     console.print(f"redelivered {delivery_id} as {delivery.id}: {delivery.status} {delivery.outcome}"
                   + (f" to agent {delivery.agent}" if delivery.outcome == "routed" else "")
                   + (f" ({delivery.detail or delivery.filter_reason})" if delivery.outcome != "routed" else ""),
