@@ -325,3 +325,17 @@ def test_completion_offers_webhook_names_and_agent_ids(repl, monkeypatch):
     repl(PR_WEBHOOK.replace("assistant", "triage-bot"))
     assert completions(session, '(webhook-test "pr-') == {"pr-events": "webhook /hooks/pr"}
     assert completions(session, '(memory-add "triage') == {"triage-bot": "agent"}
+
+
+def test_a_live_webhook_on_a_path_the_file_serves_is_refused_where_it_is_written(tmp_path, org):
+    from cortex.repl.core import Session
+
+    errors = io.StringIO()
+    session = Session(str(tmp_path / "store"), str(org), out=io.StringIO(), err=errors)
+    try:
+        ok = session.execute('(defwebhook clash :path "/hooks/github" :provider github :secret "s3cret-s3cret-s3cret-s3cret-s3cr")')
+        assert not ok and "/hooks/github" in errors.getvalue() and "github-events" in errors.getvalue()
+        assert "clash" not in session.cortex.registry.webhooks
+        assert [w.name for w in session.cortex.webhooks()] == ["github-events", "stripe-payments"]
+    finally:
+        session.close()

@@ -138,7 +138,10 @@ class Session:
         Definitions it makes with defmemory or defwebhook go to the session's registry.
         """
         with self.lock, self._registry_for(form):
-            value = hy.eval(form, module=self.module)
+            if self._defining and mentions(form, self._macro_words):
+                value = self._define(form)
+            else:
+                value = hy.eval(form, module=self.module)
         if value is not None:
             self._remember(value)
         return value
@@ -160,6 +163,22 @@ class Session:
             self.printer.error(describe_error(exc, text, self.filename))
             return False
         return True
+
+    def _define(self, form):
+        """Evaluate a form that defines, keeping its definitions only if they agree with those in force.
+
+        A webhook whose path another definition (the file's, an Org block's) already serves is refused
+        here, where it was written, rather than later by whatever reads the definitions.
+        """
+        registry = self.cortex.registry
+        before = dict(registry.memories), dict(registry.webhooks)
+        value = hy.eval(form, module=self.module)
+        try:
+            self.cortex.definitions()
+        except Exception:
+            registry.memories, registry.webhooks = before
+            raise
+        return value
 
     def _registry_for(self, form):
         """Make the session's registry the one definitions go to, once an entry uses defmemory or defwebhook.
