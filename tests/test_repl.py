@@ -25,8 +25,8 @@ PROJECTS = "notes/projects.org"
 class Transcript:
     """A session whose values and errors are captured as text."""
 
-    def __init__(self, store, org):
-        self.out = io.StringIO()
+    def __init__(self, store, org, out=None):
+        self.out = out or io.StringIO()
         self.err = io.StringIO()
         self.session = Session(store, org, out=self.out, err=self.err)
         self.notices = []

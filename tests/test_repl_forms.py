@@ -19,6 +19,7 @@ from cortex.memory.conversation import Identity, Turn
 from cortex.repl import eval_source
 from cortex.repl.completion import SessionCompleter
 from cortex.repl.core import Session
+from test_repl import Transcript  # the same captured session the core's tests use
 
 REPO = Path(__file__).resolve().parents[1]
 ASSISTANT_LOGS = "agents/assistant/logs"
@@ -29,25 +30,6 @@ PR_WEBHOOK = """(defwebhook pr-events
   :agent assistant
   :filter {:json-path "$.action" :equals "opened"})"""
 SECRET = "never-shown-7f3a"
-
-
-class Transcript:
-    """A session whose values and errors are captured as text."""
-
-    def __init__(self, store, org, out=None):
-        self.out = out or io.StringIO()
-        self.err = io.StringIO()
-        self.session = Session(store, org, out=self.out, err=self.err)
-        self.notices = []
-        self.session.notify = self.notices.append
-
-    def __call__(self, text: str) -> str:
-        """Evaluate an entry and return what it printed (values, then errors)."""
-        for stream in (self.out, self.err):
-            stream.seek(0)
-            stream.truncate()
-        self.ok = self.session.execute(text)
-        return self.out.getvalue() + self.err.getvalue()
 
 
 class Terminal(io.StringIO):
