@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from _common import CORPUS, best_of, corpus_files, report
@@ -46,14 +47,19 @@ def main() -> None:
         original = largest.read_text()
         lines = original.split("\n")
         middle = len(lines) // 2
-        edits = iter(range(1000))
 
-        def one_line_edit():
-            lines[middle] = lines[middle] + f" edited {next(edits)}"
+        def one_line_edit(n: int) -> float:
+            """Seconds to re-ingest the file after an edit (saving it, the editor's part, is not timed)."""
+            lines[middle] = lines[middle] + f" edited {n}"
             largest.write_text("\n".join(lines))
+            start = time.perf_counter()
             c.ingest(largest)
+            return time.perf_counter() - start
 
-        edit_s = best_of(one_line_edit, repeat=5)
+        # The first edit a process sees parses the file whole (as a one-shot `cortex ingest` does);
+        # later ones start from the layout it kept and read only the edited sections.
+        first_edit_s = one_line_edit(0)
+        edit_s = min(one_line_edit(n) for n in range(1, 8))
         largest.write_text(original)
         c.ingest(largest)
 
@@ -65,6 +71,7 @@ def main() -> None:
 
     single_s = best_of(cold_single, repeat=3)
     print(f"largest file: {largest.relative_to(org)} ({largest.stat().st_size / 1e6:.2f} MB)")
+    report("first edit in a process: re-ingest vs cold ingest", first_edit_s, single_s)
     report("one-line edit re-ingest vs cold ingest of that file", edit_s, single_s, target="(bar < 0.05)")
     shutil.rmtree(work)
 

@@ -87,23 +87,21 @@ class Cortex:
         """
         if path is not None and Path(path).is_dir() and self.store.refs.get(ingesting.WORKING) is None:
             self.root = self._settle_root(path)
-        report = ingesting.ingest(self.store, self.root, None if path is None else Path(path), progress)
+        from .dsl.literate import MARKER  # here, as it loads Hy's reader, which opening a store needs not
+
+        report = ingesting.ingest(self.store, self.root, None if path is None else Path(path), progress,
+                                  marker=MARKER.encode())
         self._note_literate_definitions(report)
         return report
 
     def _note_literate_definitions(self, report: ingesting.IngestReport) -> None:
         """Remember which ingested Org files hold cortex definition blocks."""
-        if not report.parsed and not report.removed:
-            return
-        from .dsl import MARKER
-
         literate = self.store.table(LITERATE)
-        for path in report.parsed + report.removed:
-            file = self.root / path
-            holds = path not in report.removed and file.exists() and MARKER.encode() in file.read_bytes()
-            if holds:
+        for path in report.marked:
+            if path.encode() not in literate:
                 literate[path.encode()] = b""
-            elif path.encode() in literate:
+        for path in set(report.parsed + report.removed) - set(report.marked):
+            if path.encode() in literate:
                 del literate[path.encode()]
 
     def working(self) -> Tree:

@@ -25,10 +25,11 @@ def canonical(value: Any) -> Any:
     """Return `value` with maps key-sorted and tuples as lists; refuse floats."""
     if isinstance(value, _LEAVES):
         return value
+    # Leaves are returned inline: a tree or a document may hold thousands of oids.
     if isinstance(value, dict):
-        return {k: canonical(value[k]) for k in sorted(value)}
+        return {k: v if isinstance(v := value[k], _LEAVES) else canonical(v) for k in sorted(value)}
     if isinstance(value, (list, tuple)):
-        return [canonical(v) for v in value]
+        return [v if isinstance(v, _LEAVES) else canonical(v) for v in value]
     if isinstance(value, float):
         raise TypeError(f"floats are not allowed in hashed data: {value!r}")
     raise TypeError(f"cannot encode {type(value).__name__} canonically")

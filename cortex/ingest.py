@@ -3,7 +3,9 @@
 The working state is a tree (relative path -> document oid) held in the `working` ref.
 An unchanged file costs one hash: its bytes' blake3 names the document parsed from
 them. An edited file re-parses only the headlines whose subtree text changed; every
-other subtree is found by its text's hash. Each ingest is one write transaction.
+other subtree is found by its text's hash. A large file edited again in the same process
+goes further: its last layout is kept, and only the sections around the changed bytes are
+read at all (`orgfile.reparse`). Each ingest is one write transaction.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from weakref import WeakKeyDictionary
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +27,11 @@ WORKING = "working"
 ORG_SUFFIX = ".org"
 DOCS_BY_BYTES = "ingest.docs"
 SUBTREES = "ingest.subtrees"
+# Files smaller than this parse whole in about a millisecond; keeping their layouts gains nothing.
+LAYOUT_MIN_BYTES = 32 * 1024
+
+# The last layout of each large file ingested into a store by this process.
+_layouts: WeakKeyDictionary[Store, dict[str, orgfile.Layout]] = WeakKeyDictionary()
 
 Progress = Callable[[int, int, str], None]
 
@@ -47,6 +55,7 @@ class IngestReport:
     root: Oid
     files: int = 0
     parsed: list[str] = field(default_factory=list)
+    marked: list[str] = field(default_factory=list)  # parsed files whose bytes hold the marker asked for
     removed: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     new_objects: int = 0
@@ -94,13 +103,17 @@ def relative_path(root: Path, path: Path) -> str:
 
 
 def ingest(store: Store, root: Path, target: Path | None = None, progress: Progress | None = None,
-           attempts: int = 3) -> IngestReport:
-    """Bring the working state in line with the Org files under `target` (default: all of `root`)."""
+           attempts: int = 3, marker: bytes | None = None) -> IngestReport:
+    """Bring the working state in line with the Org files under `target` (default: all of `root`).
+
+    The report lists the parsed files whose bytes contain `marker`, so a caller that looks
+    for something in changed files need not read them again.
+    """
     root = Path(os.path.abspath(root))
     target = root if target is None else Path(os.path.abspath(target))
     for attempt in range(attempts):
         try:
-            return _ingest_once(store, root, target, progress)
+            return _ingest_once(store, root, target, progress, marker)
         except (RefConflict, _CollectedMeanwhile):
             if attempt == attempts - 1:
                 raise
@@ -113,7 +126,8 @@ class _CollectedMeanwhile(RefConflict):
         CortexError.__init__(self, "a concurrent gc collected objects this ingest reused; run it again")
 
 
-def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | None) -> IngestReport:
+def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | None,
+                 marker: bytes | None) -> IngestReport:
     started = time.perf_counter()
     scope = relative_path(root, target)
     if not target.exists():
@@ -125,9 +139,16 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
         files = [scope]
     base_oid = store.refs.get(WORKING)
     base = EMPTY_TREE if base_oid is None else store.objects[base_oid]
-    in_scope = (lambda p: True) if scope == "." else (lambda p: p == scope or p.startswith(scope + "/"))
-    entries = {p: oid for p, oid in base.entries.items() if not in_scope(p)}
-    batch = _Batch(store)
+    if scope == ".":
+        scoped = list(base.entries)
+    elif target.is_dir():
+        scoped = [p for p in base.entries if p.startswith(scope + "/")]
+    else:
+        scoped = [scope] if scope in base.entries else []
+    entries = dict(base.entries)
+    for path in scoped:
+        del entries[path]
+    batch = _Batch(store, _layouts.setdefault(store, {}))
     report = IngestReport(root=base_oid or EMPTY_TREE.oid, files=len(files))
     with store.reading():
         for n, rel in enumerate(files, 1):
@@ -140,17 +161,19 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
                 report.problems.append(Problem(rel, exc.strerror or str(exc)))
                 continue
             try:
-                entries[rel], changed = batch.document(data)
+                entries[rel], changed = batch.document(rel, data)
             except NotOrgText as exc:
                 report.problems.append(Problem(rel, exc.reason, exc.line))
                 continue
             if changed:
                 report.parsed.append(rel)
+                if marker is not None and marker in data:
+                    report.marked.append(rel)
     # A file we could not read keeps its last good version rather than vanishing.
     for problem in report.problems:
         if problem.path in base.entries:
             entries[problem.path] = base.entries[problem.path]
-    report.removed = sorted(p for p in base.entries if in_scope(p) and p not in entries)
+    report.removed = sorted(p for p in scoped if p not in entries)
     tree = Tree(dict(sorted(entries.items())))
     batch.add(tree)
     report.root = tree.oid
@@ -163,6 +186,8 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
             store.refs.set_if_equals(WORKING, tree.oid, base_oid, f"ingest {scope}")
 
     store.transact(commit)
+    store.objects.remember(tree)  # the next ingest starts from it
+    batch.keep_layouts()
     report.seconds = time.perf_counter() - started
     return report
 
@@ -170,8 +195,10 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
 class _Batch:
     """Objects and cache entries gathered during one ingest, written in one transaction."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, layouts: dict[str, orgfile.Layout]):
         self.store = store
+        self.layouts = layouts
+        self.new_layouts: dict[str, orgfile.Layout] = {}
         self.docs = store.table(DOCS_BY_BYTES)
         self.subtrees = store.table(SUBTREES)
         self.objects: dict[Oid, bytes] = {}
@@ -179,19 +206,42 @@ class _Batch:
         self.subtree_cache: dict[bytes, Oid] = {}
         self.reused: set[bytes] = set()  # checked again when committing, in case gc ran meanwhile
 
-    def document(self, data: bytes) -> tuple[Oid, bool]:
+    def document(self, path: str, data: bytes) -> tuple[Oid, bool]:
         """The document oid for a file's bytes, and whether it had to be parsed."""
         digest = hash_bytes(data)
         known = self.doc_cache.get(digest) or self._stored(self.docs, digest)
         if known is not None:
             return Oid(known), False
-        text = decode_org(data)
-        parsed = orgfile.parse(text, cached=self._cached_subtree)
+        parsed, layout = self._reparse(path, data) or self._parse(data)
+        if len(data) >= LAYOUT_MIN_BYTES:
+            self.new_layouts[path] = layout
         for obj in parsed.objects:
             self.add(obj)
         self.subtree_cache.update(parsed.subtree_keys)
         self.doc_cache[digest] = parsed.document.oid
         return parsed.document.oid, True
+
+    def _parse(self, data: bytes) -> tuple[orgfile.Parsed, orgfile.Layout]:
+        parsed = orgfile.parse(decode_org(data), cached=self._cached_subtree)
+        return parsed, orgfile.Layout.of(data, parsed)
+
+    def _reparse(self, path: str, data: bytes) -> tuple[orgfile.Parsed, orgfile.Layout] | None:
+        """Re-parse an edit of a file whose last layout is kept, if every object it names is still stored."""
+        old = self.layouts.get(path)
+        if old is None or self._stored_object(old.document.oid) is None:
+            return None
+        return orgfile.reparse(old, data, self.store.objects.__getitem__, cached=self._cached_subtree)
+
+    def _stored_object(self, oid: Oid) -> Oid | None:
+        # A stored document's whole tree is stored: gc collects whole unreachable trees.
+        if oid not in self.store.objects:
+            return None
+        self.reused.add(oid)
+        return oid
+
+    def keep_layouts(self) -> None:
+        """Remember the layouts of the files parsed, once their objects are committed."""
+        self.layouts.update(self.new_layouts)
 
     def _cached_subtree(self, key: bytes) -> Oid | None:
         oid = self.subtree_cache.get(key) or self._stored(self.subtrees, key)

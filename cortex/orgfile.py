@@ -13,7 +13,9 @@ names may contain `:`, duplicates are kept and values stay text.
 
 Incremental parsing works on subtrees: a subtree's key is the hash of its text under the
 file's setup, and a `cached` lookup that knows the key returns the subtree's oid, so nothing
-inside it is hashed, parsed or built again.
+inside it is hashed, parsed or built again.  An edit of a file whose `Layout` is known goes
+further (`reparse`): the bytes around the edit are compared, and only the sections it touched
+are scanned, decoded and parsed; every subtree outside it keeps its oid without being read.
 
 Line ends follow Emacs too: "\\r\\n" ends a line only in a file where every "\\n" follows a
 "\\r"; in a file mixing both, "\\r" is text (Emacs shows it as ^M).  Old Mac files, with
@@ -46,6 +48,10 @@ _NONWS = f"[^{_WS}]"
 # is several times faster than a `^` pattern; the first line is checked on its own.
 _HEADLINE = re.compile(r"\n(\*+) ")
 _FIRST_HEADLINE = re.compile(r"(\*+) ")
+_HEADLINE_BYTES = re.compile(rb"\n(\*+) ")
+_FIRST_HEADLINE_BYTES = re.compile(rb"(\*+) ")
+# An edit touching one of these lines may change how every section reads.
+_OPTION_BYTES = re.compile(rb"#\+(?:TODO|SEQ_TODO|TYP_TODO|STARTUP):", re.I)
 
 _OPTION = re.compile(r"#\+(TODO|SEQ_TODO|TYP_TODO|STARTUP):(.*)", re.I)
 _LONGER_KEY = re.compile(f"{_NONWS}*:")
@@ -96,41 +102,47 @@ class Parsed:
     document: Document
     objects: tuple[OrgObject, ...]
     subtree_keys: dict[bytes, Oid]
+    setup: _Setup
 
 
 def parse(text: str, *, cached: Cached | None = None) -> Parsed:
     """Parse Org text into a document and its headlines; `cached(key)` may supply known subtrees."""
     starts, stars = _outline(text)
     setup = _file_setup(text, starts)
-    count = len(starts)
     bounds = starts + [len(text)]
-    after = [count] * count  # the index just past each headline's subtree
-    open_: list[int] = []
-    for i, n in enumerate(stars):
-        while open_ and stars[open_[-1]] >= n:
-            after[open_.pop()] = i
-        open_.append(i)
-
-    def kids(lo: int, hi: int) -> Iterator[int]:
-        while lo < hi:
-            yield lo
-            lo = after[lo]
-
-    # In text order; a subtree the caller already knows is skipped whole, so every headline
-    # visited has all its ancestors visited too.
+    after = _subtree_ends(stars)
     prefix = _key_prefix(setup)
+    oids, objects, built = _build(
+        after, setup, cached,
+        key=lambda i: blake3.blake3(prefix + text[bounds[i]:bounds[after[i]]].encode()).digest(),
+        section=lambda i: text[bounds[i]:bounds[i + 1]],
+    )
+    return _finish(text[:bounds[0]], setup, after, oids, objects, built)
+
+
+def _build(after: list[int], setup: _Setup, cached: Cached | None, key: Callable[[int], bytes],
+           section: Callable[[int], str], known: Callable[[int], "Oid | None"] = lambda i: None,
+           ) -> tuple[list["Oid | None"], list[OrgObject], dict[bytes, Oid]]:
+    """Each headline's oid, building those whose subtree is neither `known` by index nor `cached` by key.
+
+    Headlines are visited in text order and a known subtree is skipped whole, so every headline
+    visited has all its ancestors visited too; those below a skipped one stay None.
+    """
+    count = len(after)
     oids: list[Oid | None] = [None] * count
     keys: dict[int, bytes] = {}
     i = 0
     while i < count:
-        key = blake3.blake3(prefix + text[bounds[i]:bounds[after[i]]].encode()).digest()
-        known = cached(key) if cached is not None else None
-        if known is None:
-            keys[i] = key
-            i += 1
-        else:
-            oids[i] = known
-            i = after[i]
+        oid = known(i)
+        if oid is None:
+            subtree_key = key(i)
+            oid = cached(subtree_key) if cached is not None else None
+            if oid is None:
+                keys[i] = subtree_key
+                i += 1
+                continue
+        oids[i] = oid
+        i = after[i]
 
     # Descendants follow their ancestors in the text: reverse order builds children first.
     objects: list[OrgObject] = []
@@ -138,20 +150,178 @@ def parse(text: str, *, cached: Cached | None = None) -> Parsed:
     for i in reversed(keys):
         oid = built.get(keys[i])
         if oid is None:  # the same subtree may occur twice in a file
-            headline = _parse_section(text[bounds[i]:bounds[i + 1]], setup,
-                                     tuple(oids[c] for c in kids(i + 1, after[i])))
+            headline = _parse_section(section(i), setup, tuple(oids[c] for c in _kids(after, i + 1, after[i])))
             objects.append(headline)
             oid = built[keys[i]] = headline.oid
         oids[i] = oid
+    return oids, objects, built
 
+
+def _finish(preamble: str, setup: _Setup, after: list[int], oids: list, objects: list[OrgObject],
+            built: dict[bytes, Oid]) -> Parsed:
     document = Document(
-        preamble=text[:bounds[0]],
+        preamble=preamble,
         todo_keywords=setup.todo_keywords,
         done_keywords=setup.done_keywords,
-        children=tuple(oids[i] for i in kids(0, count)),
+        children=tuple(oids[i] for i in _kids(after, 0, len(after))),
     )
     objects.append(document)
-    return Parsed(document, tuple(objects), built)
+    return Parsed(document, tuple(objects), built, setup)
+
+
+def _subtree_ends(stars: list[int]) -> list[int]:
+    """For each headline, the index just past its subtree."""
+    after = [len(stars)] * len(stars)
+    open_: list[int] = []
+    for i, n in enumerate(stars):
+        while open_ and stars[open_[-1]] >= n:
+            after[open_.pop()] = i
+        open_.append(i)
+    return after
+
+
+def _spliced_ends(old_after: list[int], stars: list[int], a: int, touched: int, moved: int) -> list[int]:
+    """`_subtree_ends(stars)` when headlines [a, a + touched) replaced others and those after moved:
+    only the subtrees open across the change are followed again."""
+    count = len(stars)
+    after = old_after[:a] + [count] * touched + [end - moved for end in old_after[a + touched + moved:]]
+    open_ = []  # the headlines open at `a`, outermost first: the last one before it and its ancestors
+    i = a - 1
+    while i >= 0:
+        open_.insert(0, i)
+        parent = i - 1
+        while parent >= 0 and stars[parent] >= stars[i]:
+            parent -= 1
+        i = parent
+    i = a
+    while i < count and (open_ or i < a + touched):
+        while open_ and stars[open_[-1]] >= stars[i]:
+            after[open_.pop()] = i
+        if i < a + touched:
+            open_.append(i)
+        i += 1
+    for i in open_:
+        after[i] = count
+    return after
+
+
+def _kids(after: list[int], lo: int, hi: int) -> Iterator[int]:
+    """The headlines in [lo, hi) that are children of the headline just before lo."""
+    while lo < hi:
+        yield lo
+        lo = after[lo]
+
+
+@dataclass
+class _Outline:
+    """Where a file's headlines start (in bytes), their stars, subtrees and the oids known so far."""
+
+    starts: list[int]
+    stars: list[int]
+    after: list[int]
+    oids: list["Oid | None"]
+    newlines: int
+    crlfs: int
+
+
+class Layout:
+    """A parsed file's bytes and outline, kept so that an edit of it re-parses only what it touched."""
+
+    def __init__(self, data: bytes, setup: _Setup, document: Document, outline: _Outline | None = None):
+        self.data = data
+        self.setup = setup
+        self.document = document
+        self._outline = outline
+
+    @classmethod
+    def of(cls, data: bytes, parsed: Parsed) -> "Layout":
+        """The layout of `data`, whose parse is `parsed`; its outline is scanned when first needed."""
+        return cls(data, parsed.setup, parsed.document)
+
+    @property
+    def outline(self) -> _Outline:
+        if self._outline is None:
+            starts, stars = _outline_bytes(self.data, 0, len(self.data))
+            after = _subtree_ends(stars)
+            oids: list[Oid | None] = [None] * len(starts)
+            for i, oid in zip(_kids(after, 0, len(after)), self.document.children):
+                oids[i] = oid
+            self._outline = _Outline(starts, stars, after, oids,
+                                     self.data.count(b"\n"), self.data.count(b"\r\n"))
+        return self._outline
+
+    def oid(self, i: int, get: Getter) -> Oid:
+        """The oid of headline `i`, read from its parent's children when not known yet."""
+        outline = self.outline
+        if outline.oids[i] is None:  # never for a top-level headline: parses know all of those
+            parent = i - 1
+            while outline.stars[parent] >= outline.stars[i]:
+                parent -= 1
+            children = get(self.oid(parent, get)).children
+            for child, oid in zip(_kids(outline.after, parent + 1, outline.after[parent]), children):
+                outline.oids[child] = oid
+        return outline.oids[i]
+
+
+def reparse(old: Layout, data: bytes, get: Getter, cached: Cached | None = None) -> "tuple[Parsed, Layout] | None":
+    """Parse `data`, an edit of the file `old` lays out, reading only the sections the edit touched.
+
+    None when the edit reaches what every section depends on (the text before the first
+    headline, a TODO or STARTUP keyword, the line ends) or breaks the headline it starts in,
+    or when the touched text is not UTF-8: then `parse` the whole file.
+    """
+    outline = old.outline
+    starts, stars = outline.starts, outline.stars
+    first, old_end, new_end = _edit_span(old.data, data)
+    if not starts or first <= starts[0]:
+        return None
+    # The sections from the one holding the byte before the edit (a changed line start may
+    # open or close a headline) to the one holding its end.
+    a = bisect_right(starts, first - 1) - 1
+    b = bisect_right(starts, old_end)
+    lo, shift = starts[a], len(data) - len(old.data)
+    old_hi = starts[b] if b < len(starts) else len(old.data)
+    old_part, new_part = old.data[lo:old_hi], data[lo:old_hi + shift]
+    newlines = outline.newlines - old_part.count(b"\n") + new_part.count(b"\n")
+    crlfs = outline.crlfs - old_part.count(b"\r\n") + new_part.count(b"\r\n")
+    if (_OPTION_BYTES.search(old_part) or _OPTION_BYTES.search(new_part) or b"\0" in new_part
+            or (0 < crlfs == newlines) != old.setup.crlf):
+        return None
+    try:
+        new_part.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    mid_starts, mid_stars = _outline_bytes(data, lo, old_hi + shift)
+    if not mid_starts or mid_starts[0] != lo:
+        return None
+    touched = len(mid_starts)
+    starts = starts[:a] + mid_starts + [s + shift for s in starts[b:]]
+    stars = stars[:a] + mid_stars + stars[b:]
+    moved = b - a - touched  # a headline after the edit had index i + moved before it
+    after = _spliced_ends(outline.after, stars, a, touched, moved)
+    old_after, old_oids = outline.after, outline.oids
+
+    def known(i: int) -> Oid | None:
+        """A subtree wholly before or after the touched sections has the same bytes, so the same oid."""
+        if after[i] <= a and old_after[i] == after[i]:  # it ended at the same headline before
+            j = i
+        elif i >= a + touched:
+            j = i + moved
+        else:
+            return None
+        return old_oids[j] or old.oid(j, get)
+
+    setup = old.setup
+    prefix = _key_prefix(setup)
+    view = memoryview(data)
+    bounds = starts + [len(data)]
+    oids, objects, built = _build(
+        after, setup, cached, known=known,
+        key=lambda i: blake3.blake3(prefix).update(view[bounds[i]:bounds[after[i]]]).digest(),
+        section=lambda i: data[bounds[i]:bounds[i + 1]].decode("utf-8"),
+    )
+    parsed = _finish(old.document.preamble, setup, after, oids, objects, built)
+    return parsed, Layout(data, setup, parsed.document, _Outline(starts, stars, after, oids, newlines, crlfs))
 
 
 def _parse_section(raw: str, setup: _Setup, children: tuple[Oid, ...]) -> Headline:
@@ -241,6 +411,46 @@ def _outline(text: str) -> tuple[list[int], list[int]]:
     starts = [a + 1 for a, _ in spans]
     stars = [b - a - 2 for a, b in spans]
     first = _FIRST_HEADLINE.match(text)
+    if first:
+        starts.insert(0, 0)
+        stars.insert(0, first.end() - 1)
+    return starts, stars
+
+
+def _edit_span(old: bytes, new: bytes) -> tuple[int, int, int]:
+    """(start, old end, new end): `old[start:old end]` became `new[start:new end]`, the rest is equal."""
+    view = memoryview(new)
+    same_start = _longest(min(len(old), len(new)), lambda lo, hi: old.startswith(view[lo:hi], lo))
+    room = min(len(old), len(new)) - same_start
+    shift = len(old) - len(new)
+    same_end = _longest(room, lambda lo, hi: old.startswith(view[len(new) - hi:len(new) - lo], len(new) - hi + shift))
+    return same_start, len(old) - same_end, len(new) - same_end
+
+
+def _longest(limit: int, equal: Callable[[int, int], bool], block: int = 1 << 16) -> int:
+    """The largest n <= limit such that `equal(0, n)`, given `equal(lo, hi)` compares a span of it.
+
+    Whole blocks first, so the bytes before the first difference are compared about once.
+    """
+    n = 0
+    while n + block <= limit and equal(n, n + block):
+        n += block
+    lo, hi = n, min(n + block, limit)
+    while lo < hi:  # equal(0, lo) holds; find the first difference in [lo, hi)
+        mid = (lo + hi + 1) // 2
+        if equal(lo, mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _outline_bytes(data: bytes, lo: int, hi: int) -> tuple[list[int], list[int]]:
+    """`_outline` of the bytes [lo, hi), where lo is 0 or just past a line end."""
+    spans = [m.span() for m in _HEADLINE_BYTES.finditer(data, max(lo - 1, 0), hi)]
+    starts = [a + 1 for a, _ in spans]
+    stars = [b - a - 2 for a, b in spans]
+    first = _FIRST_HEADLINE_BYTES.match(data, 0, hi) if lo == 0 else None
     if first:
         starts.insert(0, 0)
         stars.insert(0, first.end() - 1)

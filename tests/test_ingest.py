@@ -36,6 +36,41 @@ def test_edit_stores_only_the_changed_headline_and_its_ancestors(cortex, org):
     assert cortex.show("notes/projects.org") == path.read_text()
 
 
+def test_edits_of_a_large_file_store_what_a_fresh_ingest_would(cortex, org, tmp_path):
+    path = org / "big.org"
+    path.write_text("".join(f"* Topic {n}\n** Note {n}\nSome text about topic {n}.\n" for n in range(2000)))
+    cortex.ingest()
+    for old, new in [("topic 700.", "topic 700, edited."), ("* Topic 701\n", "* Topic 701\n** Added\n"),
+                     ("** Note 5\n", "*** Note 5\n")]:
+        path.write_text(path.read_text().replace(old, new))
+        report = cortex.ingest()
+        assert report.parsed == ["big.org"] and report.new_objects <= 5
+    with cx.open(tmp_path / "fresh", org) as fresh:
+        fresh.ingest()
+        assert fresh.working().entries["big.org"] == cortex.working().entries["big.org"]
+    assert cortex.show("big.org") == path.read_text()
+
+
+def test_an_edit_after_its_last_version_was_collected_parses_again(cortex, org, tmp_path):
+    path = org / "big.org"
+    original = "".join(f"* Topic {n}\nSome text about topic {n}.\n" for n in range(3000))
+    path.write_text(original)
+    cortex.ingest()
+    path.write_text(original.replace("topic 9.", "topic 9, edited."))
+    cortex.ingest()
+    edited_doc = cortex.working().entries["big.org"]
+    path.write_text(original)
+    cortex.ingest()
+    # What a gc does once the reflog no longer holds the edited version.
+    cortex.store.transact(lambda: cortex.store.objects.delete_many([edited_doc]))
+    path.write_text(original.replace("topic 2999.", "the last topic."))
+    assert cortex.ingest().parsed == ["big.org"]
+    assert cortex.show("big.org") == path.read_text()
+    with cx.open(tmp_path / "fresh", org) as fresh:
+        fresh.ingest()
+        assert fresh.working().entries["big.org"] == cortex.working().entries["big.org"]
+
+
 def test_deleted_and_renamed_files_are_noticed(cortex, org):
     (org / "notes" / "reading.org").rename(org / "notes" / "books.org")
     (org / "agents" / "reviewer" / "memory.org").unlink()

@@ -8,6 +8,7 @@ headline of the shared corpus, made once by `tests/data/make_oracle.sh`.  Every 
 from __future__ import annotations
 
 import gzip
+import random
 import json
 from pathlib import Path
 
@@ -295,3 +296,78 @@ def test_whole_corpus_with_every_subtree_known_builds_only_documents(corpus):
     for text, parsed in corpus.values():
         again = orgfile.parse(text, cached=parsed.subtree_keys.get)
         assert again.objects == (parsed.document,)
+
+
+# --- re-parsing an edit from a kept layout -----------------------------------------------------
+
+EDIT_PIECES = ["x", "\n", "* ", "\n* ", "\n** new\n", "*", " ", ":PROPERTIES:\n:ID: k\n:END:\n",
+               "#+TODO: WAIT | DONE\n", "\r\n", "é", "TODO ", "\n*** deep :tag:\n", "#+begin_src\n"]
+
+
+def headline_oids(layout: orgfile.Layout, get) -> list:
+    return [layout.oid(i, get) for i in range(len(layout.outline.starts))]
+
+
+def check_reparse_chain(text: str, seed: int, edits: int = 40) -> int:
+    """Apply random edits one after another; every re-parse must equal a full parse. Returns re-parses done."""
+    rng = random.Random(seed)
+    parsed = orgfile.parse(text)
+    store = {o.oid: o for o in parsed.objects}
+    layout = orgfile.Layout.of(text.encode(), parsed)
+    done = 0
+    for _ in range(edits):
+        data = bytearray(layout.data)
+        at = rng.randrange(len(data) + 1)
+        cut = rng.choice([0, 0, 1, 3, 20])
+        data[at:at + cut] = rng.choice(EDIT_PIECES).encode()
+        data = bytes(data)
+        try:
+            full = orgfile.parse(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            continue
+        store.update((o.oid, o) for o in full.objects)
+        result = orgfile.reparse(layout, data, store.__getitem__, cached=None)
+        if result is None:
+            layout = orgfile.Layout.of(data, full)
+            continue
+        again, layout = result
+        store.update((o.oid, o) for o in again.objects)
+        assert again.document == full.document
+        fresh = orgfile.Layout.of(data, full)
+        kept, scanned = layout.outline, fresh.outline
+        assert (kept.starts, kept.stars, kept.after) == (scanned.starts, scanned.stars, scanned.after)
+        assert headline_oids(layout, store.__getitem__) == headline_oids(fresh, store.__getitem__)
+        done += 1
+    return done
+
+
+def test_reparse_equals_a_full_parse_after_random_edits():
+    text = ("#+TITLE: t\n\n* a\nA\n** a1 :x:\nbody\n*** a11\n** a2\n* TODO b\n:PROPERTIES:\n:ID: b\n:END:\n"
+            "** b1\ntext é\n* c\n" * 3)
+    assert sum(check_reparse_chain(text, seed) for seed in range(30)) > 600
+
+
+def test_reparse_reads_only_the_edited_sections():
+    text = "".join(f"* h{n}\n** child {n}\nbody {n}\n" for n in range(200))
+    parsed = orgfile.parse(text)
+    layout = orgfile.Layout.of(text.encode(), parsed)
+    edited = text.replace("body 150\n", "body 150 edited\n").encode()
+    again, _ = orgfile.reparse(layout, edited, {o.oid: o for o in parsed.objects}.__getitem__)
+    assert [o.title for o in again.objects if isinstance(o, Headline)] == ["child 150", "h150"]
+
+
+def test_reparse_declines_edits_that_change_every_section():
+    text = "#+TITLE: t\n* WAIT a\n* b\n"
+    parsed = orgfile.parse(text)
+    get = {o.oid: o for o in parsed.objects}.__getitem__
+    layout = orgfile.Layout.of(text.encode(), parsed)
+    for edited in ("#+TITLE: u\n* WAIT a\n* b\n", text + "#+TODO: WAIT | DONE\n", text.replace("\n", "\r\n"),
+                   "#+TITLE: t\n* WAIT a\n* b\xff\n"):
+        data = edited.encode() if isinstance(edited, str) else edited
+        assert orgfile.reparse(layout, data.replace(b"\xc3\xbf", b"\xff"), get) is None
+
+
+def test_reparse_on_corpus_files(corpus):
+    outlined = [text for text, parsed in corpus.values() if parsed.document.children]
+    largest = sorted(outlined, key=len)[-5:]
+    assert sum(check_reparse_chain(text, seed, edits=15) for seed, text in enumerate(largest)) > 40

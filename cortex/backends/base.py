@@ -89,10 +89,14 @@ class ObjectStore:
             data = self.raw(oid)
             obj = decode_object(data)
             obj.__dict__.update(encoded=data, oid=Oid(oid))  # primes the cached properties
-            if len(self._cache) >= self.CACHE_SIZE:
-                self._cache.clear()
-            self._cache[bytes(oid)] = obj
+            self.remember(obj)
         return obj
+
+    def remember(self, obj: OrgObject) -> None:
+        """Cache an object already stored (committed), so that reading it back decodes nothing."""
+        if len(self._cache) >= self.CACHE_SIZE:
+            self._cache.clear()
+        self._cache[bytes(obj.oid)] = obj
 
     def get(self, oid: bytes) -> OrgObject | None:
         """The object named `oid`, or None."""

@@ -2,45 +2,40 @@
 
 Hy files are read with Hy's reader and interpreted form by form; nothing in them is executed.
 The same forms are Hy macros (`cortex/dsl/macros.hy`) that register into a session `Registry`.
+
+Names load from their modules on first use: ingest needs only `MARKER`, while `interpret`
+pulls in jwt and jsonpath for the webhook schemes.
 """
 
-from cortex.dsl.convert import convert_brace_syntax
-from cortex.dsl.definitions import (
-    Definition,
-    Definitions,
-    Encoding,
-    Fusion,
-    HmacAlgorithm,
-    JwtSettings,
-    MemoryDefinition,
-    MemorySearchConfig,
-    Provider,
-    SignatureScheme,
-    SourceLocation,
-    StoreKind,
-    WebhookDefinition,
-    WebhookFilter,
-)
-from cortex.dsl.diagnostics import Diagnostic, DslError, format_diagnostics
-from cortex.dsl.duration import DurationError, format_duration, parse_duration
-from cortex.dsl.edit import add_definition, remove_definition, replace_definition
-from cortex.dsl.literate import MARKER
-from cortex.dsl.loader import (
-    extract_from_org,
-    extract_memory_definitions,
-    extract_webhook_definitions,
-    load_definitions,
-    parse_definitions,
-)
-from cortex.dsl.registry import Registry, current_registry
-from cortex.dsl.render import ROW_HEADERS, definition_rows, render_definition
+from importlib import import_module
 
-__all__ = [
-    "MARKER", "ROW_HEADERS", "Definition", "Definitions", "Diagnostic", "DslError", "DurationError",
-    "Encoding", "Fusion", "HmacAlgorithm", "JwtSettings", "MemoryDefinition", "MemorySearchConfig", "Provider",
-    "Registry", "SignatureScheme", "SourceLocation", "StoreKind", "WebhookDefinition", "WebhookFilter",
-    "add_definition", "convert_brace_syntax", "current_registry", "definition_rows", "extract_from_org",
-    "extract_memory_definitions", "extract_webhook_definitions", "format_diagnostics", "format_duration",
-    "load_definitions", "parse_definitions", "parse_duration", "remove_definition", "render_definition",
-    "replace_definition",
-]
+_NAMES = {
+    "convert": ("convert_brace_syntax",),
+    "definitions": ("Definition", "Definitions", "Encoding", "Fusion", "HmacAlgorithm", "JwtSettings",
+                    "MemoryDefinition", "MemorySearchConfig", "Provider", "SignatureScheme", "SourceLocation",
+                    "StoreKind", "WebhookDefinition", "WebhookFilter"),
+    "diagnostics": ("Diagnostic", "DslError", "format_diagnostics"),
+    "duration": ("DurationError", "format_duration", "parse_duration"),
+    "edit": ("add_definition", "remove_definition", "replace_definition"),
+    "literate": ("MARKER",),
+    "loader": ("extract_from_org", "extract_memory_definitions", "extract_webhook_definitions",
+               "load_definitions", "parse_definitions"),
+    "registry": ("Registry", "current_registry"),
+    "render": ("ROW_HEADERS", "definition_rows", "render_definition"),
+}
+_HOMES = {name: module for module, names in _NAMES.items() for name in names}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'cortex.dsl' has no attribute {name!r}")
+    value = getattr(import_module(f"cortex.dsl.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
