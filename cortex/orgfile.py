@@ -272,7 +272,7 @@ def reparse(old: Layout, data: bytes, get: Getter, cached: Cached | None = None)
     """
     outline = old.outline
     starts, stars = outline.starts, outline.stars
-    first, old_end, new_end = _edit_span(old.data, data)
+    first, old_end, _ = _edit_span(old.data, data)
     if not starts or first <= starts[0]:
         return None
     # The sections from the one holding the byte before the edit (a changed line start may
