@@ -5,8 +5,10 @@
 Prints the median wall time of:
   hy -c 1                                   the baseline
   python -m cortex.repl -e '(+ 1 1)'        non-interactive evaluation (`cortex eval`)
-  prompt ready                              the interactive REPL in a pseudo-terminal, from exec
+  prompt drawn                              the interactive REPL in a pseudo-terminal, from exec
                                             until the prompt is drawn, on a copy of org/
+  key echoed                                ... until a key typed the moment the prompt is drawn
+                                            shows after it: the REPL responds
   ingested                                  ... until the start-up ingest line is shown
 and each one's ratio to the baseline (the target is 2x for the prompt).
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import pty
+import re
 import select
 import shutil
 import statistics
@@ -28,6 +31,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 CURSOR_QUERY = b"\x1b[6n"
+ESCAPE = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")  # the terminal control sequences between the text
+KEY = b"Q"  # in no control sequence and no ingest line, so seeing it is seeing the echo
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
 
 
@@ -38,19 +43,21 @@ def timed(argv: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def interactive(store: Path, org: Path) -> tuple[float, float]:
-    """Seconds until the prompt is drawn and until the ingest line appears, in a pseudo-terminal."""
+def interactive(store: Path, org: Path) -> tuple[float, float, float]:
+    """Seconds until the prompt is drawn, until a key typed then is echoed, and until the ingest line
+    appears, in a pseudo-terminal."""
     argv = [sys.executable, "-m", "cortex.repl", "--store", str(store), str(org)]
     started = time.perf_counter()
     pid, fd = pty.fork()
     if pid == 0:
         os.execve(argv[0], argv, ENV)
-    seen, prompt_at, ingested_at = b"", None, None
+    seen, typed_at, prompt_at, echo_at, ingested_at = b"", None, None, None, None
     deadline = started + 30
     try:
         # Done once the prompt is drawn again below the ingest line: a key sent while the line is
         # being printed would meet the terminal in cooked mode, where Ctrl-D is not a key.
-        while not (ingested_at and b"cortex=>" in seen.rpartition(b"ingested")[2]) and time.perf_counter() < deadline:
+        while not (ingested_at and echo_at and b"cortex=>" in seen.rpartition(b"ingested")[2]) \
+                and time.perf_counter() < deadline:
             ready, _, _ = select.select([fd], [], [], 0.05)
             if ready:
                 chunk = os.read(fd, 65536)
@@ -61,16 +68,19 @@ def interactive(store: Path, org: Path) -> tuple[float, float]:
                     os.write(fd, b"\x1b[1;1R")
                 now = time.perf_counter() - started
                 if prompt_at is None and b"cortex=>" in seen:
-                    prompt_at = now
+                    prompt_at, typed_at = now, len(seen)
+                    os.write(fd, KEY)
+                if echo_at is None and typed_at is not None and KEY in ESCAPE.sub(b"", seen[typed_at:]):
+                    echo_at = now
                 if ingested_at is None and b"ingested" in seen:
                     ingested_at = now
-        os.write(fd, b"\x04")
+        os.write(fd, b"\x7f\x04")  # rub the key out, then leave
     finally:
         _, status = os.waitpid(pid, 0)
         os.close(fd)
-    if prompt_at is None or ingested_at is None:
+    if prompt_at is None or echo_at is None or ingested_at is None:
         raise RuntimeError(f"the REPL did not come up: {seen[-500:]!r}")
-    return prompt_at, ingested_at
+    return prompt_at, echo_at, ingested_at
 
 
 def main() -> None:
@@ -82,13 +92,14 @@ def main() -> None:
     try:
         shutil.copytree(REPO / "org", work / "org")
         interactive(work / "store", work / "org")  # the first run creates the store; later ones re-open it
-        results: dict[str, list[float]] = {"hy -c 1": [], "eval (+ 1 1)": [], "prompt ready": [], "ingested": []}
+        results: dict[str, list[float]] = {"hy -c 1": [], "eval (+ 1 1)": [], "prompt drawn": [], "key echoed": [],
+                                           "ingested": []}
         for _ in range(args.runs):  # interleaved, so machine noise hits every measurement alike
             results["hy -c 1"].append(timed([str(BIN / "hy"), "-c", "1"]))
             results["eval (+ 1 1)"].append(timed([sys.executable, "-m", "cortex.repl", "-e", "(+ 1 1)"]))
-            prompt, ingested = interactive(work / "store", work / "org")
-            results["prompt ready"].append(prompt)
-            results["ingested"].append(ingested)
+            for name, seconds in zip(("prompt drawn", "key echoed", "ingested"),
+                                     interactive(work / "store", work / "org"), strict=True):
+                results[name].append(seconds)
     finally:
         shutil.rmtree(work)
     baseline = statistics.median(results["hy -c 1"])

@@ -1,19 +1,25 @@
-"""The prompt-toolkit REPL: through pipe input, and once as the real program in a real terminal (tmux)."""
+"""The prompt-toolkit REPL: through pipe input, the prompt drawn before it loads, and the real program in
+a pseudo-terminal and in a real terminal (tmux)."""
 
 import io
 import os
+import re
+import select
 import shutil
 import subprocess
 import sys
+import termios
 import threading
 import time
 from pathlib import Path
 
 import pytest
 from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.input.vt100 import raw_mode
 from prompt_toolkit.output import DummyOutput
 
 import cortex.repl
+from cortex.repl.early import BANNER, PROMPT, EarlyPrompt
 
 REPO = Path(__file__).resolve().parents[1]
 PROJECTS = "notes/projects.org"
@@ -83,6 +89,81 @@ def test_a_store_that_cannot_open_is_explained_and_hy_still_works(tmp_path, org)
     assert status == 0
     assert shown.splitlines()[1].startswith(f"error: this store tracks the Org folder {org}, not {other}")
     assert shown.splitlines()[2:] == ["3"]
+
+
+# --- the prompt drawn before prompt-toolkit loads ---------------------------------------------------
+
+ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\r")
+
+
+@pytest.fixture
+def terminal():
+    """A pseudo-terminal: (the side a program uses, the side that types and reads the screen)."""
+    program, typist = os.openpty()[::-1]
+    yield program, typist
+    os.close(program)
+    os.close(typist)
+
+
+def pending(fd: int, seconds: float = 0.2) -> bytes:
+    """What can be read from `fd` within `seconds` (nothing when nothing comes)."""
+    return os.read(fd, 65536) if select.select([fd], [], [], seconds)[0] else b""
+
+
+def test_the_early_prompt_keeps_keys_unechoed_and_hands_them_to_prompt_toolkit(terminal):
+    program, typist = terminal
+    before = termios.tcgetattr(program)
+    with EarlyPrompt(program, program) as early:
+        assert pending(typist).decode().replace("\r", "") == f"{BANNER}\n{PROMPT}"
+        os.write(typist, b"(+ 1\r\x03")  # Enter and Ctrl-C too are kept as typed, not acted on
+        assert pending(typist) == b""  # nothing echoed
+        early.hand_over()
+        assert termios.tcgetattr(program) == before  # what prompt-toolkit saves and restores between entries
+        assert pending(typist) == b"\r"  # the cursor back at the start of the prompt line, to draw over it
+        with raw_mode(program):
+            assert pending(program) == b"(+ 1\r\x03"
+    assert termios.tcgetattr(program) == before
+
+
+def test_leaving_the_early_prompt_restores_the_terminal(terminal):
+    program, _ = terminal
+    before = termios.tcgetattr(program)
+    with EarlyPrompt(program, program):
+        assert termios.tcgetattr(program) != before
+    assert termios.tcgetattr(program) == before
+
+
+def screen_until(typist: int, done, seconds: float = 20) -> str:
+    """The text a program wrote to its terminal, without control sequences, once `done(text)` holds;
+    cursor-position queries are answered as a terminal would."""
+    seen, deadline = b"", time.monotonic() + seconds
+    while not done(ESCAPES.sub("", seen.decode(errors="replace"))) and time.monotonic() < deadline:
+        chunk = pending(typist, 0.05)
+        seen += chunk
+        for _ in range(chunk.count(b"\x1b[6n")):
+            os.write(typist, b"\x1b[1;1R")
+    text = ESCAPES.sub("", seen.decode(errors="replace"))
+    assert done(text), f"the terminal shows:\n{text}"
+    return text
+
+
+def test_keys_typed_at_the_early_prompt_are_evaluated_and_the_terminal_is_left_as_it_was(tmp_path, org, terminal):
+    program, typist = terminal
+    before = termios.tcgetattr(program)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    repl = subprocess.Popen([sys.executable, "-m", "cortex.repl", "--store", str(tmp_path / "store"), str(org)],
+                            stdin=program, stdout=program, stderr=program, env=env)
+    try:
+        screen_until(typist, lambda text: text.endswith(PROMPT))
+        os.write(typist, b"(+ 1\r 2)\r")  # at once: before prompt-toolkit is up to read keys
+        # Ctrl-D once the ingest line is out, so that it does not meet the terminal while the line is printed.
+        screen = screen_until(typist, lambda text: "\n3\n" in text and "cortex=>" in text.rpartition("ingested")[2])
+        assert "cortex=> (+ 1\n      ..  2)\n" in screen
+        os.write(typist, b"\x04")
+        assert repl.wait(20) == 0
+    finally:
+        repl.kill()
+    assert termios.tcgetattr(program) == before
 
 
 # --- the real program in a real terminal -------------------------------------------------------------

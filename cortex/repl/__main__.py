@@ -22,7 +22,12 @@ def main(argv: list[str] | None = None) -> int:
         return eval_source(args.source, args.store, args.org_root)
     if not sys.stdin.isatty():
         return eval_source(sys.stdin.read(), args.store, args.org_root, filename="<stdin>")
-    return run(args.store, args.org_root)
+    if not sys.stdout.isatty():
+        return run(args.store, args.org_root)
+    from .early import EarlyPrompt
+
+    with EarlyPrompt(sys.stdin.fileno(), sys.stdout.fileno()) as early:
+        return run(args.store, args.org_root, early=early)
 
 
 if __name__ == "__main__":

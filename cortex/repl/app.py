@@ -1,8 +1,10 @@
 """The interactive REPL: prompt-toolkit around the terminal-free core.
 
 Hy highlighting, multi-line entry until the forms are complete, history in the store folder,
-completion from the session; Ctrl-C cancels the entry, Ctrl-D leaves. The prompt comes up before
-the store is opened, so start-up costs little more than Hy and prompt-toolkit themselves.
+completion from the session; Ctrl-C cancels the entry, Ctrl-D leaves. Nothing but prompt-toolkit
+loads before its prompt is up: Hy, the forms and Pygments take longer to load than prompt-toolkit
+itself, so they load in the background once the prompt is drawn, and then the store opens. (On a
+terminal, `early` has drawn the banner and prompt before even prompt-toolkit loads.)
 """
 
 from __future__ import annotations
@@ -10,74 +12,141 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import get_app
+from prompt_toolkit.completion import Completer, DynamicCompleter
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.history import FileHistory, History, ThreadedHistory
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings
-from prompt_toolkit.lexers import PygmentsLexer
+from prompt_toolkit.lexers import DynamicLexer, Lexer, PygmentsLexer
 from prompt_toolkit.output import Output
 from prompt_toolkit.patch_stdout import StdoutProxy
-from pygments.lexers.lisp import HyLexer
 
 from ..errors import CortexError
-from .completion import SessionCompleter
-from .core import Session, describe_error, is_complete
-from .printer import ingest_summary
-from .values import Message
+from .early import BANNER, PROMPT, EarlyPrompt
 
-PROMPT = "cortex=> "
+if TYPE_CHECKING:
+    from .core import Session
+
 HISTORY_FILE = "repl_history"
-BANNER = "cortex REPL: (help) lists the forms, Tab completes, Ctrl-C cancels an entry, Ctrl-D leaves"
 
 
 def run(store=None, org_root=None, *, ingest: bool = True, input: Input | None = None,  # noqa: A002
-        output: Output | None = None, out: TextIO | None = None) -> int:
+        output: Output | None = None, out: TextIO | None = None, early: EarlyPrompt | None = None) -> int:
     """Read-eval-print over a store until Ctrl-D; return the exit status (0).
 
-    The prompt comes up first; the store then opens and the Org folder is ingested in the
-    background, and the line saying what was ingested (or why the store could not be opened)
-    appears above the prompt. A form that needs the store waits for it.
+    The prompt comes up first; the session is then made, the store opens and the Org folder is
+    ingested in the background, and the line saying what was ingested (or why the store could not
+    be opened) appears above the prompt. An entry waits for the session, a form that needs the
+    store for the store.
     `input`/`output` are prompt-toolkit's (tests pass a pipe input and a dummy output);
-    `out` receives the printed values (default: stdout).
+    `out` receives the printed values (default: stdout); `early`, the banner and prompt already drawn.
     """
-    session = Session(store, org_root, ingest=ingest, out=out or sys.stdout)
-    try:
-        session.printer.show(Message(BANNER))
-        prompt = prompt_session(session, input, output)
-        session.ask = lambda question: confirm(question, input, output)
-        opener = threading.Thread(target=_open, args=(session,), name="cortex-open", daemon=True)
+    out = out or sys.stdout
+    if early is None:
+        out.write(f"{BANNER}\n")
+        out.flush()
+    # Background notices are drawn above the prompt instead of through it. The proxy finds
+    # the running prompt through the default app session, so no other session is made.
+    with StdoutProxy(raw=True) as above_prompt:
 
-        def open_after_first_render(app) -> None:
-            prompt.app.after_render -= open_after_first_render
-            opener.start()
+        def make_session() -> Session:
+            from .core import Session
+            from .printer import ingest_summary
 
-        prompt.app.after_render += open_after_first_render
-        # Background notices are drawn above the prompt instead of through it. The proxy finds
-        # the running prompt through the default app session, so no other session is made.
-        with StdoutProxy(raw=True) as above_prompt:
+            session = Session(store, org_root, ingest=ingest, out=out)
+            session.ask = lambda question: confirm(question, input, output)
             session.notify = lambda message: print(message, file=above_prompt, flush=True)
-            return loop(session, prompt)
-    finally:
-        session.close()
+            session.on_ingest = lambda report: session.notify(ingest_summary(report, session.cortex.root))
+            return session
+
+        startup = Startup(make_session)
+        prompt = prompt_session(startup, input, output)
+        prompt.app.after_render += startup.start
+        if early is not None:
+            prompt.app.pre_run_callables.append(early.hand_over)  # right before prompt-toolkit's terminal mode
+        try:
+            return loop(startup, prompt)
+        finally:
+            startup.close()
+
+
+class Startup:
+    """The session, its completer and the Hy lexer, made in a thread once the prompt is drawn.
+
+    Until they are, the entry shows unhighlighted; Enter, Tab and the entry itself wait for them.
+    The same thread then opens the store and ingests the Org folder.
+    """
+
+    def __init__(self, make_session: Callable[[], Session]):
+        self.make_session = make_session
+        self.made: Future[Session] = Future()
+        self.completer: Completer | None = None
+        self.lexer: Lexer | None = None
+        self.loading: threading.Thread | None = None
+
+    def start(self, app) -> None:
+        """Start loading after the first render of `app`, which is redrawn highlighted once it is done."""
+        app.after_render -= self.start
+        self.loading = threading.Thread(target=self._load, args=(app,), name="cortex-start", daemon=True)
+        self.loading.start()
+
+    @property
+    def session(self) -> Session:
+        """The session, once it is made."""
+        return self.made.result()
+
+    def complete(self) -> Completer:
+        """The session's completer, once it is made."""
+        self.made.result()
+        return self.completer
+
+    def is_complete(self, text: str) -> bool:
+        """Whether `text` holds whole forms, by Hy's reader (which loads with the session)."""
+        self.made.result()
+        from .core import is_complete
+
+        return is_complete(text)
+
+    def close(self) -> None:
+        """Close the session, if one was made (waiting for it if it is being made)."""
+        if self.loading is not None and self.made.exception() is None:
+            self.session.close()
+
+    def _load(self, app) -> None:
+        try:
+            from pygments.lexers.lisp import HyLexer
+
+            from .completion import SessionCompleter
+
+            session = self.make_session()
+            self.completer = SessionCompleter(session)
+            self.lexer = PygmentsLexer(HyLexer)
+        except Exception as exc:  # raised again where the session is wanted
+            self.made.set_exception(exc)
+            return
+        self.made.set_result(session)
+        app.invalidate()
+        _open(session)
 
 
 def _open(session: Session) -> None:
-    """Open the store and ingest the Org folder, then say what was ingested or what went wrong."""
+    """Open the store and ingest the Org folder, or say why the store could not be opened."""
+    from .core import describe_error
+
     try:
-        report = session.open()
+        session.open()
     except (CortexError, OSError) as exc:  # a form that needs the store tries again and says why
         session.notify(describe_error(exc, ""))
-        return
-    if report is not None:
-        session.notify(ingest_summary(report, session.cortex.root))
 
 
-def loop(session: Session, prompt: PromptSession) -> int:
+def loop(startup: Startup, prompt: PromptSession) -> int:
     """Read entries and evaluate them until Ctrl-D."""
     while True:
         try:
@@ -88,6 +157,7 @@ def loop(session: Session, prompt: PromptSession) -> int:
             return 0
         if not text.strip():
             continue
+        session = startup.session
         try:
             session.execute(text)
         except KeyboardInterrupt:  # while printing a long result
@@ -103,15 +173,15 @@ def confirm(question: str, input: Input | None = None, output: Output | None = N
     return answer.strip().lower() in ("y", "yes")
 
 
-def prompt_session(session: Session, input: Input | None = None,  # noqa: A002
+def prompt_session(startup: Startup, input: Input | None = None,  # noqa: A002
                    output: Output | None = None) -> PromptSession:
     """The prompt: Hy highlighting, smart Enter, history in the store folder, session completion."""
     return PromptSession(
-        lexer=PygmentsLexer(HyLexer),
-        completer=SessionCompleter(session),
+        lexer=DynamicLexer(lambda: startup.lexer),  # plain text until Pygments is loaded
+        completer=DynamicCompleter(startup.complete),
         complete_while_typing=False,
-        history=ThreadedHistory(StoreHistory(session)),
-        key_bindings=key_bindings(),
+        history=ThreadedHistory(StoreHistory(startup)),
+        key_bindings=key_bindings(startup),
         multiline=True,
         prompt_continuation=lambda width, line, soft_wrap: " " * (width - 3) + ".. ",
         enable_history_search=False,
@@ -120,7 +190,7 @@ def prompt_session(session: Session, input: Input | None = None,  # noqa: A002
     )
 
 
-def key_bindings() -> KeyBindings:
+def key_bindings(startup: Startup) -> KeyBindings:
     """Enter submits complete forms and opens a new line inside an unfinished one; Esc Enter always opens one."""
     bindings = KeyBindings()
     completing = Condition(_completion_selected)
@@ -132,7 +202,7 @@ def key_bindings() -> KeyBindings:
     @bindings.add("enter", filter=~completing)
     def _(event) -> None:
         buffer = event.current_buffer
-        if is_complete(buffer.text):
+        if startup.is_complete(buffer.text):
             buffer.validate_and_handle()
         else:
             buffer.newline(copy_margin=True)
@@ -152,14 +222,14 @@ def _completion_selected() -> bool:
 class StoreHistory(FileHistory):
     """Entries kept in the store folder, located once the store is open (ThreadedHistory reads it in a thread)."""
 
-    def __init__(self, session: Session):
+    def __init__(self, startup: Startup):
         History.__init__(self)  # not FileHistory's: the file is not known yet
-        self.session = session
+        self.startup = startup
 
     @property
     def filename(self) -> Path:  # type: ignore[override]
         """The history file in the store folder (waits for the store to open)."""
-        return self.session.cortex.store_folder() / HISTORY_FILE
+        return self.startup.session.cortex.store_folder() / HISTORY_FILE
 
     def load_history_strings(self):
         """Earlier entries, newest first; none when the store could not be opened."""

@@ -49,6 +49,7 @@ class Session:
         self.filename = filename
         self.printer = Printer(self, out or sys.stdout, err or out or sys.stderr)
         self.notify = self.printer.notice  # the app redirects notices above its prompt
+        self.on_ingest: Callable[[object], None] | None = None  # the app says what opening the store ingested
         self.lock = threading.RLock()  # one evaluation or background ingest at a time
         self._open_lock = threading.Lock()
         self._cortex = None
@@ -63,11 +64,15 @@ class Session:
 
     # --- the store ----------------------------------------------------------------------
 
-    def open(self):
-        """Open the store and ingest the Org folder (once); return that ingest's report, or None."""
+    def open(self) -> None:
+        """Open the store and ingest the Org folder (once), and give the ingest's report to `on_ingest`.
+
+        Whichever thread opens the store (the app's start-up, a form, the history), the report reaches
+        `on_ingest` once.
+        """
         with self._open_lock:
             if self._cortex is not None:
-                return None
+                return
             if self._closed:
                 raise CortexError("this REPL session is closed")
             from .. import api
@@ -79,7 +84,8 @@ class Session:
                 cortex.close()
                 raise
             self._cortex = cortex
-            return report
+        if report is not None and self.on_ingest is not None:
+            self.on_ingest(report)
 
     @property
     def cortex(self):
