@@ -12,6 +12,7 @@ import pytest
 
 import cortex.api as cx
 from cortex.errors import NotFound, UserError
+from cortex.memory import memoryfile
 from cortex.memory.agents import MemoryContext
 from cortex.memory.items import BadItemText, MemoryItem
 from cortex.memory.layout import BadAgentId, MemoryTag, classify
@@ -189,6 +190,39 @@ def test_a_hand_edit_saved_while_the_agent_saves_is_merged_not_overwritten(corte
     assert len(calls) == 2
     text = path.read_text()
     assert "* Procedures\n- Typed in Emacs.\n" in text and "** Saved by the agent.\n" in text
+
+
+def test_saving_again_reads_no_file_whole_and_loads_as_a_fresh_read_does(cortex, org, tmp_path, monkeypatch):
+    reads = []
+    read = memoryfile._Reader.read
+    monkeypatch.setattr(memoryfile._Reader, "read", lambda self, *args: reads.append(1) or read(self, *args))
+    context = cortex.memory.load_context("assistant")
+    reads.clear()
+    for n in range(3):
+        context.facts.append(f"Fact number {n} of this session.")
+        context.patterns.append(MemoryItem(f"Pattern {n} as a list item.", plain=True))
+        context = cortex.memory.save_context("assistant", context, now=NOW)
+    context.procedures[0] = replace(context.procedures[0], text="Run the full test suite first.")
+    del context.facts[1]
+    saved = cortex.memory.save_context("assistant", context, now=NOW)
+    assert reads == []  # every model after the first is derived from the one before
+    cortex.close()
+    with cx.open(tmp_path / "store", org) as fresh:
+        assert fresh.memory.load_context("assistant") == saved
+    assert titles(saved.facts)[-1] == "Fact number 2 of this session." and "dark mode" not in (org / MEMORY).read_text()
+
+
+def test_a_hand_edit_after_a_save_is_read_and_merged(cortex, org):
+    cortex.memory.add_item("assistant", "fact", "Saved first.")
+    context = cortex.memory.load_context("assistant")
+    path = org / MEMORY
+    path.write_text(path.read_text().replace("* Procedures\n", "* Procedures\n- Typed in Emacs.\n"))
+    assert titles(cortex.memory.load_context("assistant").procedures)[0] == "Typed in Emacs."
+    context.facts.append("Saved second.")
+    saved = cortex.memory.save_context("assistant", context, now=NOW)
+    assert titles(saved.procedures)[0] == "Typed in Emacs."
+    assert titles(saved.facts)[-2:] == ["Saved first.", "Saved second."]
+    assert "* Procedures\n- Typed in Emacs.\n" in path.read_text()
 
 
 def test_crlf_files_stay_crlf(cortex, org):

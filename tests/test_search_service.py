@@ -4,7 +4,8 @@ import pytest
 
 import cortex.api as cx
 from cortex.errors import UserError
-from cortex.search.service import shared_embedder
+from cortex.search import service
+from cortex.search.service import SearchIndex, cached_embedder, shared_embedder
 
 PROJECTS = "notes/projects.org"
 
@@ -117,3 +118,55 @@ def test_rrf_and_weights(cortex):
     assert all(r.score == pytest.approx(r.vector) for r in vector_only)
     with pytest.raises(UserError, match="unknown fusion"):
         cortex.search("x", fusion="borda")
+
+
+def notes(numbers) -> str:
+    return "".join(f"** Note {n} about topic {n}\n" for n in numbers)
+
+
+def big_notes(inbox, archive, extra: str = "") -> str:
+    return f"#+TITLE: Notes\n\n* Inbox\n{notes(inbox)}\n* Archive\n{notes(archive)}{extra}"
+
+
+def test_an_edit_in_a_large_file_reads_only_what_it_changed_and_keeps_the_index_exact(tmp_path, org, counting,
+                                                                                     monkeypatch):
+    path = org / "notes" / "big.org"
+    path.write_text(big_notes(range(80), range(80, 160)))
+    with cx.open(tmp_path / "store", org) as c:
+        c.ingest()
+        index = SearchIndex(c.store, cached_embedder(c.store))
+        index.follow(c.working())
+        read = []
+        units = service.units
+        monkeypatch.setattr(service, "units",
+                            lambda path, outline, *rest: read.append(outline) or units(path, outline, *rest))
+        edits = [
+            big_notes(range(80), range(80, 160), "** A note about zebras\n"),
+            big_notes(range(81), range(80, 160), "** A note about zebras\n"),  # the same note twice under Inbox
+            "* Top\n** Quokkas\n" + big_notes([1, 2, 3, *range(5, 81)], range(80, 160)),  # Note 4 gone, lines moved
+            big_notes(range(81), range(80, 160), "* Inbox\n** Note 3 about topic 3\n"),  # a second Inbox holds Note 3
+            big_notes([n for n in range(81) if n != 3], range(80, 160), "* Inbox\n** Note 3 about topic 3\n"),
+        ]
+        for n, text in enumerate(edits):
+            path.write_text(text)
+            c.ingest()
+            read.clear()
+            index.follow(c.working())
+            assert len(read) < 12, (n, read)  # the headlines that changed and their parents, not 160 notes
+            whole = SearchIndex(c.store, cached_embedder(c.store))
+            whole.follow(c.working())
+            assert index.items.keys() == whole.items.keys(), n
+            hit = index.search("Note 3 about topic 3", limit=1, filters=service.Filters(path="notes/big.org"))[0]
+            assert text.splitlines()[hit.line - 1] == "** Note 3 about topic 3", n
+            zebras = index.search("zebras", limit=1)[0].outline
+            assert (zebras == ("Archive", "A note about zebras")) == ("zebras" in text), n
+
+
+def test_a_result_names_its_line_after_headlines_were_added_above_it(cortex, org):
+    path = org / PROJECTS
+    query = "credentials that leaked must be replaced"
+    assert cortex.search(query, limit=1)[0].outline[-1] == "Rotate the webhook secrets"
+    path.write_text("* A new first section\nwith some text\n\n" + path.read_text())
+    cortex.ingest()
+    hit = cortex.search(query, limit=1)[0]
+    assert "Rotate the webhook secrets" in path.read_text().splitlines()[hit.line - 1]

@@ -6,14 +6,22 @@
 Every write is a merge: the file is read, the saved context is merged into it item by item
 (a person's edits since the context was loaded are kept, or the save is refused when both
 changed the same item), written atomically and ingested in the same step.
+
+A save costs what it changes, not what the memory holds: the context's lists are compared
+with the lists it was loaded with (an agent that only appends is found out without looking
+at each item), and the model of the text last read or written is kept with its bytes, so
+while nobody else touches the file it is neither read nor merged whole again.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
+from itertools import compress
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import NotFound, UserError, located
 from ..hashing import hash_bytes
@@ -40,14 +48,15 @@ from .retention import RetentionPolicy
 from .writes import agent_lock, replace_file
 
 FIELDS = {"fact": "facts", "procedure": "procedures", "pattern": "patterns"}
+_KNOWN_LIMIT = 16  # memory files whose last text and model are kept
 
 
 @dataclass
 class MemoryContext:
     """What an agent remembers, as lists of items per type, plus the summary of the session being saved.
 
-    Items may be given as plain strings. `loaded` records the items the context was loaded
-    from (and `agent` whose they were): a save removes an item only if it was loaded and is
+    Items may be given as plain strings. `loaded` records the memory the context was loaded
+    from (and `agent` whose it was): a save removes an item only if it was loaded and is
     gone from the lists. A context built from scratch, or loaded from another agent, only adds
     and updates items.
     """
@@ -60,7 +69,7 @@ class MemoryContext:
     session: str | None = None
     warnings: list[str] = field(default_factory=list, compare=False)
     agent: str | None = field(default=None, compare=False)
-    loaded: dict[str, Typed] = field(default_factory=dict, repr=False, compare=False)
+    loaded: MemoryFile | None = field(default=None, repr=False, compare=False)
 
     def items(self) -> list[Typed]:
         """Every (type, item) pair, facts first, strings turned into items."""
@@ -99,11 +108,20 @@ class PurgeReport:
     history: Forgotten | None = None
 
 
+class _Known(NamedTuple):
+    """A memory.org's bytes as last read or written, their digest and what they read as."""
+
+    data: bytes
+    digest: bytes
+    model: MemoryFile
+
+
 class AgentMemory:
     """The memory of every agent under the Org root of one cortex session."""
 
     def __init__(self, cortex):
         self.cortex = cortex
+        self._known: dict[str, _Known] = {}  # path -> the memory.org last read or written
 
     @property
     def root(self) -> Path:
@@ -116,18 +134,23 @@ class AgentMemory:
         agent_folder(self.root, agent)
         self._sync(agent)
         tree = self.cortex.working()
-        oid = tree.entries.get(memory_path(agent))
+        path = memory_path(agent)
+        oid = tree.entries.get(path)
         if oid is None:
             return MemoryContext(agent=agent)
-        return _context(agent, self._model(memory_path(agent), self.cortex.store.objects[oid]))
+        known = self._known.get(path)
+        if known is not None and self.cortex.store.table(DOCS_BY_BYTES).get(known.digest) == oid:
+            return _context(agent, known.model)
+        return _context(agent, self._model(path, self.cortex.store.objects[oid]))
 
     def save_context(self, agent: str, context: MemoryContext, *, now: datetime | None = None) -> MemoryContext:
         """Merge the context into memory.org, append its summary to today's log, ingest; return the memory as saved."""
         now = _minute(now)
         folder = agent_folder(self.root, agent)
         source = f"session {context.session}" if context.session else f"session {now:%Y-%m-%d %H:%M}"
-        base = context.loaded if context.agent == agent else {}
-        ours = _prepared(context.items(), base, now, source)
+        loaded = context.loaded if context.agent == agent else None
+        base = loaded.entries if loaded is not None else {}
+        ours = _changes(context, loaded, now, source)
         entry = None
         if context.summary is not None or context.title is not None:
             entry = render_entry(now, context.title or "Session", context.summary or "",
@@ -212,7 +235,7 @@ class AgentMemory:
                     if mark.item.normalised not in known:
                         known.add(mark.item.normalised)
                         moved.append((mark.type, mark.item))
-            self._write_memory(agent, {}, moved)
+            self._write_memory(agent, {}, _keyed(moved))
             for path, day in logs.items():
                 if marked[path]:
                     replace_file(self.root / path, lambda old, p=path, d=day: self._marked_text(p, d, old, now))
@@ -251,18 +274,40 @@ class AgentMemory:
 
     # --- steps ----------------------------------------------------------------------------
 
-    def _write_memory(self, agent: str, base: dict[str, Typed], ours: list[Typed]) -> None:
-        """Merge `ours` (loaded from `base`) into memory.org on disk, under the agent's lock."""
+    def _write_memory(self, agent: str, base: Mapping[str, Typed], ours: dict[str, Typed | None]) -> None:
+        """Merge `ours` (what changed since `base`) into memory.org on disk, under the agent's lock."""
         path = memory_path(agent)
+        written: list[tuple[bytes, MemoryFile | None]] = []
 
         def merged(old: bytes | None) -> bytes | None:
-            theirs = MemoryFile(path) if old is None else self._model(path, self._document(path, old))
+            theirs = self._memory_file(path, old)
             changed, added = merge(path, base, ours, theirs, agent)
             if not changed and not added:
                 return None
-            return theirs.rewrite(changed, added, f"Memory of {agent}").encode("utf-8")
+            data, model = theirs.rewrite(changed, added, f"Memory of {agent}")
+            written.append((data, model))
+            return data
 
-        replace_file(self.root / path, merged)
+        known = self._known.get(path)
+        if replace_file(self.root / path, merged, known and known.data) and written[-1][1] is not None:
+            self._remember(path, *written[-1])
+
+    def _memory_file(self, path: str, data: bytes | None) -> MemoryFile:
+        """What memory.org's bytes read as: known if they are the bytes last read or written here."""
+        if data is None:
+            return MemoryFile(path)
+        known = self._known.get(path)
+        if known is not None and known.data == data:
+            return known.model
+        model = self._model(path, self._document(path, data))
+        self._remember(path, data, model)
+        return model
+
+    def _remember(self, path: str, data: bytes, model: MemoryFile) -> None:
+        self._known.pop(path, None)
+        if len(self._known) >= _KNOWN_LIMIT:
+            self._known.pop(next(iter(self._known)))
+        self._known[path] = _Known(data, hash_bytes(data), model)
 
     def record_session(self, agent: str, turns, title: str, *, session: str = "", summarizer=None) -> str:
         """Write a conversation's turns into the agent's daily log as one entry, ingested; return its path.
@@ -349,24 +394,67 @@ class AgentMemory:
 
 
 def _context(agent: str, memory: MemoryFile) -> MemoryContext:
-    context = MemoryContext(warnings=list(memory.warnings), agent=agent,
-                            loaded={key: (e.type, e.item) for key, e in memory.entries.items()})
+    context = MemoryContext(warnings=list(memory.warnings), agent=agent, loaded=memory)
     for kind in ITEM_TYPES:
-        setattr(context, FIELDS[kind], memory.items(kind))
+        setattr(context, FIELDS[kind], list(memory.kinds[kind]))
     return context
 
 
-def _prepared(items: list[Typed], loaded: dict[str, Typed], now: datetime, source: str) -> list[Typed]:
-    """Items checked and, when new, dated and sourced; items as loaded pass untouched."""
-    ready = []
+def _changes(context: MemoryContext, loaded: MemoryFile | None, now: datetime, source: str) -> dict[str, Typed | None]:
+    """What a save changes in the memory it was loaded from: key -> new (type, item), None when removed.
+
+    New and changed items are checked and, when new, dated and sourced. Items still the very
+    objects loaded are not looked at one by one: a save of one item costs one item.
+    """
+    base = loaded.entries if loaded is not None else {}
+    diff = _diff(context, loaded)
+    if diff is not None:
+        new, gone = diff
+        mine = _keyed(_prepared(kind, item, base, now, source) for kind, item in new)
+        removed = {item.key(kind) for kind, item in gone}
+        if not any(key in base and key not in removed for key in mine):
+            changes = {key: typed for key, typed in mine.items() if base.get(key) != typed}
+            changes.update((key, None) for key in removed if key not in mine)
+            return changes
+    # an item that takes the key of one kept (or a context not loaded from this memory): compare them all
+    mine = _keyed(_prepared(kind, item, base, now, source) for kind, item in context.items())
+    changes = {key: typed for key, typed in mine.items() if base.get(key) != typed}
+    changes.update((key, None) for key in base if key not in mine)
+    return changes
+
+
+def _diff(context: MemoryContext, loaded: MemoryFile | None) -> tuple[list[Typed], list[Typed]] | None:
+    """The items in each list that are not objects loaded into it, and the objects loaded that left it."""
+    if loaded is None:
+        return None
+    new, gone = [], []
+    for kind in ITEM_TYPES:
+        items, before = getattr(context, FIELDS[kind]), loaded.kinds[kind]
+        if tuple(items[:len(before)]) == before:  # an agent that only adds items: compare none of them
+            items, before = items[len(before):], ()
+        now_ids, before_ids = set(map(id, items)), set(map(id, before))
+        came, left = (now_ids - before_ids).__contains__, (before_ids - now_ids).__contains__
+        new += [(kind, _as_item(kind, item)) for item in compress(items, map(came, map(id, items)))]
+        gone += [(kind, item) for item in compress(before, map(left, map(id, before)))]
+    return new, gone
+
+
+def _prepared(kind: str, item: MemoryItem, base: Mapping[str, Typed], now: datetime, source: str) -> Typed:
+    """An item checked and, when new, dated and sourced; an item as loaded passes untouched."""
+    key = item.key(kind)
+    if base.get(key) != (kind, item):
+        item = replace(item, text=check_text(item.text, kind))
+        if key not in base and not item.plain:
+            item = replace(item, added=item.added or now, source=item.source or source)
+    return kind, item
+
+
+def _keyed(items: Iterable[Typed]) -> dict[str, Typed]:
+    """Items by key; of items with the same key, the first."""
+    mine: dict[str, Typed] = {}
     for kind, item in items:
-        key = item.key(kind)
-        if loaded.get(key) != (kind, item):
-            item = replace(item, text=check_text(item.text, kind))
-            if key not in loaded and not item.plain:
-                item = replace(item, added=item.added or now, source=item.source or source)
-        ready.append((kind, item))
-    return ready
+        mine.setdefault(item.key(kind), (kind, item))
+    return mine
 
 
 def _decoded(path: str, data: bytes) -> str:

@@ -2,19 +2,25 @@
 
 Only the items a save changes are rewritten; every other byte of the file (the preamble,
 unknown sections, free text, items nobody touched) is written back exactly as it was read.
+A rewrite also yields the model of the new text, derived from the old one: the pieces it
+wrote are read back on their own, every other piece is shared, so saving one item into a
+file of thousands neither renders nor reads the others again.
 `merge` reconciles what an agent saves with what a person edited meanwhile, item by item.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
+from operator import itemgetter
 from typing import NamedTuple
 
 from ..errors import UserError, located
 from ..objects import Document, Headline
-from ..orgfile import render_headline
+from ..orgfile import parse, render_headline
 from .items import MemoryItem, item_from_headline, make_id, render_item
 from .layout import ITEM_TYPES, SECTION_TITLES, section_type
 
@@ -26,6 +32,7 @@ _LIST_ITEM = re.compile(r"(?:[-+]|\d+[.)])[ \t]+(\S.*?)[ \t]*\r?\n?$")
 _PLANNING = re.compile(r"[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):", re.IGNORECASE)
 _DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*\r?\n?$", re.IGNORECASE)
 _DRAWER_END = re.compile(r"[ \t]*:END:[ \t]*\r?\n?$", re.IGNORECASE)
+_TEXT = itemgetter(0)
 
 # What a headline or a document holds depends only on its oid, so each is read once per process.
 _children: dict[bytes, tuple[str, MemoryItem, int]] = {}
@@ -49,210 +56,327 @@ class Piece(NamedTuple):
     """A stretch of a section's text: one item (its key), or text kept as written (key None)."""
 
     text: str
-    line: int
     key: str | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Section:
     """A level-1 section: its type (None: not a memory section, kept as written), head and child items."""
 
     type: str | None
-    line: int
-    head: list[Piece] = field(default_factory=list)  # the headline, its drawer, list items, free text
-    children: list[Piece] = field(default_factory=list)  # headline items
+    head: tuple[Piece, ...] = ()  # the headline, its drawer, list items, free text
+    children: tuple[Piece, ...] = ()  # headline items
+
+    @cached_property
+    def data(self) -> bytes:
+        """The section's bytes (kept: the next model shares every section a save does not touch)."""
+        return "".join(map(_TEXT, (*self.head, *self.children))).encode("utf-8")
 
 
-class Entry(NamedTuple):
-    """An item as found in the file: its type, the item and its first line."""
-
-    type: str
-    item: MemoryItem
-    line: int
-
-
-@dataclass
+@dataclass(frozen=True)
 class MemoryFile:
-    """The structure of one memory.org: sections, items by key, and what could not be read as items."""
+    """The structure of one memory.org: sections, items by key and by type, and what could not be read as items.
+
+    A MemoryFile is shared by everyone who reads the same text, so it never changes: `rewrite`
+    returns the model of the new text.
+    """
 
     path: str
     preamble: str | None = None  # None: the file does not exist yet
-    sections: list[Section] = field(default_factory=list)
-    entries: dict[str, Entry] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    sections: tuple[Section, ...] = ()
+    entries: Mapping[str, Typed] = field(default_factory=dict)  # key -> (type, item)
+    kinds: Mapping[str, tuple[MemoryItem, ...]] = field(default_factory=lambda: {k: () for k in ITEM_TYPES})
+    warnings: tuple[str, ...] = ()
     newline: str = "\n"
 
     @classmethod
     def read(cls, path: str, doc: Document, get: Getter) -> MemoryFile:
-        """Read a parsed memory.org: known sections and their items; report the rest, which stays as written.
-
-        The result is shared by every caller that reads the same document: do not change it.
-        """
+        """Read a parsed memory.org: known sections and their items; report the rest, which stays as written."""
         known = _models.get((path, doc.oid))
         if known is None:
-            known = cls._read(path, doc, get)
+            known = _Reader(path).read(doc, get)
             if len(_models) >= _MODELS_LIMIT:
                 _models.pop(next(iter(_models)))
             _models[(path, doc.oid)] = known
         return known
 
-    @classmethod
-    def _read(cls, path: str, doc: Document, get: Getter) -> MemoryFile:
+    @cached_property
+    def texts(self) -> Counter[tuple[str, str]]:
+        """How many items of each (type, normalised text) the file holds."""
+        return Counter((kind, item.normalised) for kind, item in self.entries.values())
+
+    def render(self) -> bytes:
+        """The bytes of the file."""
+        return b"".join([(self.preamble or "").encode("utf-8"), *(section.data for section in self.sections)])
+
+    def lines(self, keys: Iterable[str]) -> dict[str, int]:
+        """The first line of each of these items (counted from the text: only error messages need it)."""
+        wanted = set(keys)
+        found = {}
+        line = 1 + (self.preamble or "").count("\n")
+        for section in self.sections:
+            for piece in (*section.head, *section.children):
+                if piece.key in wanted:
+                    found[piece.key] = line
+                line += piece.text.count("\n")
+        return found
+
+    def rewrite(self, changed: dict[str, Typed | None], added: list[Typed],
+                title: str) -> tuple[bytes, MemoryFile | None]:
+        """The file's bytes with `changed` items replaced (None: removed) and `added` appended to their sections.
+
+        Also the model of the new bytes, or None when only reading them whole again can tell it
+        (new sections, or warnings whose lines may have moved).
+        """
+        nl = self.newline
+        edits: dict[str, dict[str, MemoryItem | None]] = {}  # type -> key -> new item (None: leaves its place)
+        pending = list(added)
+        for key, new in changed.items():
+            kind, old = self.entries[key]
+            fits = new is not None and new[0] == kind and new[1].as_plain == old.plain
+            edits.setdefault(kind, {})[key] = new[1] if fits else None
+            if new is not None and not fits:
+                pending.append(new)
+        writer = _Writer(self.preamble or "", nl)
+        sections = []
+        for section in self.sections:
+            mine = [item for kind, item in pending if kind == section.type]
+            if section.type is not None and (mine or section.type in edits):
+                section = writer.section(section, edits.get(section.type, {}), mine)
+                pending = [(kind, item) for kind, item in pending if kind != section.type]
+            sections.append(section)
+        derived = replace(self, sections=tuple(sections))
+        data = (f"#+TITLE: {title}{nl}{nl}".encode() if self.preamble is None else b"") + derived.render()
+        for kind in ITEM_TYPES:
+            items = [item for k, item in pending if k == kind]
+            if items:
+                data += (_separator(data, nl) + f"* {SECTION_TITLES[kind]}{nl}" + _render_all(items, nl)).encode()
+        if pending or self.preamble is None or self.warnings or not writer.read_back():
+            return data, None
+        return data, self._derived(derived, changed, writer)
+
+    def _derived(self, derived: MemoryFile, changed: dict[str, Typed | None], writer: _Writer) -> MemoryFile:
+        """The model after a rewrite: entries, types and texts updated by what was removed and written."""
+        entries = dict(self.entries)
+        gone = [entries.pop(key) for key in changed]
+        entries.update(writer.written)
+        kinds = dict(self.kinds)
+        for section in derived.sections:
+            if section.type in writer.appended:
+                kinds[section.type] += tuple(entries[key][1] for key in writer.appended[section.type])
+            elif section.type in writer.touched:
+                kinds[section.type] = tuple(entries[p.key][1] for p in (*section.head, *section.children)
+                                            if p.key is not None)
+        result = replace(derived, entries=entries, kinds=kinds)
+        if "texts" in self.__dict__:  # keep the index of normalised texts without counting every item again
+            texts = self.texts.copy()
+            for kind, item in gone:
+                text = (kind, item.normalised)
+                texts[text] -= 1
+                if not texts[text]:
+                    del texts[text]
+            texts.update((kind, item.normalised) for kind, item in writer.written.values())
+            result.__dict__["texts"] = texts
+        return result
+
+
+class _Reader:
+    """Reads a parsed memory.org into a MemoryFile, counting lines for the warnings."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.entries: dict[str, Typed] = {}
+        self.first_lines: dict[str, int] = {}
+        self.warnings: list[str] = []
+
+    def read(self, doc: Document, get: Getter) -> MemoryFile:
         crlf = doc.preamble.endswith("\r\n") or (not doc.preamble and _first_line_crlf(doc, get))
-        memory = cls(path, doc.preamble, newline="\r\n" if crlf else "\n")
         line = 1 + doc.preamble.count("\n")
+        sections = []
         seen: set[str] = set()
         for oid in doc.children:
             headline: Headline = get(oid)
             kind = section_type(headline.title) if headline.level == 1 else None
             if kind is None or kind in seen:
                 text = render_headline(headline, get)
-                memory._warn(line, f"section {headline.title!r} is not a memory section "
-                                   f"({', '.join(SECTION_TITLES.values())})" if kind is None
-                             else f"a second {SECTION_TITLES[kind]!r} section is not read")
-                memory.sections.append(Section(None, line, [Piece(text, line)]))
+                self._warn(line, f"section {headline.title!r} is not a memory section "
+                                 f"({', '.join(SECTION_TITLES.values())})" if kind is None
+                           else f"a second {SECTION_TITLES[kind]!r} section is not read")
+                sections.append(Section(None, (Piece(text),)))
                 line += text.count("\n")
                 continue
             seen.add(kind)
-            section = Section(kind, line)
-            memory._read_head(section, headline.raw, line)
+            head = self._head(kind, headline.raw, line)
             line += headline.raw.count("\n")
+            children = []
             for child in headline.children:
                 text, item, lines = _parse_child(child, get)
-                section.children.append(Piece(text, line, memory._add(kind, item, line)))
+                children.append(Piece(text, self._add(kind, item, line)))
                 line += lines
-            memory.sections.append(section)
-        return memory
+            sections.append(Section(kind, tuple(head), tuple(children)))
+        kinds = {kind: () for kind in ITEM_TYPES}
+        for section in sections:
+            if section.type is not None:
+                kinds[section.type] = tuple(self.entries[p.key][1] for p in (*section.head, *section.children)
+                                            if p.key is not None)
+        return MemoryFile(self.path, doc.preamble, tuple(sections), self.entries, kinds, tuple(self.warnings),
+                          "\r\n" if crlf else "\n")
 
-    def _read_head(self, section: Section, raw: str, line: int) -> None:
+    def _head(self, kind: str, raw: str, line: int) -> list[Piece]:
+        """A section's own text as pieces: headline and drawer, then each list item and each other line."""
         lines = _LINE.findall(raw)
-        start = 1
-        if start < len(lines) and _PLANNING.match(lines[start]):
-            start += 1
-        if start < len(lines) and _DRAWER_START.match(lines[start]):
-            end = next((i for i in range(start + 1, len(lines)) if _DRAWER_END.match(lines[i])), start)
-            start = end + 1
-        section.head.append(Piece("".join(lines[:start]), line))
+        start = _head_end(lines)
+        head = [Piece("".join(lines[:start]))]
         i = start
         reported = False
         while i < len(lines):
-            listed = _LIST_ITEM.match(lines[i])
-            if listed is None:
+            j = _list_item_end(lines, i)
+            if j is None:
                 if lines[i].strip() and not reported:
-                    self._warn(line + i, f"free text in {SECTION_TITLES[section.type]!r} is not an item")
+                    self._warn(line + i, f"free text in {SECTION_TITLES[kind]!r} is not an item")
                     reported = True
-                section.head.append(Piece(lines[i], line + i))
+                head.append(Piece(lines[i]))
                 i += 1
                 continue
-            j = i + 1
-            while j < len(lines) and lines[j].strip() and lines[j][0] in " \t":
-                j += 1
-            text = "\n".join([listed.group(1).strip(), *(x.strip() for x in lines[i + 1:j])])
-            key = self._add(section.type, MemoryItem(text, plain=True), line + i)
-            section.head.append(Piece("".join(lines[i:j]), line + i, key))
+            key = self._add(kind, _list_item(lines[i:j]), line + i)
+            head.append(Piece("".join(lines[i:j]), key))
             i = j
+        return head
 
     def _add(self, kind: str, item: MemoryItem, line: int) -> str | None:
         key = item.key(kind)
         if key in self.entries:
-            self._warn(line, f"item {item.title!r} repeats the item of line {self.entries[key].line} "
+            self._warn(line, f"item {item.title!r} repeats the item of line {self.first_lines[key]} "
                              f"({key}); only the first is read")
             return None
-        self.entries[key] = Entry(kind, item, line)
+        self.entries[key] = (kind, item)
+        self.first_lines[key] = line
         return key
 
     def _warn(self, line: int, message: str) -> None:
         self.warnings.append(located(self.path, line, message + "; kept as it is"))
 
-    def items(self, kind: str) -> list[MemoryItem]:
-        """The items of one type, in file order."""
-        return [e.item for e in self.entries.values() if e.type == kind]
 
-    def rewrite(self, changed: dict[str, Typed | None], added: list[Typed], title: str) -> str:
-        """The file's text with `changed` items replaced (None: removed) and `added` appended to their sections."""
-        nl = self.newline
-        pending = list(added)
-        for section in self.sections:
-            for piece, plain in _item_pieces(section):
-                new = changed.get(piece.key, False)
-                if new and not _fits(new, section.type, plain):
-                    pending.append(new)
-        out = [f"#+TITLE: {title}{nl}{nl}" if self.preamble is None else self.preamble]
-        for section in self.sections:
-            if section.type is None:
-                out.extend(piece.text for piece in section.head)
-                continue
-            out.append(self._rewrite_section(section, changed, pending))
-            pending = [(kind, item) for kind, item in pending if kind != section.type]
-        text = "".join(out)
-        for kind in ITEM_TYPES:
-            items = [item for k, item in pending if k == kind]
-            if items:
-                text += _separator(text, nl) + f"* {SECTION_TITLES[kind]}{nl}" + _render_all(items, nl)
-        return text
+class _Writer:
+    """Rewrites sections piece by piece, then reads back the pieces it wrote as a read of the whole file would."""
 
-    def _rewrite_section(self, section: Section, changed: dict, pending: list[Typed]) -> str:
-        nl = self.newline
-        mine = [item for kind, item in pending if kind == section.type]
-        head: list[str] = []
-        after_plain = 1
-        for piece in section.head:
-            text = _replaced(piece, changed, section.type, True, nl)
-            if text is not None:
-                head.append(text)
-                if piece.key is not None:
-                    after_plain = len(head)
-        head[after_plain:after_plain] = [render_item(item, nl) for item in mine if item.as_plain]
-        children = [text for piece in section.children
-                    if (text := _replaced(piece, changed, section.type, False, nl)) is not None]
-        text = "".join(head) + "".join(children)
+    def __init__(self, preamble: str, nl: str):
+        self.preamble = preamble
+        self.nl = nl
+        self.pieces: list[tuple[str, Piece, bool]] = []  # (type, piece, plain) of every piece written
+        self.written: dict[str, Typed] = {}  # key -> (type, item as read back) of every piece written
+        self.appended: dict[str, list[str]] = {}  # type -> keys of the items only appended to its section
+        self.touched: set[str] = set()  # types of the sections changed otherwise
+
+    def section(self, section: Section, edits: dict[str, MemoryItem | None], mine: list[MemoryItem]) -> Section:
+        """`section` with `edits` made in place and `mine` added: list items after the last one, headlines last."""
+        kind = section.type
+        head, children = section.head, section.children
+        if edits:
+            head, children = self._edited(kind, head, edits), self._edited(kind, children, edits)
+        plain = [self._piece(kind, item) for item in mine if item.as_plain]
+        if plain:
+            at = max((n + 1 for n, piece in enumerate(head) if piece.key is not None), default=1)
+            before = Piece(self._line_ended(head[at - 1].text), head[at - 1].key)
+            head = (*head[:at - 1], before, *plain, *head[at:])
         headlines = [item for item in mine if not item.as_plain]
-        return _insert_before_blanks(text, _render_all(headlines, nl), nl) if headlines else text
+        if headlines:
+            head, children = self._appended(kind, head, children, headlines)
+        if edits or plain:
+            self.touched.add(kind)
+        else:
+            self.appended[kind] = [piece.key for piece in children[len(section.children):]]
+        return Section(kind, head, children)
+
+    def _edited(self, kind: str, pieces: tuple[Piece, ...], edits: dict[str, MemoryItem | None]) -> tuple:
+        out = []
+        for piece in pieces:
+            if piece.key not in edits:
+                out.append(piece)
+            elif (new := edits[piece.key]) is not None:
+                out.append(self._piece(kind, new, _split_blanks(piece.text)[1]))
+        return tuple(out)
+
+    def _appended(self, kind: str, head: tuple, children: tuple, items: list[MemoryItem]) -> tuple[tuple, tuple]:
+        """New headline items after the section's last line of text, before the blank lines that end it."""
+        if children:
+            body, blanks = _split_blanks(children[-1].text)
+            children = (*children[:-1], Piece(self._line_ended(body), children[-1].key))
+        else:
+            end = len(head)
+            while end > 1 and head[end - 1].key is None and not head[end - 1].text.strip():
+                end -= 1
+            blanks = "".join(map(_TEXT, head[end:]))
+            head = (*head[:end - 1], Piece(self._line_ended(head[end - 1].text), head[end - 1].key))
+        new = [self._piece(kind, item) for item in items[:-1]] + [self._piece(kind, items[-1], blanks)]
+        return head, (*children, *new)
+
+    def _line_ended(self, text: str) -> str:
+        return text if text.endswith("\n") else text + self.nl
+
+    def _piece(self, kind: str, item: MemoryItem, tail: str = "") -> Piece:
+        """The piece that holds `item`, followed by `tail` (blank lines)."""
+        piece = Piece(render_item(item, self.nl) + tail, item.key(kind))
+        self.pieces.append((kind, piece, item.as_plain))
+        return piece
+
+    def read_back(self) -> bool:
+        """Read the pieces written as a read of the file finds them; False if one reads as another item."""
+        headlines = [piece.text for _, piece, plain in self.pieces if not plain]
+        # one parse for them all, after the preamble: the file's TODO setup applies
+        parsed = parse(self.preamble + "".join(headlines))
+        if len(parsed.document.children) != len(headlines):
+            return False
+        objects = {obj.oid: obj for obj in parsed.objects}
+        found = iter(item_from_headline(objects[oid], text) for oid, text in zip(parsed.document.children, headlines))
+        for kind, piece, plain in self.pieces:
+            item = _list_item(_LINE.findall(piece.text)) if plain else next(found)
+            if item.key(kind) != piece.key or piece.key in self.written:
+                return False
+            self.written[piece.key] = (kind, item)
+        return True
 
 
-def merge(path: str, base: dict[str, Typed], ours: list[Typed], theirs: MemoryFile,
+def merge(path: str, base: Mapping[str, Typed], ours: Mapping[str, Typed | None], theirs: MemoryFile,
           agent: str) -> tuple[dict[str, Typed | None], list[Typed]]:
     """Three-way merge by item key: what to change in `theirs` (None: remove) and what to add.
 
-    `base` is what the saved context was loaded from (empty for a new context, which then only
-    adds and updates). An item changed on one side only takes that side's version; changed
-    on both sides differently, it is a conflict and nothing is written.
+    `ours` holds only what the saved context changes against `base`, what it was loaded from
+    (empty for a new context, which then only adds and updates): key -> (type, item), None
+    when removed. An item changed on one side only takes that side's version; changed on
+    both sides differently, it is a conflict and nothing is written.
     """
-    mine: dict[str, Typed] = {}
-    for pair in ours:
-        mine.setdefault(pair[1].key(pair[0]), pair)
     changed: dict[str, Typed | None] = {}
     added: list[Typed] = []
-    problems: list[tuple[int | None, str]] = []
-    for key in [*mine, *(k for k in base if k not in mine)]:
-        b, o = base.get(key), mine.get(key)
-        if o == b:  # not changed here: the file's version stands
-            continue
-        entry = theirs.entries.get(key)
-        t = entry and (entry.type, entry.item)
+    conflicts: list[str] = []
+    for key, o in ours.items():
+        t = theirs.entries.get(key)
         if o == t:
             continue
-        if t != b:
-            problems.append((entry and entry.line, _conflict(key, t or b or o, b, o, t)))
-            continue
-        if key in theirs.entries:
+        if t != base.get(key):
+            conflicts.append(key)
+        elif t is not None:
             changed[key] = o
         elif o is not None:
             added.append(o)
-    if problems:
-        raise MemoryConflict(path, problems)
+    if conflicts:
+        lines = theirs.lines(conflicts)
+        raise MemoryConflict(path, [(lines.get(key), _conflict(key, base.get(key), ours[key], theirs.entries.get(key)))
+                                    for key in conflicts])
     return changed, _new_items(added, theirs, agent)
 
 
 def _new_items(added: list[Typed], theirs: MemoryFile, agent: str) -> list[Typed]:
     """New items without repeats of an item already there (by normalised text), each with an org-id."""
-    known = {(e.type, e.item.normalised) for e in theirs.entries.values()} if added else set()
+    known = theirs.texts if added else {}
+    seen: set[tuple[str, str]] = set()
     ids: set[str] = set()
     fresh = []
     for kind, item in added:
-        if (kind, item.normalised) in known:
+        text = (kind, item.normalised)
+        if text in known or text in seen:
             continue
-        known.add((kind, item.normalised))
+        seen.add(text)
         if item.id is None and not item.as_plain:
             item = _with_id(item, make_id(agent, kind, item.text), lambda i: i in ids or i in theirs.entries)
         ids.add(item.key(kind))
@@ -268,8 +392,8 @@ def _with_id(item: MemoryItem, wanted: str, taken: Callable[[str], bool]) -> Mem
     return replace(item, id=candidate)
 
 
-def _conflict(key: str, any_side: Typed, base: Typed | None, ours: Typed | None, theirs: Typed | None) -> str:
-    title = any_side[1].title
+def _conflict(key: str, base: Typed | None, ours: Typed | None, theirs: Typed | None) -> str:
+    title = (theirs or base or ours)[1].title
     if base is None:
         return f"item {key} {title!r} is already in the file with other content"
     if theirs is None:
@@ -292,29 +416,35 @@ def _parse_child(oid: bytes, get: Getter) -> tuple[str, MemoryItem, int]:
     return known
 
 
+def _head_end(lines: list[str]) -> int:
+    """How many lines of a section's own text the headline, its planning and its drawer take."""
+    start = 1
+    if start < len(lines) and _PLANNING.match(lines[start]):
+        start += 1
+    if start < len(lines) and _DRAWER_START.match(lines[start]):
+        end = next((i for i in range(start + 1, len(lines)) if _DRAWER_END.match(lines[i])), start)
+        start = end + 1
+    return start
+
+
+def _list_item_end(lines: list[str], i: int) -> int | None:
+    """Where the list item starting at line `i` ends (its indented lines follow it), or None if none starts."""
+    if _LIST_ITEM.match(lines[i]) is None:
+        return None
+    j = i + 1
+    while j < len(lines) and lines[j].strip() and lines[j][0] in " \t":
+        j += 1
+    return j
+
+
+def _list_item(lines: list[str]) -> MemoryItem:
+    """The plain item a list item's lines hold."""
+    first = _LIST_ITEM.match(lines[0]).group(1).strip()
+    return MemoryItem("\n".join([first, *(line.strip() for line in lines[1:])]), plain=True)
+
+
 def _first_line_crlf(doc: Document, get: Getter) -> bool:
     return bool(doc.children) and get(doc.children[0]).raw.split("\n", 1)[0].endswith("\r")
-
-
-def _item_pieces(section: Section):
-    if section.type is not None:
-        yield from ((p, True) for p in section.head if p.key is not None)
-        yield from ((p, False) for p in section.children if p.key is not None)
-
-
-def _fits(new: Typed, kind: str, plain: bool) -> bool:
-    """Whether a changed item can take its old place: same section, same form (list item or headline)."""
-    return new[0] == kind and new[1].as_plain == plain
-
-
-def _replaced(piece: Piece, changed: dict, kind: str, plain: bool, nl: str) -> str | None:
-    """A piece's text after the changes: as it was, re-rendered in place, or None when it goes."""
-    if piece.key not in changed:
-        return piece.text
-    new = changed[piece.key]
-    if new is None or not _fits(new, kind, plain):
-        return None
-    return render_item(new[1], nl) + _split_blanks(piece.text)[1]
 
 
 def _render_all(items: list[MemoryItem], nl: str) -> str:
@@ -327,16 +457,9 @@ def _split_blanks(text: str) -> tuple[str, str]:
     return text[:cut], text[cut:]
 
 
-def _insert_before_blanks(text: str, addition: str, nl: str) -> str:
-    """Insert `addition` before the blank lines that end `text`, on a line of its own."""
-    body, blanks = _split_blanks(text)
-    if body and not body.endswith("\n"):
-        body += nl
-    return body + addition + blanks
-
-
-def _separator(text: str, nl: str) -> str:
-    """What puts one blank line between `text` and a new section."""
-    if not text or text.endswith(nl + nl) or text == nl:
+def _separator(data: bytes, nl: str) -> str:
+    """What puts one blank line between the text `data` holds and a new section."""
+    end = nl.encode()
+    if not data or data.endswith(end + end) or data == end:
         return ""
-    return nl if text.endswith("\n") else nl + nl
+    return nl if data.endswith(b"\n") else nl + nl

@@ -21,6 +21,7 @@ from .layout import LOCK_FILE
 
 LOCK_TIMEOUT = 60.0
 ATTEMPTS = 5
+BLOCK = 1 << 16  # large files are compared block by block rather than read whole once more
 
 
 class MemoryBusy(UserError):
@@ -70,18 +71,35 @@ def read_or_none(path: Path) -> bytes | None:
         return None
 
 
-def replace_file(path: Path, compute: Callable[[bytes | None], bytes | None]) -> bool:
+def holds(path: Path, data: bytes | None) -> bool:
+    """Whether the file holds exactly `data` (None: the file does not exist)."""
+    try:
+        with open(path, "rb") as file:
+            if data is None or os.fstat(file.fileno()).st_size != len(data):
+                return False
+            offset = 0
+            while block := file.read(BLOCK):
+                if block != data[offset:offset + len(block)]:
+                    return False
+                offset += len(block)
+            return offset == len(data)
+    except FileNotFoundError:
+        return data is None
+
+
+def replace_file(path: Path, compute: Callable[[bytes | None], bytes | None], expected: bytes | None = None) -> bool:
     """Write `compute(current bytes)` over `path` atomically, unless the file changes meanwhile; True if written.
 
     `compute` returns None (or the same bytes) when there is nothing to write. When the file
-    changes between reading and replacing, the step is repeated on the new bytes.
+    changes between reading and replacing, the step is repeated on the new bytes. `expected`
+    is what the caller last read or wrote there: while the file holds it, it is not read again.
     """
     for _ in range(ATTEMPTS):
-        old = read_or_none(path)
+        old = expected if expected is not None and holds(path, expected) else read_or_none(path)
         new = compute(old)
         if new is None or new == old:
             return False
-        if read_or_none(path) != old:
+        if not holds(path, old):
             continue
         write_atomically(path, new)
         return True

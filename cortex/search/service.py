@@ -1,10 +1,11 @@
 """The store's search indexes: derived from a tree, kept in line with the working root.
 
 An index records the root it was built for. Before every search it is brought in line
-with the state asked for: files whose document oid differs are re-read and only the
-items whose key changed are removed or added (a key names a unit of text in place:
-path, outline, headline oid, unit). Embeddings come from a cache in the store keyed by
-the text's hash, so an update, a rollback or a rebuild never embeds a text twice. The
+with the state asked for: in files whose document oid differs, only the subtrees that are
+not in both documents at the same outline are read, and only the items whose key changed
+are removed or added (a key names a unit of text in place: path, outline, headline oid,
+unit), so one new item in a file of thousands costs one item. Embeddings come from a
+cache in the store keyed by the text's hash, so an update, a rollback or a rebuild never embeds a text twice. The
 indexes are saved beside the store when the session closes and trusted on load only if
 they say which root they match; otherwise they are updated from that root or rebuilt.
 """
@@ -15,9 +16,10 @@ import os
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 from pathlib import Path
 
 import blake3
@@ -27,8 +29,8 @@ from ..codec import decode, encode
 from ..errors import UserError
 from ..hashing import Oid
 from ..memory.layout import classify
-from ..objects import EMPTY_TREE, Document, Headline, Tree
-from ..query import Node, walk_document
+from ..objects import EMPTY_TREE, Document, Headline, OrgObject, Tree
+from ..query import walk_document
 from .embedders import CachedEmbedder, Embedder, default_embedder
 from .fusion import METHODS, Weights, hybrid_search
 from .keyword import KeywordIndex
@@ -36,6 +38,9 @@ from .vector import VectorIndex
 
 EMBEDDINGS = "search.embeddings"
 STATE_VERSION = 1
+MASKS_KEPT = 8  # filters whose keys are kept up to date across changes
+LINES_KEPT = 200_000  # subtrees whose line counts are kept
+OFFSETS_KEPT = 4096  # headlines whose children's line offsets are kept
 SOURCES = ("memory", "notes")
 TYPES = ("fact", "procedure", "pattern", "log")
 _DRAWER = re.compile(r"^[ \t]*:PROPERTIES:[ \t]*\r?$.*?^[ \t]*:END:[ \t]*\r?$\n?", re.M | re.S | re.I)
@@ -143,21 +148,63 @@ def item_key(path: str, outline: tuple[str, ...], oid: bytes, unit: int) -> int:
     return int.from_bytes(blake3.blake3(data).digest()[:8], "little")
 
 
-def units(node: Node) -> Iterable[Item]:
-    """The searchable units of a headline: its own text; a memory section's list items one by one."""
-    h: Headline = node.headline
-    tag = classify(node.path, node.outline, h)
+def units(path: str, outline: tuple[str, ...], position: tuple[int, ...], h: Headline) -> Iterable[Item]:
+    """The searchable units of a headline in place: its own text; a memory section's list items one by one."""
+    tag = classify(path, outline, h)
     body = _PLANNING.sub("", _DRAWER.sub("", h.raw.split("\n", 1)[1] if "\n" in h.raw else ""))
-    common = dict(path=node.path, outline=node.outline, position=node.position, oid=h.oid, id=h.id,
+    common = dict(path=path, outline=outline, position=position, oid=h.oid, id=h.id,
                   agent=tag and tag.agent, type=tag and tag.type, tags=h.tags, todo=h.todo)
-    section = tag is not None and len(node.outline) == 1 and node.path.endswith("/memory.org")
+    section = tag is not None and len(outline) == 1 and path.endswith("/memory.org")
     if section:
         for n, match in enumerate(_LIST_ITEM.finditer(body), 1):
             text = " ".join(match.group(1).split())
-            yield Item(item_key(node.path, node.outline, h.oid, n), text=text, **common)
+            yield Item(item_key(path, outline, h.oid, n), text=text, **common)
         return
     text = (h.title + "\n" + body).strip()
-    yield Item(item_key(node.path, node.outline, h.oid, 0), text=text, **common)
+    yield Item(item_key(path, outline, h.oid, 0), text=text, **common)
+
+
+Parents = list[tuple[tuple[int, ...], tuple[Oid, ...]]]  # (position of a headline, its children's oids)
+
+
+def changed_units(get: Callable[[bytes], OrgObject], path: str, old: Document | None,
+                  new: Document | None) -> tuple[dict[int, Item], dict[int, Item]]:
+    """The units of the `old` and the `new` document of a file outside the subtrees both hold, by key.
+
+    A subtree found on both sides among the children of the same outline has the same units
+    on both sides, so it is skipped whole, unless a sibling that changed has its title and
+    children: then the children of both are compared one level down, as they share an outline.
+    """
+    gone: dict[int, Item] = {}
+    came: dict[int, Item] = {}
+    levels = [((), [((), old.children)] if old else [], [((), new.children)] if new else [])]
+    while levels:
+        outline, before, after = levels.pop()
+        oids = [set().union(*(children for _, children in parents)) for parents in (before, after)]
+        shared = oids[0] & oids[1]
+        below: dict[str, tuple[Parents, Parents]] = {}
+        for side, (parents, found) in enumerate(((before, gone), (after, came))):
+            if changed := oids[side] - shared:
+                for position, headline in _among(get, parents, changed.__contains__):
+                    found.update((u.key, u) for u in units(path, (*outline, headline.title), position, headline))
+                    if headline.children:
+                        below.setdefault(headline.title, ([], []))[side].append((position, headline.children))
+        if below:
+            for side, parents in enumerate((before, after)):
+                for position, headline in _among(get, parents, shared.__contains__):
+                    if headline.children and headline.title in below:
+                        below[headline.title][side].append((position, headline.children))
+        levels.extend(((*outline, title), b, a) for title, (b, a) in below.items())
+    return gone, came
+
+
+def _among(get: Callable[[bytes], OrgObject], parents: Parents,
+           keep: Callable[[Oid], bool]) -> Iterator[tuple[tuple[int, ...], Headline]]:
+    """The children of `parents` that `keep` accepts, with their positions."""
+    for position, children in parents:
+        for n, oid in enumerate(children):
+            if keep(oid):
+                yield (*position, n), get(oid)
 
 
 class SearchIndex:
@@ -175,8 +222,10 @@ class SearchIndex:
         self.dirty = False
         self._lock = threading.RLock()
         self._rebuilding: threading.Thread | None = None
-        self._lines: dict[bytes, dict[tuple[int, ...], int]] = {}  # document oid -> position -> line
-        self._masks: dict[Filters, set[int]] = {}  # the keys each filter admits, until the items change
+        self._lines: dict[bytes, int] = {}  # headline oid -> lines of its subtree
+        self._offsets: dict[bytes, list[int]] = {}  # document or headline oid -> lines before each child
+        self._walked: dict[bytes, dict[bytes, int]] = {}  # document oid -> headline oid -> line, when positions moved
+        self._masks: dict[Filters, set[int]] = {}  # the keys each recently used filter admits
 
     # --- keeping in line with the store ---------------------------------------------------
 
@@ -191,23 +240,23 @@ class SearchIndex:
                 old = EMPTY_TREE
             removed: set[int] = set()
             added: dict[int, Item] = {}
+            get = self.store.objects.__getitem__
             for path in old.entries.keys() | tree.entries.keys():
                 a, b = old.entries.get(path), tree.entries.get(path)
                 if a == b:
                     continue
-                before = self.by_path.get(path, set())
-                now = {} if b is None else {i.key: i for i in self._document_items(path, self.store.objects[b])}
-                removed |= before - now.keys()
-                added.update((k, i) for k, i in now.items() if k not in before)
+                gone, came = changed_units(get, path, a and get(a), b and get(b))
+                indexed = self.by_path.get(path, set())
+                removed |= (gone.keys() - came.keys()) & indexed
+                added.update((k, i) for k, i in came.items() if k not in indexed)
             self._apply(removed, added)
             self.root = tree.oid
             self.dirty = True
 
-    def _document_items(self, path: str, doc: Document) -> list[Item]:
-        return [item for node in walk_document(self.store, path, doc) for item in units(node)]
-
     def _apply(self, removed: set[int], added: dict[int, Item]) -> None:
-        self._masks.clear()
+        # a filter's keys change by what changed, not by the thousands of items that stay
+        self._masks = {f: (mask - removed) | {k for k, i in added.items() if _admits(f, i)}
+                       for f, mask in self._masks.items()}
         if removed:
             self.keyword.remove(removed)
             self.vector.remove(list(removed))
@@ -251,6 +300,7 @@ class SearchIndex:
         self.root = EMPTY_TREE.oid
         self.items.clear()
         self.by_path.clear()
+        self._masks.clear()
         self.keyword = KeywordIndex.build([])
         self.vector = VectorIndex(self.embedder.dim)
 
@@ -266,9 +316,12 @@ class SearchIndex:
         with self._lock:
             mask = None
             if filters.any():
-                mask = self._masks.get(filters)
+                mask = self._masks.pop(filters, None)
                 if mask is None:
-                    mask = self._masks[filters] = self._mask(filters)
+                    mask = self._mask(filters)
+                    if len(self._masks) >= MASKS_KEPT:
+                        self._masks.pop(next(iter(self._masks)))
+                self._masks[filters] = mask  # the most recently used last
             if mask is not None and not mask:
                 return []
             hits = hybrid_search(query, self.embedder, self.keyword, self.vector, limit=limit, mask=mask,
@@ -282,14 +335,48 @@ class SearchIndex:
         return {k for k in keys if _admits(f, self.items[k])}
 
     def _line(self, item: Item) -> int:
-        doc_oid = self.store.objects[self.root].entries[item.path]
-        lines = self._lines.get(doc_oid)
-        if lines is None:
-            if len(self._lines) > 256:
+        """The first line of an item's headline in the file as it is now."""
+        doc = self.store.objects[self.store.objects[self.root].entries[item.path]]
+        line = self._line_at(doc, item.position, item.oid)
+        if line is None:  # headlines were inserted or removed before it since it was indexed
+            lines = self._walked.get(doc.oid)
+            if lines is None:
+                lines = {}
+                for node in walk_document(self.store, item.path, doc):
+                    lines.setdefault(node.oid, node.line)
+                self._walked = {doc.oid: lines}  # the file being edited
+            line = lines.get(item.oid, 0)
+        return line
+
+    def _line_at(self, doc: Document, position: tuple[int, ...], oid: Oid) -> int | None:
+        """The first line of the headline at `position`, from the lines of the subtrees before it; None if not `oid`."""
+        parent: Document | Headline = doc
+        start = line = 1 + doc.preamble.count("\n")  # where the parent's children start
+        for index in position:
+            if index >= len(parent.children):
+                return None
+            line = start + self._starts(parent)[index]
+            parent = self.store.objects[parent.children[index]]
+            start = line + parent.raw.count("\n")
+        return line if parent.oid == oid else None
+
+    def _starts(self, parent: Document | Headline) -> list[int]:
+        """Lines before each child's subtree among the children of `parent`, then the lines of them all."""
+        starts = self._offsets.get(parent.oid)
+        if starts is None:
+            sizes = list(map(self._lines.get, parent.children))  # most subtrees are known from earlier documents
+            for n, size in enumerate(sizes):
+                if size is None:
+                    headline: Headline = self.store.objects[parent.children[n]]
+                    below = self._starts(headline)[-1] if headline.children else 0
+                    sizes[n] = self._lines[bytes(headline.oid)] = headline.raw.count("\n") + below
+            starts = [0, *accumulate(sizes)]
+            if len(self._offsets) >= OFFSETS_KEPT:
+                self._offsets.clear()
+            if len(self._lines) >= LINES_KEPT:
                 self._lines.clear()
-            doc = self.store.objects[doc_oid]
-            lines = self._lines[doc_oid] = {n.position: n.line for n in walk_document(self.store, item.path, doc)}
-        return lines.get(item.position, 0)
+            self._offsets[parent.oid] = starts
+        return starts
 
     # --- persistence ---------------------------------------------------------------------------
 
@@ -333,7 +420,8 @@ class SearchIndex:
 
 
 def _admits(f: Filters, item: Item) -> bool:
-    return ((f.source is None or item.source == f.source)
+    return ((f.path is None or item.path == f.path or item.path.startswith(f.path.rstrip("/") + "/"))
+            and (f.source is None or item.source == f.source)
             and (f.agent is None or item.agent == f.agent)
             and (f.type is None or item.type == f.type)
             and (f.tag is None or f.tag in item.tags)
