@@ -21,7 +21,7 @@ from . import orgfile
 from .backends import Store
 from .errors import CortexError, RefConflict, UserError, located
 from .hashing import Oid, hash_bytes
-from .objects import EMPTY_TREE, Tree
+from .objects import EMPTY_TREE, OrgObject, Tree
 
 WORKING = "working"
 ORG_SUFFIX = ".org"
@@ -186,8 +186,7 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
             store.refs.set_if_equals(WORKING, tree.oid, base_oid, f"ingest {scope}")
 
     store.transact(commit)
-    store.objects.remember(tree)  # the next ingest starts from it
-    batch.keep_layouts()
+    batch.committed()
     report.seconds = time.perf_counter() - started
     return report
 
@@ -201,7 +200,7 @@ class _Batch:
         self.new_layouts: dict[str, orgfile.Layout] = {}
         self.docs = store.table(DOCS_BY_BYTES)
         self.subtrees = store.table(SUBTREES)
-        self.objects: dict[Oid, bytes] = {}
+        self.objects: dict[Oid, OrgObject] = {}
         self.doc_cache: dict[bytes, Oid] = {}
         self.subtree_cache: dict[bytes, Oid] = {}
         self.reused: set[bytes] = set()  # checked again when committing, in case gc ran meanwhile
@@ -239,9 +238,12 @@ class _Batch:
         self.reused.add(oid)
         return oid
 
-    def keep_layouts(self) -> None:
-        """Remember the layouts of the files parsed, once their objects are committed."""
+    def committed(self) -> None:
+        """Keep what the next ingest and readers start from, now that it is stored: the layouts of
+        the files parsed, and the objects decoded (an edited section may list thousands of children)."""
         self.layouts.update(self.new_layouts)
+        for obj in self.objects.values():
+            self.store.objects.remember(obj)
 
     def _cached_subtree(self, key: bytes) -> Oid | None:
         oid = self.subtree_cache.get(key) or self._stored(self.subtrees, key)
@@ -253,12 +255,12 @@ class _Batch:
             self.reused.add(oid)
         return oid
 
-    def add(self, obj) -> None:
-        self.objects.setdefault(obj.oid, obj.encoded)
+    def add(self, obj: OrgObject) -> None:
+        self.objects.setdefault(obj.oid, obj)
 
     def write(self) -> int:
         """Write everything gathered; call inside a transaction."""
-        new = self.store.objects.add_raw(self.objects.items())
+        new = self.store.objects.add_raw((oid, obj.encoded) for oid, obj in self.objects.items())
         for digest, oid in self.doc_cache.items():
             self.docs[digest] = oid
         for key, oid in self.subtree_cache.items():

@@ -18,7 +18,6 @@ fusion (k = 60) of the same two signals.
 from __future__ import annotations
 
 from collections.abc import Collection
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,9 +29,6 @@ from cortex.search.vector import VectorIndex
 
 METHODS = ("weighted", "rrf")
 RRF_K = 60
-
-# The query is embedded here while the keyword side scores it: onnxruntime releases the GIL.
-_EMBEDDING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cortex-query-embedding")
 
 
 @dataclass(frozen=True)
@@ -112,13 +108,13 @@ def hybrid_search(query: str, embedder: Embedder, keyword: KeywordIndex, vector:
         raise UserError(f"search limit must be at least 1, got {limit}")
     if method not in METHODS:
         raise UserError(f"unknown fusion method {method!r}: use one of {', '.join(METHODS)}")
+    query_vector = embedder.embed([query])[0]
     depth = max(depth, limit)
-    embedding = _EMBEDDING.submit(embedder.embed, [query])
-    keyword_found = [key for key, _ in keyword.search(query, depth, mask)]
-    query_vector = embedding.result()[0]
-    found = [key for key, _ in vector.search(query_vector, depth, mask)]
-    keys = list(dict.fromkeys(found + keyword_found))
-    candidates = Candidates(np.array(keys, dtype=np.uint64), vector.similarity(query_vector, keys),
-                            keyword.scores(query, keys),
+    near = dict(vector.search(query_vector, depth, mask))
+    keyword_only = [key for key, _ in keyword.search(query, depth, mask) if key not in near]
+    keys = [*near, *keyword_only]
+    cosine = np.concatenate([np.fromiter(near.values(), dtype=np.float32, count=len(near)),
+                             vector.similarity(query_vector, keyword_only)])
+    candidates = Candidates(np.array(keys, dtype=np.uint64), cosine, keyword.scores(query, keys),
                             keyword.scores(query, keys, identifiers_only=True))
     return fuse(candidates, method, weights, limit)

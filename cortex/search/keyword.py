@@ -188,8 +188,9 @@ class KeywordIndex:
         allowed = None if mask is None else set(mask)
         terms = _distinct(tokenize(query))
         found: dict[int, float] = {}
-        if self._bm25 is not None:
-            scores = self._base_scores(terms, self._weights(allowed))
+        raw = self._raw_scores(terms)
+        if raw is not None:
+            scores = raw * self._weights(allowed)
             hits = np.flatnonzero(scores > 0)
             if len(hits) > k:
                 hits = hits[np.argpartition(-scores[hits], k - 1)[:k]]
@@ -205,11 +206,14 @@ class KeywordIndex:
         """
         terms = _distinct(identifiers(query) if identifiers_only else tokenize(query))
         overlay = self._overlay_scores(terms)
-        base = self._base_scores(terms, self._alive) if self._bm25 is not None else None
+        raw = self._raw_scores(terms)
         out = []
         for key in keys:
             pos = self._position.get(key)
-            out.append(overlay.get(key, 0.0) if pos is None else float(base[pos]))
+            if pos is None:
+                out.append(overlay.get(key, 0.0))
+            else:
+                out.append(0.0 if raw is None else float(raw[pos] * self._alive[pos]))
         return np.array(out, dtype=np.float32)
 
     def _weights(self, allowed: set[int] | None) -> np.ndarray:
@@ -223,14 +227,15 @@ class KeywordIndex:
         self._last_weights = (allowed, weights)
         return weights
 
-    def _base_scores(self, terms: list[str], weights: np.ndarray) -> np.ndarray:
-        ids = tuple(self._bm25.get_tokens_ids(terms))
+    def _raw_scores(self, terms: list[str]) -> np.ndarray | None:
+        """The base index's BM25 score of `terms` for every document (None when it knows none of them)."""
+        ids = tuple(self._bm25.get_tokens_ids(terms)) if self._bm25 is not None else ()
         if not ids:
-            return np.zeros(len(self._keys), dtype=np.float32)
+            return None
         # The base index never changes, so a query's raw scores serve its search and its rescoring.
         if self._last_raw is None or self._last_raw[0] != ids:
             self._last_raw = (ids, self._bm25.get_scores_from_ids(list(ids)))
-        return self._last_raw[1] * weights
+        return self._last_raw[1]
 
     def _overlay_scores(self, terms: list[str]) -> dict[int, float]:
         if not self._overlay:
