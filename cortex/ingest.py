@@ -79,13 +79,22 @@ def working_tree(store: Store) -> Tree:
 
 
 def org_paths(folder: str | os.PathLike) -> list[str]:
-    """Relative POSIX paths of every Org file under `folder`, skipping hidden ones, in a stable order."""
-    found = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        rel = os.path.relpath(dirpath, folder)
-        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-        found.extend(prefix + f for f in sorted(filenames) if f.endswith(ORG_SUFFIX) and not f.startswith("."))
+    """Relative POSIX paths of every Org file under `folder`, skipping hidden ones, in a stable order:
+    a folder's files by name, then its subfolders by name (symbolic links to folders are not followed)."""
+    found: list[str] = []
+
+    def visit(directory: str, prefix: str) -> None:
+        try:
+            with os.scandir(directory) as scan:
+                entries = sorted((e for e in scan if not e.name.startswith(".")), key=lambda e: e.name)
+        except OSError:  # unreadable or gone: as if empty, like os.walk
+            return
+        found.extend(prefix + e.name for e in entries if e.name.endswith(ORG_SUFFIX) and not e.is_dir())
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                visit(entry.path, prefix + entry.name + "/")
+
+    visit(os.fspath(folder), "")
     return found
 
 
