@@ -70,6 +70,14 @@ def test_mask_restricts_results(index):
     assert set(top(index, "export", 5)) == {5, 6}
 
 
+def test_a_mask_reused_across_queries_sees_removals_and_additions(index):
+    mask = {5, 6, 11}
+    assert set(top(index, "export", 5, mask=mask)) == {5, 6}
+    index.remove([6])
+    index.add([(11, "The export of invoices runs nightly.")])
+    assert set(top(index, "export", 5, mask=mask)) == {5, 11}
+
+
 def test_removal_and_edit_are_seen_by_the_next_search(index):
     index.remove([1, 999])
     assert top(index, "E1234") == [] and 1 not in index

@@ -185,7 +185,8 @@ class KeywordIndex:
         """
         if k <= 0:
             return []
-        allowed = None if mask is None else set(mask)
+        # A set is used as given, so that the weights cached for it serve the caller's next query.
+        allowed = mask if mask is None or isinstance(mask, (set, frozenset)) else set(mask)
         terms = _distinct(tokenize(query))
         found: dict[int, float] = {}
         raw = self._raw_scores(terms)
