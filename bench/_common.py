@@ -29,6 +29,16 @@ def best_of(fn, repeat: int = 3) -> float:
     return min(times)
 
 
+def timed(function, arguments) -> list[float]:
+    """Seconds taken by `function(argument)` for each argument, in order."""
+    times = []
+    for argument in arguments:
+        start = time.perf_counter()
+        function(argument)
+        times.append(time.perf_counter() - start)
+    return times
+
+
 def percentiles(samples: list[float]) -> tuple[float, float]:
     """p50 and p95 of a list of seconds, in milliseconds."""
     ordered = sorted(samples)

@@ -8,7 +8,7 @@ import time
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
-from _common import best_of, percentiles, report
+from _common import best_of, percentiles, report, timed
 
 import cortex.api as cx
 from cortex.memory.agents import MemoryContext
@@ -94,16 +94,8 @@ def search_latency(c, small: MemoryContext, large: MemoryContext) -> None:
     c.search("warm up")  # the first search embeds every item once
     print(f"search index built over {len(c.headlines())} headlines in {time.perf_counter() - start:.1f} s")
 
-    def latencies(search) -> list[float]:
-        times = []
-        for query in queries:
-            start = time.perf_counter()
-            search(query)
-            times.append(time.perf_counter() - start)
-        return times
-
-    everything = percentiles(latencies(lambda q: c.search(q, limit=10)))
-    one_agent = percentiles(latencies(lambda q: c.memory.search("large", q, limit=10)))
+    everything = percentiles(timed(lambda q: c.search(q, limit=10), queries))
+    one_agent = percentiles(timed(lambda q: c.memory.search("large", q, limit=10), queries))
     print(f"search p50/p95 over the whole store (baseline): {everything[0]:.1f} / {everything[1]:.1f} ms")
     report("search p50 within one agent at 10k items vs the whole store", one_agent[0] / 1e3,
            everything[0] / 1e3)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from _common import timed
+
 from cortex.search import (
     CachedEmbedder,
     HashingEmbedder,
@@ -45,15 +47,6 @@ def corpus_lines() -> list[str]:
 def percentiles(seconds: list[float]) -> tuple[float, float]:
     ms = np.array(seconds) * 1000
     return float(np.percentile(ms, 50)), float(np.percentile(ms, 95))
-
-
-def timed(function, arguments) -> list[float]:
-    out = []
-    for argument in arguments:
-        start = time.perf_counter()
-        function(argument)
-        out.append(time.perf_counter() - start)
-    return out
 
 
 def best_of_3(function, argument) -> float:

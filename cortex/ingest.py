@@ -236,16 +236,16 @@ class _Batch:
     def _reparse(self, path: str, data: bytes) -> tuple[orgfile.Parsed, orgfile.Layout] | None:
         """Re-parse an edit of a file whose last layout is kept, if every object it names is still stored."""
         old = self.layouts.get(path)
-        if old is None or self._stored_object(old.document.oid) is None:
+        if old is None or not self._still_stored(old.document.oid):
             return None
         return orgfile.reparse(old, data, self.store.objects.__getitem__, cached=self._cached_subtree)
 
-    def _stored_object(self, oid: Oid) -> Oid | None:
+    def _still_stored(self, oid: Oid) -> bool:
         # A stored document's whole tree is stored: gc collects whole unreachable trees.
         if oid not in self.store.objects:
-            return None
+            return False
         self.reused.add(oid)
-        return oid
+        return True
 
     def committed(self) -> None:
         """Keep what the next ingest and readers start from, now that it is stored: the layouts of

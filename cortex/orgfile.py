@@ -241,7 +241,7 @@ class Layout:
     @property
     def outline(self) -> _Outline:
         if self._outline is None:
-            starts, stars = _outline_bytes(self.data, 0, len(self.data))
+            starts, stars = _outline(self.data)
             after = _subtree_ends(stars)
             oids: list[Oid | None] = [None] * len(starts)
             for i, oid in zip(_kids(after, 0, len(after)), self.document.children):
@@ -291,7 +291,7 @@ def reparse(old: Layout, data: bytes, get: Getter, cached: Cached | None = None)
         new_part.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    mid_starts, mid_stars = _outline_bytes(data, lo, old_hi + shift)
+    mid_starts, mid_stars = _outline(data, lo, old_hi + shift)
     if not mid_starts or mid_starts[0] != lo:
         return None
     touched = len(mid_starts)
@@ -405,12 +405,16 @@ def _subtree_parts(children: tuple[Oid, ...], get: Getter) -> Iterator[str]:
         pending.extend(reversed(headline.children))
 
 
-def _outline(text: str) -> tuple[list[int], list[int]]:
-    """Where each headline starts, and its number of stars."""
-    spans = [m.span() for m in _HEADLINE.finditer(text)]
+def _outline(text: str | bytes, lo: int = 0, hi: int | None = None) -> tuple[list[int], list[int]]:
+    """Where each headline of `text[lo:hi]` starts, and its number of stars; `lo` is 0 or just past
+    a line end. Offsets count characters in a str, bytes in bytes."""
+    hi = len(text) if hi is None else hi
+    headline, first_headline = ((_HEADLINE, _FIRST_HEADLINE) if isinstance(text, str)
+                                else (_HEADLINE_BYTES, _FIRST_HEADLINE_BYTES))
+    spans = [m.span() for m in headline.finditer(text, max(lo - 1, 0), hi)]
     starts = [a + 1 for a, _ in spans]
     stars = [b - a - 2 for a, b in spans]
-    first = _FIRST_HEADLINE.match(text)
+    first = first_headline.match(text, 0, hi) if lo == 0 else None
     if first:
         starts.insert(0, 0)
         stars.insert(0, first.end() - 1)
@@ -443,18 +447,6 @@ def _longest(limit: int, equal: Callable[[int, int], bool], block: int = 1 << 16
         else:
             hi = mid - 1
     return lo
-
-
-def _outline_bytes(data: bytes, lo: int, hi: int) -> tuple[list[int], list[int]]:
-    """`_outline` of the bytes [lo, hi), where lo is 0 or just past a line end."""
-    spans = [m.span() for m in _HEADLINE_BYTES.finditer(data, max(lo - 1, 0), hi)]
-    starts = [a + 1 for a, _ in spans]
-    stars = [b - a - 2 for a, b in spans]
-    first = _FIRST_HEADLINE_BYTES.match(data, 0, hi) if lo == 0 else None
-    if first:
-        starts.insert(0, 0)
-        stars.insert(0, first.end() - 1)
-    return starts, stars
 
 
 def _setup_from(sequences: list[str], startup: list[str], crlf: bool) -> _Setup:
