@@ -9,6 +9,8 @@ Prints the median wall time of:
                                             until the prompt is drawn, on a copy of org/
   key echoed                                ... until a key typed the moment the prompt is drawn
                                             shows after it: the REPL responds
+  line editor up                            ... until prompt-toolkit takes over the prompt (its
+                                            first cursor-position query)
   ingested                                  ... until the start-up ingest line is shown
 and each one's ratio to the baseline (the target is 2x for the prompt).
 """
@@ -46,15 +48,15 @@ def timed(argv: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def interactive(store: Path, org: Path) -> tuple[float, float, float]:
-    """Seconds until the prompt is drawn, until a key typed then is echoed, and until the ingest line
-    appears, in a pseudo-terminal."""
+def interactive(store: Path, org: Path) -> tuple[float, float, float, float]:
+    """Seconds until the prompt is drawn, until a key typed then is echoed, until prompt-toolkit is up
+    and until the ingest line appears, in a pseudo-terminal."""
     argv = [sys.executable, "-m", "cortex.repl", "--store", str(store), str(org)]
     started = time.perf_counter()
     pid, fd = pty.fork()
     if pid == 0:
         os.execve(argv[0], argv, ENV)
-    seen, typed_at, prompt_at, echo_at, ingested_at = b"", None, None, None, None
+    seen, typed_at, prompt_at, echo_at, editor_at, ingested_at = b"", None, None, None, None, None
     deadline = started + 30
     try:
         # Done once the prompt is drawn again below the ingest line: a key sent while the line is
@@ -70,6 +72,8 @@ def interactive(store: Path, org: Path) -> tuple[float, float, float]:
                 for _ in range(chunk.count(CURSOR_QUERY)):
                     os.write(fd, b"\x1b[1;1R")
                 now = time.perf_counter() - started
+                if editor_at is None and CURSOR_QUERY in chunk:
+                    editor_at = now
                 if prompt_at is None and b"cortex=>" in seen:
                     prompt_at, typed_at = now, len(seen)
                     os.write(fd, KEY)
@@ -81,9 +85,9 @@ def interactive(store: Path, org: Path) -> tuple[float, float, float]:
     finally:
         _, status = os.waitpid(pid, 0)
         os.close(fd)
-    if prompt_at is None or echo_at is None or ingested_at is None:
+    if None in (prompt_at, echo_at, editor_at, ingested_at):
         raise RuntimeError(f"the REPL did not come up: {seen[-500:]!r}")
-    return prompt_at, echo_at, ingested_at
+    return prompt_at, echo_at, editor_at, ingested_at
 
 
 def main() -> None:
@@ -96,11 +100,11 @@ def main() -> None:
         shutil.copytree(REPO / "org", work / "org")
         interactive(work / "store", work / "org")  # the first run creates the store; later ones re-open it
         results: dict[str, list[float]] = {"hy -c 1": [], "eval (+ 1 1)": [], "prompt drawn": [], "key echoed": [],
-                                           "ingested": []}
+                                           "line editor up": [], "ingested": []}
         for _ in range(args.runs):  # interleaved, so machine noise hits every measurement alike
             results["hy -c 1"].append(timed([str(BIN / "hy"), "-c", "1"]))
             results["eval (+ 1 1)"].append(timed([sys.executable, "-m", "cortex.repl", "-e", "(+ 1 1)"]))
-            for name, seconds in zip(("prompt drawn", "key echoed", "ingested"),
+            for name, seconds in zip(("prompt drawn", "key echoed", "line editor up", "ingested"),
                                      interactive(work / "store", work / "org"), strict=True):
                 results[name].append(seconds)
     finally:

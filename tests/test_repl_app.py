@@ -110,18 +110,24 @@ def pending(fd: int, seconds: float = 0.2) -> bytes:
     return os.read(fd, 65536) if select.select([fd], [], [], seconds)[0] else b""
 
 
-def test_the_early_prompt_keeps_keys_unechoed_and_hands_them_to_prompt_toolkit(terminal):
+def test_the_early_prompt_echoes_text_until_another_key_and_hands_over_every_key_read(terminal):
     program, typist = terminal
     before = termios.tcgetattr(program)
     with EarlyPrompt(program, program) as early:
         assert pending(typist).decode().replace("\r", "") == f"{BANNER}\n{PROMPT}"
-        os.write(typist, b"(+ 1\r\x03")  # Enter and Ctrl-C too are kept as typed, not acted on
-        assert pending(typist) == b""  # nothing echoed
-        early.hand_over()
+        os.write(typist, "(+ 1 é".encode())
+        assert ESCAPES.sub("", pending(typist).decode()) == f"{PROMPT}(+ 1 é"
+        os.write(typist, b"\x7f\x7f")  # rub-outs edit the line
+        assert ESCAPES.sub("", pending(typist).decode()) == f"{PROMPT}(+ 1"
+        os.write(typist, b" 2\r)\x03")  # Enter: the text before it is echoed, nothing after it is acted on
+        assert ESCAPES.sub("", pending(typist).decode()) == f"{PROMPT}(+ 1 2"
+        os.write(typist, b"3\r")  # no longer read: left for prompt-toolkit
+        assert pending(typist) == b""
+        assert early.hand_over() == "(+ 1 é\x7f\x7f 2\r)\x03".encode()
         assert termios.tcgetattr(program) == before  # what prompt-toolkit saves and restores between entries
         assert pending(typist) == b"\r"  # the cursor back at the start of the prompt line, to draw over it
         with raw_mode(program):
-            assert pending(program) == b"(+ 1\r\x03"
+            assert pending(program) == b"3\r"
     assert termios.tcgetattr(program) == before
 
 

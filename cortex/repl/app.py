@@ -69,8 +69,8 @@ def run(store=None, org_root=None, *, ingest: bool = True, input: Input | None =
         startup = Startup(make_session)
         prompt = prompt_session(startup, input, output)
         prompt.app.after_render += startup.start
-        if early is not None:
-            prompt.app.pre_run_callables.append(early.hand_over)  # right before prompt-toolkit's terminal mode
+        if early is not None:  # right before prompt-toolkit's terminal mode
+            prompt.app.pre_run_callables.append(lambda: type_ahead(prompt.app.input, early.hand_over()))
         try:
             return loop(startup, prompt)
         finally:
@@ -94,8 +94,9 @@ class Startup:
     def start(self, app) -> None:
         """Start loading after the first render of `app`, which is redrawn highlighted once it is done."""
         app.after_render -= self.start
-        self.loading = threading.Thread(target=self._load, args=(app,), name="cortex-start", daemon=True)
-        self.loading.start()
+        if self.loading is None:
+            self.loading = threading.Thread(target=self._load, args=(app,), name="cortex-start", daemon=True)
+            self.loading.start()
 
     @property
     def session(self) -> Session:
@@ -104,12 +105,12 @@ class Startup:
 
     def complete(self) -> Completer:
         """The session's completer, once it is made."""
-        self.made.result()
+        self._wait()
         return self.completer
 
     def is_complete(self, text: str) -> bool:
         """Whether `text` holds whole forms, by Hy's reader (which loads with the session)."""
-        self.made.result()
+        self._wait()
         from .core import is_complete
 
         return is_complete(text)
@@ -118,6 +119,11 @@ class Startup:
         """Close the session, if one was made (waiting for it if it is being made)."""
         if self.loading is not None and self.made.exception() is None:
             self.session.close()
+
+    def _wait(self) -> None:
+        """Wait for the session; a key typed ahead, acted on before the first render, starts loading it."""
+        self.start(get_app())
+        self.made.result()
 
     def _load(self, app) -> None:
         try:
@@ -134,6 +140,18 @@ class Startup:
         self.made.set_result(session)
         app.invalidate()
         _open(session)
+
+
+def type_ahead(input: Input, keys: bytes) -> None:  # noqa: A002
+    """Have prompt-toolkit act on `keys`, read from the terminal before it came up, before any it reads."""
+    from prompt_toolkit.input.typeahead import store_typeahead
+    from prompt_toolkit.input.vt100_parser import Vt100Parser
+
+    presses = []
+    parser = Vt100Parser(presses.append)
+    parser.feed(keys.decode(errors="surrogateescape"))
+    parser.flush()
+    store_typeahead(input, presses)
 
 
 def _open(session: Session) -> None:
