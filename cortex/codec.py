@@ -7,6 +7,7 @@ Every object carries a kind tag and a format version.
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any
 
 import msgpack
@@ -29,6 +30,8 @@ def canonical(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: v if isinstance(v := value[k], _LEAVES) else canonical(v) for k in sorted(value)}
     if isinstance(value, (list, tuple)):
+        if all(map(isinstance, value, repeat(_LEAVES))):  # msgpack writes tuples as arrays too
+            return value
         return [v if isinstance(v, _LEAVES) else canonical(v) for v in value]
     if isinstance(value, float):
         raise TypeError(f"floats are not allowed in hashed data: {value!r}")

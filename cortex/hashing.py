@@ -27,9 +27,13 @@ class Oid(bytes):
         return f"Oid({self.hex()[:12]})"
 
 
+THREADED_BYTES = 1 << 21  # from this size, hashing on every core is faster than on one
+
+
 def hash_bytes(data: bytes) -> Oid:
     """The oid of a byte string."""
-    return Oid(blake3.blake3(data).digest())
+    threads = blake3.blake3.AUTO if len(data) >= THREADED_BYTES else 1
+    return Oid(blake3.blake3(data, max_threads=threads).digest())
 
 
 def hash_text(text: str) -> Oid:

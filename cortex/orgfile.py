@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import blake3
@@ -122,17 +122,18 @@ def parse(text: str, *, cached: Cached | None = None) -> Parsed:
 
 def _build(after: list[int], setup: _Setup, cached: Cached | None, key: Callable[[int], bytes],
            section: Callable[[int], str], known: Callable[[int], "Oid | None"] = lambda i: None,
-           ) -> tuple[list["Oid | None"], list[OrgObject], dict[bytes, Oid]]:
+           lo: int = 0, hi: int | None = None) -> tuple[list["Oid | None"], list[OrgObject], dict[bytes, Oid]]:
     """Each headline's oid, building those whose subtree is neither `known` by index nor `cached` by key.
 
     Headlines are visited in text order and a known subtree is skipped whole, so every headline
-    visited has all its ancestors visited too; those below a skipped one stay None.
+    visited has all its ancestors visited too; those below a skipped one stay None. Only the
+    subtrees in [lo, hi) are visited when given; they must end within it.
     """
     count = len(after)
     oids: list[Oid | None] = [None] * count
     keys: dict[int, bytes] = {}
-    i = 0
-    while i < count:
+    i, hi = lo, count if hi is None else hi
+    while i < hi:
         oid = known(i)
         if oid is None:
             subtree_key = key(i)
@@ -184,15 +185,12 @@ def _spliced_ends(old_after: list[int], stars: list[int], a: int, touched: int, 
     """`_subtree_ends(stars)` when headlines [a, a + touched) replaced others and those after moved:
     only the subtrees open across the change are followed again."""
     count = len(stars)
-    after = old_after[:a] + [count] * touched + [end - moved for end in old_after[a + touched + moved:]]
+    after = old_after[:a] + [count] * touched + _shifted(old_after[a + touched + moved:], -moved)
     open_ = []  # the headlines open at `a`, outermost first: the last one before it and its ancestors
     i = a - 1
     while i >= 0:
         open_.insert(0, i)
-        parent = i - 1
-        while parent >= 0 and stars[parent] >= stars[i]:
-            parent -= 1
-        i = parent
+        i = _parent(stars, i, stars[i])
     i = a
     while i < count and (open_ or i < a + touched):
         while open_ and stars[open_[-1]] >= stars[i]:
@@ -203,6 +201,11 @@ def _spliced_ends(old_after: list[int], stars: list[int], a: int, touched: int, 
     for i in open_:
         after[i] = count
     return after
+
+
+def _shifted(values: list[int], by: int) -> list[int]:
+    """`values` each plus `by` (an edit that moves nothing copies no list)."""
+    return [value + by for value in values] if by else values
 
 
 def _kids(after: list[int], lo: int, hi: int) -> Iterator[int]:
@@ -254,9 +257,7 @@ class Layout:
         """The oid of headline `i`, read from its parent's children when not known yet."""
         outline = self.outline
         if outline.oids[i] is None:  # never for a top-level headline: parses know all of those
-            parent = i - 1
-            while outline.stars[parent] >= outline.stars[i]:
-                parent -= 1
+            parent = _parent(outline.stars, i, outline.stars[i])
             children = get(self.oid(parent, get)).children
             for child, oid in zip(_kids(outline.after, parent + 1, outline.after[parent]), children):
                 outline.oids[child] = oid
@@ -272,13 +273,14 @@ def reparse(old: Layout, data: bytes, get: Getter, cached: Cached | None = None)
     """
     outline = old.outline
     starts, stars = outline.starts, outline.stars
-    first, old_end, _ = _edit_span(old.data, data)
+    first, old_end, new_end = _edit_span(old.data, data)
     if not starts or first <= starts[0]:
         return None
     # The sections from the one holding the byte before the edit (a changed line start may
-    # open or close a headline) to the one holding its end.
+    # open or close a headline) to the one holding its end; a headline right after the edit
+    # is untouched when the edit ends a line.
     a = bisect_right(starts, first - 1) - 1
-    b = bisect_right(starts, old_end)
+    b = (bisect_left if data[new_end - 1:new_end] == b"\n" else bisect_right)(starts, old_end)
     lo, shift = starts[a], len(data) - len(old.data)
     old_hi = starts[b] if b < len(starts) else len(old.data)
     old_part, new_part = old.data[lo:old_hi], data[lo:old_hi + shift]
@@ -295,7 +297,7 @@ def reparse(old: Layout, data: bytes, get: Getter, cached: Cached | None = None)
     if not mid_starts or mid_starts[0] != lo:
         return None
     touched = len(mid_starts)
-    starts = starts[:a] + mid_starts + [s + shift for s in starts[b:]]
+    starts = starts[:a] + mid_starts + _shifted(starts[b:], shift)
     stars = stars[:a] + mid_stars + stars[b:]
     moved = b - a - touched  # a headline after the edit had index i + moved before it
     after = _spliced_ends(outline.after, stars, a, touched, moved)
@@ -315,13 +317,83 @@ def reparse(old: Layout, data: bytes, get: Getter, cached: Cached | None = None)
     prefix = _key_prefix(setup)
     view = memoryview(data)
     bounds = starts + [len(data)]
-    oids, objects, built = _build(
-        after, setup, cached, known=known,
-        key=lambda i: blake3.blake3(prefix).update(view[bounds[i]:bounds[after[i]]]).digest(),
-        section=lambda i: data[bounds[i]:bounds[i + 1]].decode("utf-8"),
-    )
-    parsed = _finish(old.document.preamble, setup, after, oids, objects, built)
+
+    def key(i: int) -> bytes:
+        return blake3.blake3(prefix).update(view[bounds[i]:bounds[after[i]]]).digest()
+
+    def section(i: int) -> str:
+        return data[bounds[i]:bounds[i + 1]].decode("utf-8")
+
+    def build(lo: int = 0, hi: int | None = None):
+        return _build(after, setup, cached, key, section, known, lo, hi)
+
+    spliced = _splice(old, get, stars, after, a, touched, moved, build, key)
+    if spliced is not None:
+        parsed, oids = spliced
+    else:
+        oids, objects, built = build()
+        parsed = _finish(old.document.preamble, setup, after, oids, objects, built)
     return parsed, Layout(data, setup, parsed.document, _Outline(starts, stars, after, oids, newlines, crlfs))
+
+
+def _splice(old: Layout, get: Getter, stars: list[int], after: list[int], a: int, touched: int, moved: int,
+            build: Callable, key: Callable[[int], bytes]) -> "tuple[Parsed, list[Oid | None]] | None":
+    """The parse of an edit that replaced whole subtrees [a, a + touched + moved) of one parent with
+    the whole subtrees [a, a + touched) (new stars and ends), and each headline's oid.
+
+    Only the new subtrees are built; their parent and its ancestors are the old objects with
+    children spliced, so a section with thousands of children costs no more than a small one.
+    None for any other edit, or when an oid to replace occurs twice among its siblings.
+    """
+    outline = old.outline
+    new_tops, old_tops = _tiling(after, a, a + touched), _tiling(outline.after, a, a + touched + moved)
+    parent = _parent(stars, a, stars[a])
+    if (new_tops is None or old_tops is None or _parent(stars, a, outline.stars[a]) != parent
+            or parent >= 0 and min(min(stars[t] for t in new_tops), min(outline.stars[t] for t in old_tops))
+            <= stars[parent]):
+        return None
+    oids, objects, built = build(a, a + touched)
+    oids[:a] = outline.oids[:a]
+    oids[a + touched:] = outline.oids[a + touched + moved:]
+    replaced, by = [old.oid(t, get) for t in old_tops], tuple(oids[t] for t in new_tops)
+    while True:
+        holder = old.document if parent < 0 else get(old.oid(parent, get))
+        siblings = holder.children
+        if siblings.count(replaced[0]) != 1:
+            return None
+        at = siblings.index(replaced[0])
+        new = replace(holder, children=siblings[:at] + by + siblings[at + len(replaced):])
+        objects.append(new)
+        if parent < 0:
+            return Parsed(new, tuple(objects), built, old.setup), oids
+        built[key(parent)] = oids[parent] = new.oid
+        replaced, by = [holder.oid], (new.oid,)
+        parent = _parent(stars, parent, stars[parent])
+
+
+def _tiling(after: list[int], lo: int, hi: int) -> list[int] | None:
+    """The headlines whose subtrees, one after another, make up [lo, hi); None if one runs past hi."""
+    tops = []
+    while lo < hi:
+        tops.append(lo)
+        lo = after[lo]
+    return tops if lo == hi else None
+
+
+def _parent(stars: list[int], i: int, level: int) -> int:
+    """The nearest headline before `i` with fewer stars than `level` (-1: the document).
+
+    Searched with list.index over the stars before `i`, nearest first: a parent may have
+    thousands of children, and a Python loop over them would cost more than the edit.
+    """
+    before = stars[i - 1::-1] if i else []
+    nearest = len(before)
+    for fewer in range(1, level):
+        try:
+            nearest = before.index(fewer, 0, nearest)
+        except ValueError:
+            pass
+    return i - 1 - nearest
 
 
 def _parse_section(raw: str, setup: _Setup, children: tuple[Oid, ...]) -> Headline:
@@ -428,7 +500,14 @@ def _edit_span(old: bytes, new: bytes) -> tuple[int, int, int]:
     room = min(len(old), len(new)) - same_start
     shift = len(old) - len(new)
     same_end = _longest(room, lambda lo, hi: old.startswith(view[len(new) - hi:len(new) - lo], len(new) - hi + shift))
-    return same_start, len(old) - same_end, len(new) - same_end
+    start, old_end, new_end = same_start, len(old) - same_end, len(new) - same_end
+    # Text inserted (or deleted) next to a copy of its own end can be placed anywhere along that
+    # copy: place it as early as it goes within its line, so that whole lines read as whole lines.
+    if start in (old_end, new_end):
+        longer, end = (new, new_end) if start == old_end else (old, old_end)
+        while start and longer[start - 1] == longer[end - 1] != 0x0A:
+            start, old_end, new_end, end = start - 1, old_end - 1, new_end - 1, end - 1
+    return start, old_end, new_end
 
 
 def _longest(limit: int, equal: Callable[[int, int], bool], block: int = 1 << 16) -> int:

@@ -356,6 +356,19 @@ def test_reparse_reads_only_the_edited_sections():
     assert [o.title for o in again.objects if isinstance(o, Headline)] == ["child 150", "h150"]
 
 
+def test_an_item_added_to_a_section_of_thousands_rebuilds_only_its_neighbour_and_ancestors():
+    text = "#+TITLE: memory\n* Facts\n" + "".join(f"** fact {n}\n" for n in range(3000)) + "* Procedures\n** p\n"
+    parsed = orgfile.parse(text)
+    store = {o.oid: o for o in parsed.objects}
+    layout = orgfile.Layout.of(text.encode(), parsed)
+    edited = text.replace("** fact 2999\n", "** fact 2999\n** fact new\n")
+    again, layout = orgfile.reparse(layout, edited.encode(), store.__getitem__)
+    assert [o.title for o in again.objects if isinstance(o, Headline)] == ["fact new", "fact 2999", "Facts"]
+    assert again.document == orgfile.parse(edited).document
+    store.update((o.oid, o) for o in again.objects)
+    assert layout.oid(3002, store.__getitem__) == again.document.children[1]  # Procedures, moved one on
+
+
 def test_reparse_declines_edits_that_change_every_section():
     text = "#+TITLE: t\n* WAIT a\n* b\n"
     parsed = orgfile.parse(text)

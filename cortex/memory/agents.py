@@ -131,8 +131,10 @@ class AgentMemory:
 
     def load_context(self, agent: str) -> MemoryContext:
         """The agent's memory.org as a context (empty when there is none); hand edits are ingested first."""
-        agent_folder(self.root, agent)
-        self._sync(agent)
+        return self._load(agent, agent_folder(self.root, agent))
+
+    def _load(self, agent: str, folder: Path) -> MemoryContext:
+        self._sync(folder)
         tree = self.cortex.working()
         path = memory_path(agent)
         oid = tree.entries.get(path)
@@ -159,19 +161,19 @@ class AgentMemory:
             self._write_memory(agent, base, ours)
             if entry is not None:
                 self._append_log(agent, entry, now.date())
-            return self.load_context(agent)
+            return self._load(agent, folder)
 
     def delete_context(self, agent: str) -> bool:
         """Remove the agent's memory.org (its logs stay); snapshot first if it holds unsnapshotted edits."""
         folder = agent_folder(self.root, agent)
         path = self.root / memory_path(agent)
         if not path.exists():
-            self._sync(agent)
+            self._sync(folder)
             return False
         with agent_lock(folder):
-            self._checkpoint(agent, f"before deleting the memory of {agent}")
+            self._checkpoint(folder, f"before deleting the memory of {agent}")
             path.unlink(missing_ok=True)
-            self._sync(agent)
+            self._sync(folder)
         return True
 
     def list_agent_contexts(self) -> list[str]:
@@ -225,7 +227,7 @@ class AgentMemory:
         now = _minute(now)
         folder = self._existing(agent)
         with agent_lock(folder):
-            before = self._checkpoint(agent, f"before compacting the memory of {agent}")
+            before = self._checkpoint(folder, f"before compacting the memory of {agent}")
             logs = self._logs(agent)
             marked = {path: self._marked(path, day) for path, day in logs.items()}
             known = {item.normalised for _, item in self.load_context(agent).items()}
@@ -242,7 +244,7 @@ class AgentMemory:
             deleted = [path for path, day in logs.items() if policy.expired(day, now.date())]
             for path in deleted:
                 (self.root / path).unlink(missing_ok=True)
-            self._sync(agent)
+            self._sync(folder)
             after = self.cortex.snapshot(f"compacted the memory of {agent}")
         return CompactionReport(before, after, moved, sum(map(len, marked.values())) - len(moved), deleted)
 
@@ -262,10 +264,10 @@ class AgentMemory:
         if folder.exists():
             with agent_lock(folder):
                 if not hard:
-                    self._checkpoint(agent, f"before purging the memory of {agent}")
+                    self._checkpoint(folder, f"before purging the memory of {agent}")
                 files = sorted(p.relative_to(self.root).as_posix() for p in _org_files(folder))
                 shutil.rmtree(folder)
-        self._sync(agent)
+        self._sync(folder)
         forgotten = forget(self.cortex.store, lambda p: p.startswith(prefix),
                            f"purge {agent}") if hard else None
         if not files and not tracked and (forgotten is None or not forgotten.snapshots):
@@ -319,9 +321,10 @@ class AgentMemory:
 
         entry = turns_to_org_log(turns, title, session=session, summarizer=summarizer)
         day = datetime.fromtimestamp(turns[0].timestamp_ns / 1e9).date()
-        with agent_lock(agent_folder(self.root, agent)):
+        folder = agent_folder(self.root, agent)
+        with agent_lock(folder):
             self._append_log(agent, entry, day)
-            self._sync(agent)
+            self._sync(folder)
         return log_path(agent, day)
 
     def _append_log(self, agent: str, entry: str, day: date) -> None:
@@ -370,9 +373,10 @@ class AgentMemory:
             raise NotFound(f"agent {agent!r} has no memory under {self.root / AGENTS}")
         return folder
 
-    def _sync(self, agent: str) -> None:
-        """Bring the working state in line with the agent's files; refuse a memory.org that cannot be read."""
-        folder = agent_folder(self.root, agent)
+    def _sync(self, folder: Path) -> None:
+        """Bring the working state in line with the files in an agent's `folder`; refuse a memory.org that
+        cannot be read."""
+        agent = folder.name
         tracked = any(p.startswith(f"{AGENTS}/{agent}/") for p in self.cortex.working().entries)
         if not folder.is_dir() and not tracked:
             return
@@ -384,9 +388,9 @@ class AgentMemory:
             if problem.path == memory_path(agent):
                 raise UserError(str(problem))
 
-    def _checkpoint(self, agent: str, message: str) -> Snapshot:
-        """A snapshot holding the agent's files as they are: HEAD if it already does, else a new one."""
-        self._sync(agent)
+    def _checkpoint(self, folder: Path, message: str) -> Snapshot:
+        """A snapshot holding the files in an agent's `folder` as they are: HEAD if it already does, else a new one."""
+        self._sync(folder)
         current = head(self.cortex.store)
         if current is not None and current.root == self.cortex.store.refs.get(WORKING):
             return current

@@ -257,6 +257,16 @@ class _Reader:
         self.warnings.append(located(self.path, line, message + "; kept as it is"))
 
 
+def _appended_to(old: Section, new: Section) -> Section:
+    """`new`, which only appends children to `old` (changing its last child's trailing blank lines),
+    with its bytes made from the old section's instead of joined again from thousands of pieces."""
+    if old.children:
+        kept = len(old.data) - len(old.children[-1].text.encode("utf-8"))
+        tail = "".join(map(_TEXT, new.children[len(old.children) - 1:])).encode("utf-8")
+        new.__dict__["data"] = old.data[:kept] + tail  # the cached property, set ahead
+    return new
+
+
 class _Writer:
     """Rewrites sections piece by piece, then reads back the pieces it wrote as a read of the whole file would."""
 
@@ -284,9 +294,9 @@ class _Writer:
             head, children = self._appended(kind, head, children, headlines)
         if edits or plain:
             self.touched.add(kind)
-        else:
-            self.appended[kind] = [piece.key for piece in children[len(section.children):]]
-        return Section(kind, head, children)
+            return Section(kind, head, children)
+        self.appended[kind] = [piece.key for piece in children[len(section.children):]]
+        return _appended_to(section, Section(kind, head, children))
 
     def _edited(self, kind: str, pieces: tuple[Piece, ...], edits: dict[str, MemoryItem | None]) -> tuple:
         out = []

@@ -21,7 +21,6 @@ from .layout import LOCK_FILE
 
 LOCK_TIMEOUT = 60.0
 ATTEMPTS = 5
-BLOCK = 1 << 16  # large files are compared block by block rather than read whole once more
 
 
 class MemoryBusy(UserError):
@@ -75,14 +74,8 @@ def holds(path: Path, data: bytes | None) -> bool:
     """Whether the file holds exactly `data` (None: the file does not exist)."""
     try:
         with open(path, "rb") as file:
-            if data is None or os.fstat(file.fileno()).st_size != len(data):
-                return False
-            offset = 0
-            while block := file.read(BLOCK):
-                if block != data[offset:offset + len(block)]:
-                    return False
-                offset += len(block)
-            return offset == len(data)
+            # read whole: one read and one compare beat comparing a block at a time several times over
+            return data is not None and os.fstat(file.fileno()).st_size == len(data) and file.read() == data
     except FileNotFoundError:
         return data is None
 
