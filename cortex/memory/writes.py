@@ -21,6 +21,7 @@ from .layout import LOCK_FILE
 
 LOCK_TIMEOUT = 60.0
 ATTEMPTS = 5
+BLOCK = 1 << 16
 
 
 class MemoryBusy(UserError):
@@ -73,9 +74,16 @@ def read_or_none(path: Path) -> bytes | None:
 def holds(path: Path, data: bytes | None) -> bool:
     """Whether the file holds exactly `data` (None: the file does not exist)."""
     try:
-        with open(path, "rb") as file:
-            # read whole: one read and one compare beat comparing a block at a time several times over
-            return data is not None and os.fstat(file.fileno()).st_size == len(data) and file.read() == data
+        with open(path, "rb", buffering=0) as file:
+            if data is None or os.fstat(file.fileno()).st_size != len(data):
+                return False
+            # block by block into one buffer, against views of `data`: nothing as large as the file is made
+            view, block, offset = memoryview(data), bytearray(BLOCK), 0
+            while size := file.readinto(block):
+                if (block if size == BLOCK else block[:size]) != view[offset:offset + size]:
+                    return False
+                offset += size
+            return offset == len(data)
     except FileNotFoundError:
         return data is None
 
