@@ -12,6 +12,7 @@ from pathlib import Path
 from _common import best_of, percentiles, report, timed
 
 import cortex.api as cx
+import cortex.ingest as ingesting
 from cortex.memory.agents import MemoryContext
 from cortex.memory.retention import RetentionPolicy
 
@@ -26,7 +27,7 @@ def seeded(c, agent: str, items: int) -> MemoryContext:
     return c.memory.save_context(agent, context, now=NOW)
 
 
-def save_one_fact(c, agents: dict[str, MemoryContext], rounds: int = 15) -> dict[str, float]:
+def save_one_fact(c, agents: dict[str, MemoryContext], label: str, rounds: int = 15) -> dict[str, float]:
     """Median time per agent of saving its context with one more fact (merge, atomic write, re-ingest).
 
     The agents take turns, so a slow moment of the disk (fsync dominates at 100 items) hits them alike.
@@ -34,11 +35,26 @@ def save_one_fact(c, agents: dict[str, MemoryContext], rounds: int = 15) -> dict
     times: dict[str, list[float]] = {agent: [] for agent in agents}
     for n in range(rounds):
         for agent, context in agents.items():
-            context.facts.append(f"New fact number {n} for {agent}.")
+            context.facts.append(f"New fact {label} {n} for {agent}.")
             start = time.perf_counter()
             agents[agent] = c.memory.save_context(agent, context, now=NOW)
             times[agent].append(time.perf_counter() - start)
     return {agent: statistics.median(seconds) for agent, seconds in times.items()}
+
+
+def save_beside_logs(c, org: Path, context: MemoryContext, baseline: float) -> MemoryContext:
+    """A save in an agent with 90 daily logs of a day's conversation each, against the same agent without them."""
+    logs = org / "agents/small/logs"
+    write_logs(logs, 90)
+    for log in logs.iterdir():
+        log.write_text(log.read_text() + ("A line of the conversation that went on for a while. " * 20 + "\n") * 40)
+    kb = sum(log.stat().st_size for log in logs.iterdir()) / 90 / 1e3
+    time.sleep(ingesting.RACY_SECONDS)  # logs are old by the time an agent saves again, so a stat shows them unchanged
+    c.ingest(logs)
+    seconds = save_one_fact(c, {"small": context}, "beside logs")
+    report(f"save_context of one fact beside 90 logs of {kb:.0f} kB, 100 items", seconds["small"], baseline,
+           target="(vs none)")
+    return c.memory.load_context("small")
 
 
 def write_logs(folder: Path, days: int) -> None:
@@ -68,11 +84,12 @@ def main() -> None:
         print(f"memory.org: 100 items {(org / 'agents/small/memory.org').stat().st_size / 1e3:.1f} kB, "
               f"10k items {size / 1e6:.2f} MB")
         saves = {"small": small, "large": large}
-        seconds = save_one_fact(c, saves)
+        seconds = save_one_fact(c, saves, "alone")
         small, large = saves["small"], saves["large"]
         report("save_context + re-index of one new fact, 100 items (baseline)", seconds["small"], seconds["small"])
         report("save_context + re-index of one new fact, 10k items", seconds["large"], seconds["small"],
                target="(target ~1; median of 15)")
+        small = save_beside_logs(c, org, small, seconds["small"])
 
         logs = org / "agents/logger/logs"
         write_logs(logs, 90)

@@ -1,7 +1,10 @@
 """Org files and folders into the store, incrementally.
 
 The working state is a tree (relative path -> document oid) held in the `working` ref.
-An unchanged file costs one hash: its bytes' blake3 names the document parsed from
+An unchanged file costs one stat, as in git's index: a file whose size, times and inode are
+those it had when this process last read it is not read again, unless it was changed within
+`RACY_SECONDS` of that read (a change in the same timestamp tick would not show). Otherwise
+it costs one hash: its bytes' blake3 names the document parsed from
 them. An edited file re-parses only the headlines whose subtree text changed; every
 other subtree is found by its text's hash. A large file edited again in the same process
 goes further: its last layout is kept, and only the sections around the changed bytes are
@@ -30,8 +33,12 @@ SUBTREES = "ingest.subtrees"
 # Files smaller than this parse whole in about a millisecond; keeping their layouts gains nothing.
 LAYOUT_MIN_BYTES = 32 * 1024
 
+RACY_SECONDS = 2  # timestamps are as coarse as this on some filesystems (FAT); finer on most
+
 # The last layout of each large file ingested into a store by this process.
 _layouts: WeakKeyDictionary[Store, dict[str, orgfile.Layout]] = WeakKeyDictionary()
+# Each file's stat and bytes' hash when this process last read it for a store: absolute path -> both.
+_seen: WeakKeyDictionary[Store, dict[str, tuple[tuple, bytes]]] = WeakKeyDictionary()
 
 Progress = Callable[[int, int, str], None]
 
@@ -157,23 +164,30 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
     entries = dict(base.entries)
     for path in scoped:
         del entries[path]
-    batch = _Batch(store, _layouts.setdefault(store, {}))
+    batch = _Batch(store, _layouts.setdefault(store, {}), _seen.setdefault(store, {}))
     report = IngestReport(root=base_oid or EMPTY_TREE.oid, files=len(files))
     with store.reading():
         for n, rel in enumerate(files, 1):
             if progress:
                 progress(n, len(files), rel)
+            path = os.path.join(root, rel)
             try:
-                with open(os.path.join(root, rel), "rb") as file:
+                if (known := batch.unchanged(path)) is not None:
+                    entries[rel] = known
+                    continue
+                with open(path, "rb") as file:
+                    read_at, stat = time.time_ns(), os.fstat(file.fileno())
                     data = file.read()
             except OSError as exc:
                 report.problems.append(Problem(rel, exc.strerror or str(exc)))
                 continue
+            digest = hash_bytes(data)
             try:
-                entries[rel], changed = batch.document(rel, data)
+                entries[rel], changed = batch.document(rel, data, digest)
             except NotOrgText as exc:
                 report.problems.append(Problem(rel, exc.reason, exc.line))
                 continue
+            batch.read(path, stat, read_at, digest)
             if changed:
                 report.parsed.append(rel)
                 if marker is not None and marker in data:
@@ -203,10 +217,12 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
 class _Batch:
     """Objects and cache entries gathered during one ingest, written in one transaction."""
 
-    def __init__(self, store: Store, layouts: dict[str, orgfile.Layout]):
+    def __init__(self, store: Store, layouts: dict[str, orgfile.Layout], seen: dict[str, tuple[tuple, bytes]]):
         self.store = store
         self.layouts = layouts
         self.new_layouts: dict[str, orgfile.Layout] = {}
+        self.seen = seen
+        self.new_seen: dict[str, tuple[tuple, bytes]] = {}
         self.docs = store.table(DOCS_BY_BYTES)
         self.subtrees = store.table(SUBTREES)
         self.objects: dict[Oid, OrgObject] = {}
@@ -214,12 +230,23 @@ class _Batch:
         self.subtree_cache: dict[bytes, Oid] = {}
         self.reused: set[bytes] = set()  # checked again when committing, in case gc ran meanwhile
 
-    def document(self, path: str, data: bytes) -> tuple[Oid, bool]:
-        """The document oid for a file's bytes, and whether it had to be parsed."""
-        digest = hash_bytes(data)
-        known = self.doc_cache.get(digest) or self._stored(self.docs, digest)
+    def unchanged(self, path: str) -> Oid | None:
+        """The document of a file whose stat is what it was when last read, if it is still stored."""
+        seen = self.seen.get(path)
+        if seen is None or _signature(os.stat(path)) != seen[0]:
+            return None
+        return self._known(seen[1])
+
+    def read(self, path: str, stat: os.stat_result, read_at: int, digest: bytes) -> None:
+        """Note that the bytes of the file at `path` hashed to `digest` when it had `stat`."""
+        if max(stat.st_mtime_ns, stat.st_ctime_ns) < read_at - RACY_SECONDS * 10**9:
+            self.new_seen[path] = (_signature(stat), digest)
+
+    def document(self, path: str, data: bytes, digest: bytes) -> tuple[Oid, bool]:
+        """The document oid for a file's bytes (whose hash is `digest`), and whether it had to be parsed."""
+        known = self._known(digest)
         if known is not None:
-            return Oid(known), False
+            return known, False
         parsed, layout = self._reparse(path, data) or self._parse(data)
         if len(data) >= LAYOUT_MIN_BYTES:
             self.new_layouts[path] = layout
@@ -249,10 +276,16 @@ class _Batch:
 
     def committed(self) -> None:
         """Keep what the next ingest and readers start from, now that it is stored: the layouts of
-        the files parsed, and the objects decoded (an edited section may list thousands of children)."""
+        the files parsed, the stats of the files read, and the objects decoded (an edited section
+        may list thousands of children)."""
         self.layouts.update(self.new_layouts)
+        self.seen.update(self.new_seen)
         for obj in self.objects.values():
             self.store.objects.remember(obj)
+
+    def _known(self, digest: bytes) -> Oid | None:
+        oid = self.doc_cache.get(digest) or self._stored(self.docs, digest)
+        return None if oid is None else Oid(oid)
 
     def _cached_subtree(self, key: bytes) -> Oid | None:
         oid = self.subtree_cache.get(key) or self._stored(self.subtrees, key)
@@ -275,6 +308,11 @@ class _Batch:
         for key, oid in self.subtree_cache.items():
             self.subtrees[key] = oid
         return new
+
+
+def _signature(stat: os.stat_result) -> tuple:
+    """What changes whenever a file's bytes do: size, times (ctime cannot be set back) and identity."""
+    return stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev
 
 
 def forget_collected(store: Store, collected: set[bytes]) -> None:

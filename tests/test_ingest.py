@@ -5,7 +5,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 import cortex.api as cx
+import cortex.ingest as ingesting
 from cortex.ingest import WORKING
 
 
@@ -21,6 +24,40 @@ def test_unchanged_reingest_parses_and_writes_nothing(cortex):
     report = cortex.ingest()
     assert report.parsed == [] and report.new_objects == 0 and report.problems == []
     assert cortex.store.refs.get(WORKING) == before
+
+
+@pytest.fixture
+def opened(monkeypatch):
+    """The paths the ingest opens, in order."""
+    paths = []
+
+    def spy(path, *args, **kwargs):
+        paths.append(os.path.basename(path))
+        return open(path, *args, **kwargs)
+
+    monkeypatch.setattr(ingesting, "open", spy, raising=False)
+    return paths
+
+
+def test_a_file_whose_stat_is_unchanged_is_not_read_again(cortex, org, opened, monkeypatch):
+    monkeypatch.setattr(ingesting, "RACY_SECONDS", 0)  # as if the files were written long ago
+    cortex.ingest()
+    opened.clear()
+    assert cortex.ingest().parsed == [] and opened == []
+    path = org / "notes" / "projects.org"
+    stat = path.stat()
+    path.write_text(path.read_text().replace("Blocked", "Stalled"))  # same size, ...
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # ... same modification time
+    assert cortex.ingest().parsed == ["notes/projects.org"] and opened == ["projects.org"]
+    assert "Stalled on the schema review." in cortex.show("notes/projects.org")
+
+
+def test_a_file_read_soon_after_it_changed_is_read_every_time(cortex, org, opened):
+    # a change within the same timestamp tick as the read would leave its stat as it was
+    cortex.ingest()
+    opened.clear()
+    assert cortex.ingest().parsed == []
+    assert sorted(opened) == sorted(p.name for p in org.rglob("*.org"))
 
 
 def test_edit_stores_only_the_changed_headline_and_its_ancestors(cortex, org):
