@@ -12,13 +12,17 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 from functools import cached_property
+from importlib import import_module
 from pathlib import Path
 
 from . import history, ingest as ingesting, query
 from .backends import MemoryEngine, Store, open_store
-from .errors import NotFound, UserError
-from .history import DirtyWorkingFiles  # noqa: F401 - re-exported for users of the api
+from .errors import NotFound, UserError, located
+from .hashing import Oid
+from .history import Change, DirtyWorkingFiles, LogEntry, RollbackReport, Version  # noqa: F401 - re-exported
+from .ingest import IngestReport
 from .objects import Headline, Snapshot, Tree
+from .query import Node
 
 CONFIG = "config"
 LITERATE = "dsl.literate"
@@ -26,13 +30,47 @@ DEFINITIONS_FILE = "definitions.hy"
 ORG_ROOT_KEY = b"org_root"
 
 
-def __getattr__(name: str):
-    """Conversation types, loaded on first use: `cx.Identity`, `cx.Turn`, `cx.TrajectoryDigest`."""
-    if name in ("Identity", "Turn", "TrajectoryDigest"):
-        from .memory import conversation
+# Public names of the features, by the module that defines them: each loads on first use, so that
+# importing the api (and starting the REPL) costs no more than opening a store needs.
+_LAZY = {
+    ".dsl": ("Definitions", "DslError", "DurationError", "Encoding", "HmacAlgorithm", "JwtSettings",
+             "MemoryDefinition", "Provider", "ROW_HEADERS", "Registry", "SignatureScheme", "WebhookDefinition",
+             "WebhookFilter", "definition_rows", "load_definitions", "parse_duration"),
+    ".memory.conversation": ("ExtractiveSummarizer", "Identity", "TrajectoryDigest", "Turn"),
+    ".memory.layout": ("memory_path",),
+    ".memory.retention": ("RetentionPolicy",),
+    ".webhooks.secrets": ("resolve_secret",),
+}
+_HOMES = {name: module for module, names in _LAZY.items() for name in names}
 
-        return getattr(conversation, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str):
+    """A public name of a feature, loaded on first use: `cx.Identity`, `cx.WebhookDefinition`..."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(home, __package__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
+
+def convert_brace_file(path: str | os.PathLike, output: str | os.PathLike | None = None) -> str:
+    """The defmemory / defwebhook forms of a brace-syntax file (memory "x" { ... }), also written to `output`."""
+    from .dsl import convert_brace_syntax
+
+    data = Path(path).read_bytes()
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(located(str(path), data.count(b"\n", 0, exc.start) + 1, "not UTF-8 text")) from None
+    converted = convert_brace_syntax(source, str(path))
+    if output is not None:
+        history.write_atomically(Path(output), converted.encode("utf-8"))
+    return converted
 
 
 def default_store_path() -> Path:
@@ -80,7 +118,7 @@ class Cortex:
 
     # --- the store itself ---------------------------------------------------------------
 
-    def ingest(self, path: str | os.PathLike | None = None, progress=None) -> ingesting.IngestReport:
+    def ingest(self, path: str | os.PathLike | None = None, progress=None) -> IngestReport:
         """Ingest an Org file or folder (default: the whole Org root), incrementally.
 
         The first ingest of a folder makes it the Org root this store tracks.
@@ -94,7 +132,7 @@ class Cortex:
         self._note_literate_definitions(report)
         return report
 
-    def _note_literate_definitions(self, report: ingesting.IngestReport) -> None:
+    def _note_literate_definitions(self, report: IngestReport) -> None:
         """Remember which ingested Org files hold cortex definition blocks."""
         literate = self.store.table(LITERATE)
         for path in report.marked:
@@ -112,15 +150,15 @@ class Cortex:
         """The tree of a snapshot reference, or of the working state when `ref` is None."""
         return history.tree_of(self.store, ref)
 
-    def headlines(self, ref: str | int | None = None) -> list[query.Node]:
+    def headlines(self, ref: str | int | None = None) -> list[Node]:
         """Every headline of a state, in file and document order."""
         return list(query.walk(self.store, self.state(ref)))
 
-    def lookup(self, org_id: str, ref: str | int | None = None) -> query.Node:
+    def lookup(self, org_id: str, ref: str | int | None = None) -> Node:
         """The headline with this :ID:."""
         return query.lookup(self.store, self.state(ref), org_id)
 
-    def find(self, *, todo=None, tag=None, prop=None, text=None, ref=None) -> list[query.Node]:
+    def find(self, *, todo=None, tag=None, prop=None, text=None, ref=None) -> list[Node]:
         """Headlines by TODO keyword, tag, property (NAME or (NAME, VALUE)) and title text."""
         if isinstance(prop, str):
             name, _, value = prop.partition("=")
@@ -128,20 +166,46 @@ class Cortex:
         return query.find(self.store, self.state(ref), todo=todo, tag=tag, prop=prop, text=text)
 
     def show(self, target) -> str:
-        """Org text of a node, a headline, an :ID:, or a file path."""
-        if isinstance(target, (query.Node, Headline)):
+        """Org text of a node, a headline or its oid (a search result's `oid`), an :ID:, or a file path."""
+        if isinstance(target, Oid):
+            oid, target = target, self.store.objects[target]
+            if not isinstance(target, Headline):
+                raise UserError(f"{oid.hex()[:12]}: not a headline")
+        if isinstance(target, (Node, Headline)):
             return query.show(self.store, target)
         tree = self.working()
         if str(target) in tree.entries:
             return query.render_file(self.store, tree, str(target))
         return query.show(self.store, self.lookup(str(target)))
 
-    def outline(self, path: str | None = None) -> list[query.Node]:
+    def outline(self, path: str | None = None) -> list[Node]:
         """The headlines of one file, or of every file."""
         tree = self.working()
         if path is not None and path not in tree.entries:
             raise NotFound(f"{path}: not in the working state")
         return list(query.walk(self.store, tree, None if path is None else [path]))
+
+    def org_files(self) -> list[Path]:
+        """Every Org file under the Org root, as `ingest` reads them."""
+        return ingesting.org_files(self.root)
+
+    def todo_keywords(self, path: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """The TODO and DONE keywords of a file of the working state; None for a path it does not hold."""
+        oid = self.working().entries.get(path)
+        if oid is None:
+            return None
+        document = self.store.objects[oid]
+        return document.todo_keywords, document.done_keywords
+
+    @property
+    def working_oid(self) -> Oid | None:
+        """The oid of the working state's tree (None before the first ingest): it changes whenever the state does."""
+        return self.store.refs.get(ingesting.WORKING)
+
+    @property
+    def object_count(self) -> int:
+        """How many objects the store holds."""
+        return len(self.store.objects)
 
     def stats(self) -> dict[str, int]:
         """Files, headlines, ids, objects, refs, snapshots and bytes."""
@@ -161,24 +225,34 @@ class Cortex:
         """Kept snapshots, most recent first."""
         return history.snapshots(self.store)
 
+    @property
+    def snapshot_count(self) -> int:
+        """How many snapshots are kept, without reading them."""
+        return len(self.store.table(history.SNAPSHOTS))
+
+    @property
+    def head_oid(self) -> Oid | None:
+        """The oid of the snapshot HEAD points at (None before the first snapshot)."""
+        return self.store.refs.get(history.HEAD)
+
     def resolve(self, ref: str | int) -> Snapshot:
         """A snapshot by oid, prefix, HEAD, HEAD~N, HEAD@{N} or position."""
         return history.resolve(self.store, ref)
 
-    def rollback(self, ref: str | int, *, keep: bool = False, force: bool = False) -> history.RollbackReport:
+    def rollback(self, ref: str | int, *, keep: bool = False, force: bool = False) -> RollbackReport:
         """Return the working state, HEAD and the Org files to a snapshot."""
         return history.rollback(self.store, self.root, ref, keep=keep, force=force)
 
-    def diff(self, a: str | int | None = "HEAD", b: str | int | None = None) -> list[history.Change]:
+    def diff(self, a: str | int | None = "HEAD", b: str | int | None = None) -> list[Change]:
         """Headline changes from state `a` (default HEAD) to `b` (default: the working state)."""
         old = self.state(a) if (a is not None and self.snapshots()) else Tree()
         return history.diff(self.store, old, self.state(b))
 
-    def log(self, limit: int | None = None) -> list[history.LogEntry]:
+    def log(self, limit: int | None = None) -> list[LogEntry]:
         """Snapshots, newest first, with what changed in each."""
         return history.log(self.store, limit)
 
-    def history(self, org_id: str) -> list[history.Version]:
+    def history(self, org_id: str) -> list[Version]:
         """Versions of one headline across snapshots."""
         return history.headline_history(self.store, org_id)
 
@@ -259,6 +333,20 @@ class Cortex:
         """The session's definitions file: `definitions.hy` in the Org root."""
         return self.root / DEFINITIONS_FILE
 
+    def load_dsl(self, path: str | os.PathLike):
+        """Load a definitions file (Hy, or Org with marked blocks) into this session's live definitions.
+
+        Nothing is loaded when it has a problem or conflicts with the definitions in force.
+        """
+        from .dsl import Registry, load_definitions
+
+        definitions = load_definitions(path)
+        together = Registry()  # a conflict with the definitions in force is found before any is kept
+        together.load(self.definitions())
+        together.load(definitions)
+        self.registry.load(definitions)
+        return definitions
+
     def definitions(self):
         """Every definition in force: the definitions file, marked blocks of ingested Org files, then live ones."""
         from .dsl import Registry, extract_from_org, load_definitions
@@ -286,6 +374,49 @@ class Cortex:
     def webhooks(self):
         """The webhook definitions in force."""
         return self.definitions().webhooks
+
+    def add_webhook(self, definition) -> Path:
+        """Append a `WebhookDefinition` to the definitions file, keeping the rest of it as it is; return the file.
+
+        Refused when a webhook of that name is already in force.
+        """
+        from .dsl import add_definition
+
+        if any(w.name == definition.name for w in self.webhooks()):
+            raise UserError(f"a webhook named {definition.name!r} is already defined; "
+                            "remove it first or choose another name")
+        target = self.definitions_path
+        source = target.read_text(encoding="utf-8") if target.exists() else ""
+        history.write_atomically(target, add_definition(source, definition, str(target)).encode("utf-8"))
+        return target
+
+    def remove_webhook(self, name: str) -> Path:
+        """Remove webhook `name` from the definitions file, keeping the rest of it as it is; return the file."""
+        from .dsl import WebhookDefinition, remove_definition
+
+        target = self.definitions_path
+        elsewhere = [w for w in self.webhooks() if w.name == name and w.location and Path(w.location.file) != target]
+        if elsewhere:
+            raise UserError(f"webhook {name!r} is defined at {elsewhere[0].location}, not in {target}; "
+                            "remove it there")
+        if not target.exists():
+            raise NotFound(f"no webhook named {name!r}: {target} does not exist")
+        source = target.read_text(encoding="utf-8")
+        kept = remove_definition(source, name, WebhookDefinition, str(target))
+        history.write_atomically(target, kept.encode("utf-8"))
+        return target
+
+    def webhook_server(self, host: str = "127.0.0.1", port: int = 8787, max_body: int | None = None):
+        """The HTTP receiver of the webhooks in force, as (service, server).
+
+        The service's `endpoints` (by path) and `warnings` say what it serves; `server.run()` serves
+        until interrupted. A missing secret raises here, naming its webhook.
+        """
+        from .webhooks.receiver import make_server
+        from .webhooks.service import MAX_BODY, WebhookService
+
+        service = WebhookService(self, max_body=MAX_BODY if max_body is None else max_body)
+        return service, make_server(service, host, port)
 
     def webhook_test(self, name: str, payload, *, event: str | None = None, url: str | None = None,
                      tamper: bool = False, stale: bool = False):

@@ -4,6 +4,8 @@ from datetime import timedelta
 
 import pytest
 
+import cortex.api as cx
+from cortex.errors import UserError
 from cortex.dsl import (
     DslError,
     JwtSettings,
@@ -154,3 +156,20 @@ def test_malformed_blocks_are_located(text, line, column, message):
     with pytest.raises(DslError) as caught:
         convert_brace_syntax(text, "a.dsl")
     assert [(d.line, d.column, d.message) for d in caught.value.diagnostics] == [(line, column, message)]
+
+
+def test_convert_brace_file_returns_the_forms_and_writes_them_where_asked(tmp_path):
+    source = tmp_path / "agent.symbi"
+    source.write_text(BRACES)
+    assert cx.convert_brace_file(source) == CONVERTED and not (tmp_path / "out").exists()
+    target = tmp_path / "out" / "definitions.hy"
+    assert cx.convert_brace_file(source, target) == CONVERTED
+    assert target.read_text() == CONVERTED
+    assert [w.name for w in cx.load_definitions(target).webhooks] == ["github-events", "sso-events"]
+
+
+def test_convert_brace_file_refuses_a_file_that_is_not_utf8(tmp_path):
+    source = tmp_path / "old.cortex"
+    source.write_bytes(b'memory "m" { retention = "30d" }\n\xff\n')
+    with pytest.raises(UserError, match=r"old.cortex:2: not UTF-8 text"):
+        cx.convert_brace_file(source)

@@ -270,3 +270,16 @@ def test_show_rows_describe_each_definition_and_never_print_an_inline_secret():
         ("webhook", "w", "d.hy:2:1", "POST /w · provider slack · secret (inline) · agent bot"),
     ]
     assert definition_rows(Definitions()) == []
+
+
+def test_load_dsl_adds_a_file_to_the_session_or_nothing_when_it_conflicts(cortex, org):
+    more = org / "more.hy"
+    more.write_text('(defwebhook triage :path "/hooks/triage" :provider standard :secret "secret://env/T")\n')
+    assert [w.name for w in cortex.load_dsl(more).webhooks] == ["triage"]
+    assert [w.name for w in cortex.webhooks()] == ["github-events", "stripe-payments", "triage"]
+    clash = org / "clash.hy"
+    clash.write_text('(defwebhook fine :path "/hooks/fine" :provider github :secret "secret://env/F")\n'
+                     '(defwebhook other :path "/hooks/github" :provider github :secret "secret://env/O")\n')
+    with pytest.raises(UserError, match="path /hooks/github is already served by webhook github-events"):
+        cortex.load_dsl(clash)
+    assert [w.name for w in cortex.webhooks()] == ["github-events", "stripe-payments", "triage"]

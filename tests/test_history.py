@@ -223,3 +223,17 @@ def test_rollback_killed_while_restoring_files_completes_when_run_again(cortex, 
         again.rollback("HEAD~1")  # no --force needed: every file on disk is in a snapshot
         assert all((org / p).read_bytes() == data for p, data in originals.items())
         assert again.resolve("HEAD") == first
+
+
+def test_head_oid_and_snapshot_count_follow_snapshots_rollback_and_retention(cortex, org):
+    assert cortex.head_oid is None and cortex.snapshot_count == 0
+    first = cortex.snapshot("first")
+    edit(org, PROJECTS, "Blocked on", "Waiting for")
+    cortex.ingest()
+    second = cortex.snapshot("second")
+    assert cortex.head_oid == second.oid and cortex.snapshot_count == 2
+    cortex.rollback(first.oid.hex())
+    assert cortex.head_oid == first.oid and cortex.snapshot_count == 2
+    cortex.rollback("HEAD@{1}")
+    cortex.gc(keep_last=1)
+    assert cortex.head_oid == second.oid and cortex.snapshot_count == len(cortex.snapshots()) == 1

@@ -3,7 +3,7 @@
 import pytest
 
 from cortex.backends.base import OBJECTS
-from cortex.errors import NotFound
+from cortex.errors import NotFound, UserError
 
 
 def test_lookup_and_outline_path(cortex):
@@ -45,3 +45,30 @@ def test_fsck_reports_damage_with_expected_and_found(cortex):
     problems = cortex.fsck()
     assert [p.oid for p in problems] == [node.oid.hex()]
     assert f"hashes to {other.oid.hex()}" in problems[0].problem
+
+
+def test_working_oid_moves_only_when_the_working_state_changes(cortex, org):
+    before = cortex.working_oid
+    assert before == cortex.working().oid
+    cortex.ingest()
+    assert cortex.working_oid == before
+    projects = org / "notes" / "projects.org"
+    projects.write_text(projects.read_text() + "* One more\n")
+    cortex.ingest()
+    assert cortex.working_oid not in (None, before) and cortex.working_oid == cortex.working().oid
+
+
+def test_org_files_todo_keywords_and_object_count(cortex, org):
+    assert sorted(p.relative_to(org).as_posix() for p in cortex.org_files()) == sorted(cortex.working().entries)
+    assert cortex.todo_keywords("notes/projects.org") == (("TODO", "NEXT", "WAITING"), ("DONE", "CANCELLED"))
+    assert cortex.todo_keywords("notes/reading.org") == (("TODO",), ("DONE",))
+    assert cortex.todo_keywords("notes/absent.org") is None
+    assert cortex.object_count == cortex.stats()["objects"] > 0
+
+
+def test_show_takes_a_headline_by_its_oid(cortex):
+    node = cortex.lookup("proj-deploy")
+    assert cortex.show(node.oid) == cortex.show(node)
+    document = cortex.working().entries["notes/projects.org"]
+    with pytest.raises(UserError, match=f"{document.hex()[:12]}: not a headline"):
+        cortex.show(document)

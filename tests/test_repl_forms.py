@@ -14,6 +14,7 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
+import cortex.api as cx
 import cortex.repl
 from cortex.memory.conversation import Identity, Turn
 from cortex.repl import eval_source
@@ -59,13 +60,31 @@ def completions(session, text):
 
 # --- start-up -------------------------------------------------------------------------------------
 
+def python_prints(code: str) -> str:
+    """What a fresh Python process running `code` prints (so imports start from nothing)."""
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60,
+                         check=False)
+    assert ran.returncode == 0, ran.stderr
+    return ran.stdout
+
+
 def test_a_session_starts_without_loading_search_the_dsl_or_webhooks(tmp_path, org):
-    code = ("import sys; from cortex.repl.core import Session; s = Session(None, None); "
-            "print(sorted(m for m in sys.modules if m.split('.')[:2] in "
-            "(['cortex', 'dsl'], ['cortex', 'search'], ['cortex', 'webhooks'], ['cortex', 'memory'])))")
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60,
-                            check=False)
-    assert loaded.stdout == "[]\n", loaded.stderr
+    assert python_prints(
+        "import sys; from cortex.repl.core import Session; s = Session(None, None); "
+        "print(sorted(m for m in sys.modules if m.split('.')[:2] in "
+        "(['cortex', 'dsl'], ['cortex', 'search'], ['cortex', 'webhooks'], ['cortex', 'memory'])))") == "[]\n"
+
+
+def test_the_api_names_the_features_types_but_loads_each_on_first_use():
+    assert python_prints(
+        "import sys, cortex.api as cx; before = sorted(m for m in sys.modules if m.split('.')[:2] in "
+        "(['cortex', 'dsl'], ['cortex', 'memory'], ['cortex', 'webhooks'])); "
+        "print(before, cx.RetentionPolicy.__module__, 'cortex.memory.conversation' in sys.modules)"
+    ) == "[] cortex.memory.retention False\n"
+    assert {"WebhookDefinition", "RetentionPolicy", "parse_duration", "Identity", "Node"} <= set(dir(cx))
+    assert cx.WebhookFilter("$.a", equals=1).json_path == "$.a" and cx.memory_path("bot") == "agents/bot/memory.org"
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        cx.Nope  # noqa: B018
 
 
 # --- search ---------------------------------------------------------------------------------------

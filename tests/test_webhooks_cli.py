@@ -1,12 +1,16 @@
 """`cortex webhook` and `cortex serve` through click's runner, on a real store and a copy of the Org files."""
 
 import re
+import socket
+import threading
+import time
 
 import pytest
 from click.testing import CliRunner
 
+import cortex.api as cx
 from cortex.cli.webhooks import serve_command, webhook_group
-from cortex.errors import UserError
+from cortex.errors import NotFound, UserError
 from cortex.webhooks import MissingSecret
 
 SECRET = "gh-s3cr3t-6f1d0c"
@@ -125,3 +129,69 @@ def test_serve_names_the_webhook_whose_secret_is_missing(tmp_path, org):
         serve_command, ["--store", str(tmp_path / "store"), "--org", str(org), "--port", "0"])
     assert isinstance(result.exception, MissingSecret)
     assert "'stripe-payments'" in str(result.exception) and SECRET not in str(result.exception)
+
+
+# --- the api the commands call ------------------------------------------------------------------
+
+
+def test_add_webhook_then_remove_webhook_leaves_the_definitions_file_as_it_was(cortex, org):
+    definitions = org / "definitions.hy"
+    before = definitions.read_text()
+    hook = cx.WebhookDefinition(name="ci", path="/hooks/ci", provider=cx.Provider.STANDARD,
+                                secret="secret://env/CI_SECRET", agent="reviewer",
+                                filter=cx.WebhookFilter("$.attempt", equals=3))
+    assert cortex.add_webhook(hook) == definitions
+    assert definitions.read_text() == before + (
+        '\n(defwebhook ci\n  :path "/hooks/ci"\n  :provider standard\n  :secret "secret://env/CI_SECRET"\n'
+        '  :agent reviewer\n  :filter {:json-path "$.attempt" :equals 3})\n')
+    assert [w.name for w in cortex.webhooks()] == ["github-events", "stripe-payments", "ci"]
+    assert cortex.remove_webhook("ci") == definitions
+    assert definitions.read_text() == before
+    assert [w.name for w in cortex.webhooks()] == ["github-events", "stripe-payments"]
+
+
+def test_add_webhook_refuses_a_name_in_force_and_remove_webhook_what_the_file_lacks(cortex, org):
+    definitions = org / "definitions.hy"
+    before = definitions.read_text()
+    taken = cx.WebhookDefinition(name="github-events", path="/hooks/other", provider=cx.Provider.GITHUB, secret="s")
+    with pytest.raises(UserError, match="a webhook named 'github-events' is already defined; remove it first"):
+        cortex.add_webhook(taken)
+    with pytest.raises(NotFound, match=re.escape(f"{definitions}: no definition named nope")):
+        cortex.remove_webhook("nope")
+    assert definitions.read_text() == before
+    definitions.unlink()
+    with pytest.raises(NotFound, match=re.escape(f"no webhook named 'github-events': {definitions} does not exist")):
+        cortex.remove_webhook("github-events")
+
+
+def test_remove_webhook_sends_you_to_the_org_file_that_defines_it(cortex, org):
+    notes = org / "notes" / "hooks.org"
+    notes.write_text('* Hooks\n#+begin_src hy :cortex yes\n(defwebhook triage :path "/hooks/triage" '
+                     ':provider standard :secret "secret://env/TRIAGE")\n#+end_src\n')
+    cortex.ingest()
+    with pytest.raises(UserError, match=re.escape(f"webhook 'triage' is defined at {notes}:3:1, not in {org}")):
+        cortex.remove_webhook("triage")
+
+
+def test_webhook_server_serves_the_definitions_on_the_port_asked_with_the_body_cap(cortex, monkeypatch):
+    monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
+    monkeypatch.setenv("STRIPE_WEBHOOK_SECRET", "whsec_stripe_s3cr3t")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    service, server = cortex.webhook_server("127.0.0.1", port, max_body=64)
+    assert sorted(service.endpoints) == ["/hooks/github", "/hooks/stripe"] and service.warnings == []
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            assert thread.is_alive()
+            time.sleep(0.01)
+        url = f"http://127.0.0.1:{port}"
+        routed = cortex.webhook_test("github-events", {"action": "opened"}, url=url)
+        assert (routed.status, routed.outcome, routed.agent) == (200, "routed", "assistant")
+        too_big = cortex.webhook_test("github-events", {"action": "opened", "pad": "x" * 64}, url=url)
+        assert too_big.status == 413
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from .common import console, err_console, table
@@ -18,18 +16,14 @@ def dsl_group():
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 def check(files):
     """Check definition files (Hy, or Org with marked blocks); print every error, exit 1 if any."""
-    from ..dsl import DslError, load_definitions
+    from ..api import load_definitions
     from ..errors import UserError
 
     failed = False
     for file in files:
         try:
             defs = load_definitions(file)
-        except DslError as exc:
-            failed = True
-            err_console.print(str(exc), markup=False)
-            continue
-        except UserError as exc:
+        except UserError as exc:  # a DslError lists every problem of the file
             failed = True
             err_console.print(str(exc), markup=False)
             continue
@@ -42,7 +36,7 @@ def check(files):
 @click.argument("file", type=click.Path(dir_okay=False))
 def show(file):
     """A table of what FILE defines (secrets stay hidden)."""
-    from ..dsl import ROW_HEADERS, definition_rows, load_definitions
+    from ..api import ROW_HEADERS, definition_rows, load_definitions
 
     t = table(*ROW_HEADERS)
     for row in definition_rows(load_definitions(file)):
@@ -55,12 +49,10 @@ def show(file):
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of printing.")
 def convert(file, output):
     """Convert a brace-syntax (memory "x" { ... } / webhook "y" { ... }) file to defmemory / defwebhook forms."""
-    from ..dsl import convert_brace_syntax
-    from ..history import write_atomically
+    from ..api import convert_brace_file
 
-    converted = convert_brace_syntax(Path(file).read_text(encoding="utf-8"), file)
+    converted = convert_brace_file(file, output or None)
     if output:
-        write_atomically(Path(output), converted.encode("utf-8"))
         console.print(f"wrote {output}")
     else:
         click.echo(converted, nl=False)

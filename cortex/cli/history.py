@@ -23,7 +23,7 @@ def snapshot(cx, message):
 @with_cortex
 def snapshots(cx):
     """List kept snapshots, most recent first (position 0 = newest)."""
-    head = cx.store.refs.get("HEAD")
+    head = cx.head_oid
     t = table("#", "snapshot", "time", "files", "headlines", "message")
     for n, snap in enumerate(cx.snapshots()):
         mark = " [bold green]HEAD[/]" if snap.oid == head else ""
@@ -95,7 +95,7 @@ def history_(cx, org_id):
 @with_cortex
 def gc(cx, keep_last, max_age):
     """Drop snapshots beyond retention and delete objects nothing reaches."""
-    from ..dsl.duration import DurationError, parse_duration
+    from ..api import DurationError, parse_duration
 
     try:
         age = parse_duration(max_age) if max_age else None

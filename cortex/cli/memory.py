@@ -45,8 +45,7 @@ def search(cx, agent, query, limit):
 @with_cortex
 def compact(cx, agent, max_age):
     """Move items marked in AGENT's daily logs into memory.org and delete old logs."""
-    from ..dsl.duration import DurationError, parse_duration
-    from ..memory.retention import RetentionPolicy
+    from ..api import DurationError, RetentionPolicy, parse_duration
 
     try:
         policy = RetentionPolicy(parse_duration(max_age)) if max_age else RetentionPolicy()

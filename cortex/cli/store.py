@@ -89,7 +89,7 @@ def fsck(cx):
         err_console.print(f"[red]damaged[/] {problem}")
     if problems:
         raise SystemExit(1)
-    console.print(f"ok: {len(cx.store.objects):,} objects verified")
+    console.print(f"ok: {cx.object_count:,} objects verified")
 
 
 store_commands = (ingest, show, find, ls, stats, fsck)

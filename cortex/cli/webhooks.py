@@ -40,26 +40,13 @@ def webhook_group() -> None:
 def add(cx, name, path, provider, secret, agent, json_path, equals, contains, header, prefix, encoding,
         hmac_algorithm, jwt_algorithms, issuer, audience, public_key):
     """Add webhook NAME to the definitions file, keeping the rest of the file as it is."""
-    from ..dsl import (
-        Encoding,
-        HmacAlgorithm,
-        JwtSettings,
-        Provider,
-        SignatureScheme,
-        WebhookDefinition,
-        add_definition,
-    )
-    from ..errors import UserError
-    from ..history import write_atomically
-    from ..webhooks.secrets import resolve_secret
+    from ..api import Encoding, HmacAlgorithm, JwtSettings, Provider, SignatureScheme, WebhookDefinition, resolve_secret
 
     if (equals is not None or contains is not None) and not json_path:
         raise click.UsageError("--equals and --contains test the value --json-path finds; give --json-path")
     if json_path and (equals is None) == (contains is None):
         raise click.UsageError("--json-path needs one of --equals or --contains")
     kind = Provider(provider)
-    if any(d.name == name for d in cx.definitions().webhooks):
-        raise UserError(f"a webhook named {name!r} is already defined; remove it first or choose another name")
     definition = WebhookDefinition(
         name=name, path=path, provider=kind, secret=secret, agent=agent,
         filter=_filter(json_path, equals, contains),
@@ -67,9 +54,7 @@ def add(cx, name, path, provider, secret, agent, json_path, equals, contains, he
         if kind is Provider.CUSTOM and header else None,
         jwt=JwtSettings(jwt_algorithms or (("HS256",) if public_key is None else ("RS256",)), issuer, audience,
                         public_key) if kind is Provider.JWT else None)
-    target = cx.definitions_path
-    source = target.read_text(encoding="utf-8") if target.exists() else ""
-    write_atomically(target, add_definition(source, definition, str(target)).encode("utf-8"))
+    target = cx.add_webhook(definition)
     if secret and not secret.startswith("secret://"):
         err_console.print(resolve_secret(secret, name).warning, style="yellow", markup=False)
     console.print(f"added webhook {name}: POST {path} ({provider}"
@@ -121,19 +106,7 @@ def test(cx, name, payload, event, url, tamper, stale):
 @with_cortex
 def remove(cx, name):
     """Remove webhook NAME from the definitions file, leaving the rest of it as it is."""
-    from ..dsl import WebhookDefinition, remove_definition
-    from ..errors import NotFound, UserError
-    from ..history import write_atomically
-
-    target = cx.definitions_path
-    elsewhere = [w for w in cx.definitions().webhooks if w.name == name and w.location
-                 and Path(w.location.file) != target]
-    if elsewhere:
-        raise UserError(f"webhook {name!r} is defined at {elsewhere[0].location}, not in {target}; remove it there")
-    if not target.exists():
-        raise NotFound(f"no webhook named {name!r}: {target} does not exist")
-    source = target.read_text(encoding="utf-8")
-    write_atomically(target, remove_definition(source, name, WebhookDefinition, str(target)).encode("utf-8"))
+    target = cx.remove_webhook(name)
     console.print(f"removed webhook {name} from {target}", markup=False)
 
 
@@ -177,10 +150,7 @@ def redeliver(cx, delivery_id):
 @with_cortex
 def serve_command(cx, host, port, max_body):
     """Receive webhook deliveries over HTTP at the paths the definitions declare."""
-    from ..webhooks.receiver import make_server
-    from ..webhooks.service import WebhookService
-
-    service = WebhookService(cx, max_body=max_body)
+    service, server = cx.webhook_server(host, port, max_body)
     for warning in service.warnings:
         err_console.print(warning, style="yellow", markup=False)
     if not service.endpoints:
@@ -189,11 +159,11 @@ def serve_command(cx, host, port, max_body):
         d = endpoint.definition
         console.print(f"POST {path} -> {d.name} ({d.provider.value}"
                       + (f", agent {d.agent}" if d.agent else "") + ")", markup=False)
-    make_server(service, host, port).run()
+    server.run()
 
 
 def _filter(json_path, equals, contains):
-    from ..dsl import WebhookFilter
+    from ..api import WebhookFilter
 
     if not json_path:
         return None

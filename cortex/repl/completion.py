@@ -69,8 +69,6 @@ class SessionCompleter(Completer):
 
     def ids(self) -> list[tuple[str, str]]:
         """Every :ID: and Org file of the working state, with the headline's title."""
-        from ..ingest import WORKING
-
         cortex = self.session.cortex
 
         def compute():
@@ -78,7 +76,7 @@ class SessionCompleter(Completer):
             found += [(node.id, node.title) for node in cortex.headlines() if node.id]
             return found
 
-        return self._cached("ids", cortex.store.refs.get(WORKING), compute)
+        return self._cached("ids", cortex.working_oid, compute)
 
     def agents(self) -> list[tuple[str, str]]:
         """Agent ids: the folders under the Org folder's `agents/`."""
@@ -90,12 +88,11 @@ class SessionCompleter(Completer):
     def webhooks(self) -> list[tuple[str, str]]:
         """The names of the webhooks in force, and the agents they route to; none while the definitions are broken."""
         from ..errors import CortexError
-        from ..ingest import WORKING
 
         cortex = self.session.cortex
         file = cortex.definitions_path
         live = tuple(cortex.registry.webhooks.values())
-        changed = (cortex.store.refs.get(WORKING), file.stat().st_mtime_ns if file.exists() else None, live)
+        changed = (cortex.working_oid, file.stat().st_mtime_ns if file.exists() else None, live)
 
         def compute():
             try:
@@ -109,10 +106,8 @@ class SessionCompleter(Completer):
 
     def snapshot_refs(self) -> list[tuple[str, str]]:
         """HEAD, HEAD~N along HEAD's parents, and a 12-character prefix of every kept snapshot."""
-        from ..history import HEAD, SNAPSHOTS
-
         cortex = self.session.cortex
-        head = cortex.store.refs.get(HEAD)
+        head = cortex.head_oid
 
         def compute():
             snaps = cortex.snapshots()
@@ -121,7 +116,7 @@ class SessionCompleter(Completer):
             found += [(s.oid.hex()[:12], s.message or "snapshot") for s in snaps]
             return found
 
-        return self._cached("snapshots", (head, len(cortex.store.table(SNAPSHOTS))), compute)
+        return self._cached("snapshots", (head, cortex.snapshot_count), compute)
 
     def _cached(self, name: str, key, compute) -> list[tuple[str, str]]:
         stored = self._cache.get(name)

@@ -18,14 +18,7 @@ def load_dsl(session, path):
     Paths are relative to the Org folder. A name defined again replaces its earlier definition. Every
     problem is shown as file:line:column with the line and a caret, and then nothing is loaded.
     """
-    from ..dsl import Registry, load_definitions
-
-    definitions = load_definitions(session.org_path(path))
-    together = Registry()  # a conflict with the definitions in force is found before any is kept
-    together.load(session.cortex.definitions())
-    together.load(definitions)
-    session.cortex.registry.load(definitions)
-    return definitions
+    return session.cortex.load_dsl(session.org_path(path))
 
 
 @macro("cortex.dsl.macros")

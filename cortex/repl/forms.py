@@ -49,7 +49,7 @@ def duration(text, option: str):
     """A duration a user wrote ("90d", "12w"), or None for None; a bad one names the option."""
     if not text:
         return None
-    from ..dsl.duration import DurationError, parse_duration
+    from ..api import DurationError, parse_duration
 
     try:
         return parse_duration(text)
@@ -105,7 +105,7 @@ def showable(session, target):
     """What `cortex.api`'s show takes for a value a user holds: a search result is the headline it was found in."""
     if is_a(target, "cortex.search.service.SearchResult"):
         # By oid, so a result of a search :as-of a snapshot shows that snapshot's text.
-        return session.cortex.store.objects[target.oid]
+        return target.oid
     return target
 
 
@@ -157,7 +157,7 @@ def rollback(session, ref, *, keep=False, force=False):
     Refuses when the files hold edits no snapshot has, unless :keep True (snapshot them first)
     or :force True (discard them).
     """
-    from ..history import DirtyWorkingFiles
+    from ..api import DirtyWorkingFiles
 
     try:
         return session.cortex.rollback(snapshot_ref(ref), keep=keep, force=force)

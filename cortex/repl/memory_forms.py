@@ -33,7 +33,7 @@ def search(session, query, *, limit=10, agent=None, type=None, source=None, path
 @form
 def memory_inspect(session, agent):
     """An agent's memory.org, highlighted: (memory-inspect "assistant")."""
-    from ..memory.layout import memory_path
+    from ..api import memory_path
 
     memory = session.cortex.memory
     for warning in memory.load_context(agent).warnings:
@@ -63,7 +63,7 @@ def memory_compact(session, agent, *, max_age=None):
     (memory-compact "assistant" :max-age "30d"); a snapshot is taken first, so
     (rollback (. *1 before)) undoes it.
     """
-    from ..memory.retention import RetentionPolicy
+    from ..api import RetentionPolicy
 
     age = duration(max_age, "max-age")
     return session.cortex.memory.compact(agent, RetentionPolicy(age) if age else None)
@@ -98,7 +98,7 @@ def turns(repl, tenant, user, session, *, run="", strategy="truncation", budget_
     shows the summary of older turns too; :budget-tokens bounds the truncation window.
     """
     # `repl` is the REPL session: `session` is the conversation's, as the identity names it.
-    from ..memory.conversation import ExtractiveSummarizer, Identity
+    from ..api import ExtractiveSummarizer, Identity
 
     # Reading a rolling summary never summarises, but opening the strategy needs a summarizer.
     summarizer = ExtractiveSummarizer() if strategy == "rolling_summary" else None

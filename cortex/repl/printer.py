@@ -104,18 +104,18 @@ class Renderer:
         """A renderable for any value."""
         from rich.text import Text
 
-        from .. import history, ingest, objects, query
+        from .. import api
         from . import views
 
         single = {
-            query.Node: self.node,
-            objects.Headline: lambda h: self.org(self.session.cortex.show(h)),
-            objects.Snapshot: self.snapshot,
+            api.Node: self.node,
+            api.Headline: lambda h: self.org(self.session.cortex.show(h)),
+            api.Snapshot: self.snapshot,
             OrgText: lambda text: self.org(text, text.path),
             Outline: self.outline,
             Help: self.help,
-            history.RollbackReport: self.rollback,
-            ingest.IngestReport: lambda r: Text(ingest_summary(r, self.session.cortex.root)),
+            api.RollbackReport: self.rollback,
+            api.IngestReport: lambda r: Text(ingest_summary(r, self.session.cortex.root)),
         }
         for kind, render in single.items():
             if isinstance(value, kind):
@@ -147,12 +147,7 @@ class Renderer:
         """The TODO and DONE keywords of a file in the working state (Org's defaults otherwise)."""
         from .orglexer import DEFAULT_DONE, DEFAULT_TODO
 
-        cortex = self.session.cortex
-        oid = cortex.working().entries.get(path) if path else None
-        if oid is None:
-            return DEFAULT_TODO, DEFAULT_DONE
-        doc = cortex.store.objects[oid]
-        return doc.todo_keywords, doc.done_keywords
+        return (self.session.cortex.todo_keywords(path) if path else None) or (DEFAULT_TODO, DEFAULT_DONE)
 
     def node(self, node):
         """A headline with its place (file:line, ancestors), then its subtree as Org."""
@@ -195,29 +190,29 @@ class Renderer:
         """The cells of one table row."""
         from rich.text import Text
 
-        from .. import history, objects, query
+        from .. import api
         from . import views
 
-        if isinstance(item, query.Node):
+        if isinstance(item, api.Node):
             h = item.headline
             title = f"[#{h.priority}] {h.title}" if h.priority else h.title
             return {"#": str(index), "where": f"{item.path}:{item.line}", "todo": self.todo(item),
                     "headline": title, "tags": ":".join(h.tags), "id": item.id or ""}
-        if isinstance(item, objects.Snapshot):
+        if isinstance(item, api.Snapshot):
             return {"#": str(index), "snapshot": self.snapshot_name(item), "time": when(item.time_ns),
                     "message": item.message, "files": str(item.counts.get("files", "")),
                     "headlines": str(item.counts.get("headlines", ""))}
-        if isinstance(item, history.Change):
+        if isinstance(item, api.Change):
             detail = ", ".join(item.fields)
             if item.kind == "moved":
                 detail = f"from {item.old_path}: {' / '.join(item.old_outline)}"
             return {"change": Text(item.kind, style=CHANGE_STYLES.get(item.kind, "")), "file": item.path,
                     "headline": " / ".join(item.outline), "id": item.id or "", "detail": detail}
-        if isinstance(item, history.LogEntry):
+        if isinstance(item, api.LogEntry):
             changes = ", ".join(f"{n} {kind}" for kind, n in sorted(item.changes.items())) or "no change"
             return {"#": str(index), "snapshot": self.snapshot_name(item.snapshot),
                     "time": when(item.snapshot.time_ns), "message": item.snapshot.message, "changes": changes}
-        if isinstance(item, history.Version):
+        if isinstance(item, api.Version):
             return {"time": when(item.snapshot.time_ns), "snapshot": short(item.snapshot.oid),
                     "file": item.path, "change": item.change, "headline": item.headline.title}
         if isinstance(item, FileEntry):
@@ -246,7 +241,7 @@ class Renderer:
 
     def is_head(self, snap) -> bool:
         """Whether HEAD points at this snapshot."""
-        return self.session.cortex.store.refs.get("HEAD") == snap.oid
+        return self.session.cortex.head_oid == snap.oid
 
     def snapshot_name(self, snap) -> str:
         """The short oid, marked when it is HEAD."""

@@ -147,8 +147,8 @@ def definition_rows(renderer, definitions: list) -> list[dict]:
 
     Where a definition was written is shown relative to the Org folder when it is in it.
     """
-    from ..dsl import ROW_HEADERS, Definitions, MemoryDefinition
-    from ..dsl import definition_rows as rows
+    from ..api import ROW_HEADERS, Definitions, MemoryDefinition
+    from ..api import definition_rows as rows
 
     memories = tuple(d for d in definitions if isinstance(d, MemoryDefinition))
     webhooks = tuple(d for d in definitions if not isinstance(d, MemoryDefinition))

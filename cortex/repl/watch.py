@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
-from ..ingest import org_files
 
-
-def stamps(root: Path) -> dict[Path, tuple[int, int]]:
-    """Modification time and size of every Org file under `root`."""
+def stamps(paths: Iterable[Path]) -> dict[Path, tuple[int, int]]:
+    """Modification time and size of each of these files."""
     found = {}
-    for path in org_files(root):
+    for path in paths:
         try:
             stat = os.stat(path)
         except OSError:  # removed between listing and stat: the next poll sees it gone
@@ -31,8 +30,8 @@ class Watcher:
     def __init__(self, session, interval: float = 1.0):
         self.session = session
         self.interval = interval
-        self.root = session.cortex.root
-        self._stamps = stamps(self.root)
+        self.org_files = session.cortex.org_files
+        self._stamps = stamps(self.org_files())
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cortex-watch", daemon=True)
 
@@ -46,7 +45,7 @@ class Watcher:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            now = stamps(self.root)
+            now = stamps(self.org_files())
             if now == self._stamps:
                 continue
             self._stamps = now
