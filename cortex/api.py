@@ -118,17 +118,19 @@ class Cortex:
 
     # --- the store itself ---------------------------------------------------------------
 
-    def ingest(self, path: str | os.PathLike | None = None, progress=None) -> IngestReport:
+    def ingest(self, path: str | os.PathLike | None = None, progress=None,
+               written: dict[str, bytes] | None = None) -> IngestReport:
         """Ingest an Org file or folder (default: the whole Org root), incrementally.
 
-        The first ingest of a folder makes it the Org root this store tracks.
+        The first ingest of a folder makes it the Org root this store tracks. `written` holds
+        bytes just written to some of the files (by path from the Org root), taken as read.
         """
         if path is not None and Path(path).is_dir() and self.store.refs.get(ingesting.WORKING) is None:
             self.root = self._settle_root(path)
         from .dsl.literate import MARKER  # here, as it loads Hy's reader, which opening a store needs not
 
         report = ingesting.ingest(self.store, self.root, None if path is None else Path(path), progress,
-                                  marker=MARKER.encode())
+                                  marker=MARKER.encode(), written=written)
         self._note_literate_definitions(report)
         return report
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from weakref import WeakKeyDictionary
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,17 +119,20 @@ def relative_path(root: Path, path: Path) -> str:
 
 
 def ingest(store: Store, root: Path, target: Path | None = None, progress: Progress | None = None,
-           attempts: int = 3, marker: bytes | None = None) -> IngestReport:
+           attempts: int = 3, marker: bytes | None = None, written: Mapping[str, bytes] | None = None,
+           ) -> IngestReport:
     """Bring the working state in line with the Org files under `target` (default: all of `root`).
 
     The report lists the parsed files whose bytes contain `marker`, so a caller that looks
-    for something in changed files need not read them again.
+    for something in changed files need not read them again. `written` holds the bytes the
+    caller has just written to some of the files (by path from the root): they are taken as
+    read, not read back.
     """
     root = Path(os.path.abspath(root))
     target = root if target is None else Path(os.path.abspath(target))
     for attempt in range(attempts):
         try:
-            return _ingest_once(store, root, target, progress, marker)
+            return _ingest_once(store, root, target, progress, marker, written or {})
         except (RefConflict, _CollectedMeanwhile):
             if attempt == attempts - 1:
                 raise
@@ -143,7 +146,7 @@ class _CollectedMeanwhile(RefConflict):
 
 
 def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | None,
-                 marker: bytes | None) -> IngestReport:
+                 marker: bytes | None, written: Mapping[str, bytes]) -> IngestReport:
     started = time.perf_counter()
     scope = relative_path(root, target)
     if not target.exists():
@@ -170,24 +173,26 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
         for n, rel in enumerate(files, 1):
             if progress:
                 progress(n, len(files), rel)
-            path = os.path.join(root, rel)
-            try:
-                if (known := batch.unchanged(path)) is not None:
-                    entries[rel] = known
+            path, data, stat = os.path.join(root, rel), written.get(rel), None
+            if data is None:
+                try:
+                    if (known := batch.unchanged(path)) is not None:
+                        entries[rel] = known
+                        continue
+                    with open(path, "rb") as file:
+                        read_at, stat = time.time_ns(), os.fstat(file.fileno())
+                        data = file.read()
+                except OSError as exc:
+                    report.problems.append(Problem(rel, exc.strerror or str(exc)))
                     continue
-                with open(path, "rb") as file:
-                    read_at, stat = time.time_ns(), os.fstat(file.fileno())
-                    data = file.read()
-            except OSError as exc:
-                report.problems.append(Problem(rel, exc.strerror or str(exc)))
-                continue
             digest = hash_bytes(data)
             try:
                 entries[rel], changed = batch.document(rel, data, digest)
             except NotOrgText as exc:
                 report.problems.append(Problem(rel, exc.reason, exc.line))
                 continue
-            batch.read(path, stat, read_at, digest)
+            if stat is not None:
+                batch.read(path, stat, read_at, digest)
             if changed:
                 report.parsed.append(rel)
                 if marker is not None and marker in data:

@@ -60,6 +60,19 @@ def test_a_file_read_soon_after_it_changed_is_read_every_time(cortex, org, opene
     assert sorted(opened) == sorted(p.name for p in org.rglob("*.org"))
 
 
+def test_bytes_just_written_are_taken_as_read_and_the_file_is_read_next_time(cortex, org, opened):
+    path = org / "notes" / "projects.org"
+    written = path.read_text().replace("Blocked", "Stalled").encode()
+    path.write_bytes(written)
+    opened.clear()
+    report = cortex.ingest(org / "notes", written={"notes/projects.org": written})
+    assert report.parsed == ["notes/projects.org"] and "projects.org" not in opened
+    assert cortex.show("notes/projects.org").encode() == written
+    path.write_text(path.read_text().replace("Stalled", "Waiting"))  # a hand edit right after
+    assert cortex.ingest().parsed == ["notes/projects.org"]
+    assert "Waiting on the schema review." in cortex.show("notes/projects.org")
+
+
 def test_edit_stores_only_the_changed_headline_and_its_ancestors(cortex, org):
     path = org / "notes" / "projects.org"
     text = path.read_text()

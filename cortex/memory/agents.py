@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import NotFound, UserError, located
-from ..hashing import hash_bytes
+from ..hashing import Oid, hash_bytes
 from ..history import head
 from ..ingest import DOCS_BY_BYTES, WORKING, NotOrgText, decode_org, org_files
 from ..objects import Document, Snapshot
@@ -109,11 +109,11 @@ class PurgeReport:
 
 
 class _Known(NamedTuple):
-    """A memory.org's bytes as last read or written, their digest and what they read as."""
+    """A memory.org's bytes as last read or written, what they read as, and their document once known."""
 
     data: bytes
-    digest: bytes
     model: MemoryFile
+    document: Oid | None = None
 
 
 class AgentMemory:
@@ -133,15 +133,17 @@ class AgentMemory:
         """The agent's memory.org as a context (empty when there is none); hand edits are ingested first."""
         return self._load(agent, agent_folder(self.root, agent))
 
-    def _load(self, agent: str, folder: Path) -> MemoryContext:
-        self._sync(folder)
-        tree = self.cortex.working()
+    def _load(self, agent: str, folder: Path, written: dict[str, bytes] | None = None) -> MemoryContext:
+        """The context of memory.org once the folder is ingested (`written`: bytes just written there)."""
+        self._sync(folder, written)
         path = memory_path(agent)
-        oid = tree.entries.get(path)
+        oid = self.cortex.working().entries.get(path)
         if oid is None:
             return MemoryContext(agent=agent)
         known = self._known.get(path)
-        if known is not None and self.cortex.store.table(DOCS_BY_BYTES).get(known.digest) == oid:
+        if known is not None and written and written.get(path) is known.data:
+            known = self._known[path] = known._replace(document=oid)  # the document of what was just written
+        if known is not None and known.document == oid:
             return _context(agent, known.model)
         return _context(agent, self._model(path, self.cortex.store.objects[oid]))
 
@@ -158,10 +160,10 @@ class AgentMemory:
             entry = render_entry(now, context.title or "Session", context.summary or "",
                                  context.session or f"s-{now:%Y-%m-%d-%H%M}")
         with agent_lock(folder):
-            self._write_memory(agent, base, ours)
+            written = self._write_memory(agent, base, ours)
             if entry is not None:
-                self._append_log(agent, entry, now.date())
-            return self._load(agent, folder)
+                written.update(self._append_log(agent, entry, now.date()))
+            return self._load(agent, folder, written)
 
     def delete_context(self, agent: str) -> bool:
         """Remove the agent's memory.org (its logs stay); snapshot first if it holds unsnapshotted edits."""
@@ -276,8 +278,9 @@ class AgentMemory:
 
     # --- steps ----------------------------------------------------------------------------
 
-    def _write_memory(self, agent: str, base: Mapping[str, Typed], ours: dict[str, Typed | None]) -> None:
-        """Merge `ours` (what changed since `base`) into memory.org on disk, under the agent's lock."""
+    def _write_memory(self, agent: str, base: Mapping[str, Typed], ours: dict[str, Typed | None]) -> dict[str, bytes]:
+        """Merge `ours` (what changed since `base`) into memory.org on disk, under the agent's lock; return
+        {path: the bytes written}, empty when nothing changed."""
         path = memory_path(agent)
         written: list[tuple[bytes, MemoryFile | None]] = []
 
@@ -291,8 +294,12 @@ class AgentMemory:
             return data
 
         known = self._known.get(path)
-        if replace_file(self.root / path, merged, known and known.data) and written[-1][1] is not None:
-            self._remember(path, *written[-1])
+        if not replace_file(self.root / path, merged, known and known.data):
+            return {}
+        data, model = written[-1]
+        if model is not None:
+            self._remember(path, data, model)
+        return {path: data}
 
     def _memory_file(self, path: str, data: bytes | None) -> MemoryFile:
         """What memory.org's bytes read as: known if they are the bytes last read or written here."""
@@ -301,15 +308,16 @@ class AgentMemory:
         known = self._known.get(path)
         if known is not None and known.data == data:
             return known.model
-        model = self._model(path, self._document(path, data))
-        self._remember(path, data, model)
+        document = self._document(path, data)
+        model = self._model(path, document)
+        self._remember(path, data, model, document.oid)
         return model
 
-    def _remember(self, path: str, data: bytes, model: MemoryFile) -> None:
+    def _remember(self, path: str, data: bytes, model: MemoryFile, document: Oid | None = None) -> None:
         self._known.pop(path, None)
         if len(self._known) >= _KNOWN_LIMIT:
             self._known.pop(next(iter(self._known)))
-        self._known[path] = _Known(data, hash_bytes(data), model)
+        self._known[path] = _Known(data, model, document)
 
     def record_session(self, agent: str, turns, title: str, *, session: str = "", summarizer=None) -> str:
         """Write a conversation's turns into the agent's daily log as one entry, ingested; return its path.
@@ -323,14 +331,21 @@ class AgentMemory:
         day = datetime.fromtimestamp(turns[0].timestamp_ns / 1e9).date()
         folder = agent_folder(self.root, agent)
         with agent_lock(folder):
-            self._append_log(agent, entry, day)
-            self._sync(folder)
+            self._sync(folder, self._append_log(agent, entry, day))
         return log_path(agent, day)
 
-    def _append_log(self, agent: str, entry: str, day: date) -> None:
+    def _append_log(self, agent: str, entry: str, day: date) -> dict[str, bytes]:
+        """Append an entry to the agent's log of `day`; return {path: the bytes written}."""
         path = log_path(agent, day)
-        replace_file(self.root / path, lambda old: append_entry(
-            None if old is None else _decoded(path, old), entry, f"{agent} — {day.isoformat()}"))
+        written = {}
+
+        def appended(old: bytes | None) -> bytes:
+            written[path] = append_entry(None if old is None else _decoded(path, old), entry,
+                                         f"{agent} — {day.isoformat()}")
+            return written[path]
+
+        replace_file(self.root / path, appended)
+        return written
 
     def _document(self, path: str, data: bytes) -> Document:
         """The document parsed from a file's bytes, ingesting the file when the store has not seen them."""
@@ -373,9 +388,9 @@ class AgentMemory:
             raise NotFound(f"agent {agent!r} has no memory under {self.root / AGENTS}")
         return folder
 
-    def _sync(self, folder: Path) -> None:
-        """Bring the working state in line with the files in an agent's `folder`; refuse a memory.org that
-        cannot be read."""
+    def _sync(self, folder: Path, written: dict[str, bytes] | None = None) -> None:
+        """Bring the working state in line with the files in an agent's `folder` (`written`: bytes just
+        written there, by path); refuse a memory.org that cannot be read."""
         agent = folder.name
         tracked = any(p.startswith(f"{AGENTS}/{agent}/") for p in self.cortex.working().entries)
         if not folder.is_dir() and not tracked:
@@ -383,7 +398,7 @@ class AgentMemory:
         target = folder if folder.is_dir() else folder.parent
         if self.cortex.store.refs.get(WORKING) is None or not target.is_dir():
             target = None  # the whole Org root: a first ingest of a subfolder would make it the root
-        report = self.cortex.ingest(target)
+        report = self.cortex.ingest(target, written=written)
         for problem in report.problems:
             if problem.path == memory_path(agent):
                 raise UserError(str(problem))
