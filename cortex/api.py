@@ -408,16 +408,20 @@ class Cortex:
         history.write_atomically(target, kept.encode("utf-8"))
         return target
 
-    def webhook_server(self, host: str = "127.0.0.1", port: int = 8787, max_body: int | None = None):
+    def webhook_server(self, host: str = "127.0.0.1", port: int = 8787, max_body: int | None = None,
+                       keep_logs: timedelta | None = None):
         """The HTTP receiver of the webhooks in force, as (service, server).
 
         The service's `endpoints` (by path) and `warnings` say what it serves; `server.run()` serves
-        until interrupted. A missing secret raises here, naming its webhook.
+        until interrupted. A missing secret raises here, naming its webhook. Logged deliveries older
+        than `keep_logs` (default 30 days) are dropped as new ones come.
         """
+        from .webhooks.deliveries import KEEP_FOR
         from .webhooks.receiver import make_server
         from .webhooks.service import MAX_BODY, WebhookService
 
-        service = WebhookService(self, max_body=MAX_BODY if max_body is None else max_body)
+        service = WebhookService(self, max_body=MAX_BODY if max_body is None else max_body,
+                                 keep_logs=keep_logs or KEEP_FOR)
         return service, make_server(service, host, port)
 
     def webhook_test(self, name: str, payload, *, event: str | None = None, url: str | None = None,
@@ -432,6 +436,12 @@ class Cortex:
         from .webhooks.deliveries import DeliveryLog
 
         return DeliveryLog(self.store).deliveries(name, tail)
+
+    def prune_webhook_logs(self, older_than: timedelta) -> int:
+        """Remove logged deliveries older than `older_than`, with their bodies; return how many."""
+        from .webhooks.deliveries import DeliveryLog
+
+        return DeliveryLog(self.store).prune(older_than)
 
     def webhook_redeliver(self, delivery_id: str):
         """Run a logged delivery through filtering and routing again (not verification: it may be stale)."""

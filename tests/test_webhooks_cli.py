@@ -120,6 +120,14 @@ def test_logs_and_redeliver(run, org):
     assert "redeliver" in run("logs", "--tail", "1").output
 
 
+def test_prune_removes_old_deliveries_and_refuses_a_bad_age(run):
+    run("test", "github-events", "--payload", '{"action": "opened"}')
+    assert "removed 0 deliveries older than 1d" in run("prune", "1d").output
+    assert "github-events" in run("logs").output
+    failed = run("prune", "soon", ok=False)
+    assert failed.exit_code == 2 and "Invalid value for AGE" in failed.output
+
+
 def test_logs_of_an_empty_store_say_so(run):
     assert "no deliveries for webhook x" in run("logs", "--name", "x").output
 

@@ -1,5 +1,7 @@
 """The delivery log: time-ordered ids, records and bodies in one transaction, filters and tails, on LMDB."""
 
+from datetime import timedelta
+
 import pytest
 
 from cortex.backends import open_store
@@ -74,3 +76,41 @@ def test_the_answer_hides_routing_from_a_rejected_sender():
     routed = delivery(outcome=Outcome.ROUTED, verified=True, filter_matched=True, filter_reason="no filter",
                       agent="assistant", event="push")
     assert routed.answer()["agent"] == "assistant" and routed.answer()["filter_matched"] is True
+
+
+DAY = 86_400 * 10**9
+
+
+def test_recording_drops_deliveries_older_than_the_retention_with_their_bodies(tmp_path):
+    store = open_store(tmp_path / "store")
+    log = DeliveryLog(store, keep_for=timedelta(days=30))
+    start = 1_700_000_000 * 10**9
+    old, kept = delivery(time_ns=start), delivery(time_ns=start + 5 * DAY)
+    log.record(old, b"old")
+    log.record(kept, b"kept")
+    newest = log.record(delivery(time_ns=start + 31 * DAY), b"new")
+    assert [d.id for d in log.deliveries()] == [kept.id, newest.id]
+    with pytest.raises(NotFound):
+        log.body(old.id)
+    assert log.body(kept.id) == b"kept"
+    store.close()
+
+
+def test_prune_removes_what_is_older_than_asked_and_counts_it(log):
+    start = 1_700_000_000 * 10**9
+    for day in range(10):
+        log.record(delivery(time_ns=start + day * DAY), b"{}")
+    assert log.prune(timedelta(days=3), now_ns=start + 9 * DAY) == 6
+    assert [id_time_ns(d.id) for d in log.deliveries()] == [start + day * DAY for day in (6, 7, 8, 9)]
+    assert log.prune(timedelta(days=3), now_ns=start + 9 * DAY) == 0
+
+
+def test_a_log_kept_for_ever_drops_nothing_and_a_retention_must_be_positive(tmp_path):
+    store = open_store(tmp_path / "store")
+    log = DeliveryLog(store, keep_for=None)
+    log.record(delivery(time_ns=10**9))
+    log.record(delivery(time_ns=10**18))
+    assert len(log) == 2
+    with pytest.raises(UserError, match="kept for some time"):
+        DeliveryLog(store, keep_for=timedelta(0))
+    store.close()

@@ -48,3 +48,13 @@ def when(time_ns: int) -> str:
 def short(oid) -> str:
     """The 12-character prefix of an oid."""
     return "-" if oid is None else bytes(oid).hex()[:12]
+
+
+def duration(text: str, param: str):
+    """A duration option or argument (`30d`, `12h`...) as a timedelta; a usage error names `param`."""
+    from ..api import DurationError, parse_duration
+
+    try:
+        return parse_duration(text)
+    except DurationError as exc:
+        raise click.BadParameter(str(exc), param_hint=param) from None

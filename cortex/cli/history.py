@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import console, err_console, short, table, when, with_cortex
+from .common import console, duration, err_console, short, table, when, with_cortex
 
 KIND_STYLE = {"added": "green", "removed": "red", "changed": "yellow", "moved": "cyan"}
 
@@ -95,12 +95,7 @@ def history_(cx, org_id):
 @with_cortex
 def gc(cx, keep_last, max_age):
     """Drop snapshots beyond retention and delete objects nothing reaches."""
-    from ..api import DurationError, parse_duration
-
-    try:
-        age = parse_duration(max_age) if max_age else None
-    except DurationError as exc:
-        raise click.BadParameter(str(exc), param_hint="--max-age") from None
+    age = duration(max_age, "--max-age") if max_age else None
     dropped, deleted = cx.gc(keep_last, age)
     console.print(f"dropped {dropped} snapshots, deleted {deleted} objects")
 

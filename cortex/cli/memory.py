@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import console, err_console, short, table, with_cortex
+from .common import console, duration, err_console, short, table, with_cortex
 
 TYPES = ("fact", "procedure", "pattern")
 
@@ -45,12 +45,9 @@ def search(cx, agent, query, limit):
 @with_cortex
 def compact(cx, agent, max_age):
     """Move items marked in AGENT's daily logs into memory.org and delete old logs."""
-    from ..api import DurationError, RetentionPolicy, parse_duration
+    from ..api import RetentionPolicy
 
-    try:
-        policy = RetentionPolicy(parse_duration(max_age)) if max_age else RetentionPolicy()
-    except DurationError as exc:
-        raise click.BadParameter(str(exc), param_hint="--max-age") from None
+    policy = RetentionPolicy(duration(max_age, "--max-age")) if max_age else RetentionPolicy()
     report = cx.memory.compact(agent, policy)
     for kind, item in report.moved:
         console.print(f"  moved    {kind:9} {item.title}", markup=False)

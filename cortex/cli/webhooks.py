@@ -1,4 +1,4 @@
-"""`cortex webhook` (add, list, test, remove, logs, redeliver) and `cortex serve`, the receiver."""
+"""`cortex webhook` (add, list, test, remove, logs, prune, redeliver) and `cortex serve`, the receiver."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .common import console, err_console, table, when, with_cortex
+from .common import console, duration, err_console, table, when, with_cortex
 
 PROVIDERS = ("github", "stripe", "slack", "standard", "custom", "jwt")
 
@@ -130,6 +130,15 @@ def logs(cx, name, tail):
 
 
 @webhook_group.command()
+@click.argument("age")
+@with_cortex
+def prune(cx, age):
+    """Remove logged deliveries older than AGE (e.g. 7d, 12h), with their kept bodies."""
+    removed = cx.prune_webhook_logs(duration(age, "AGE"))
+    console.print(f"removed {removed} deliveries older than {age}", markup=False)
+
+
+@webhook_group.command()
 @click.argument("delivery_id", metavar="ID")
 @with_cortex
 def redeliver(cx, delivery_id):
@@ -147,10 +156,11 @@ def redeliver(cx, delivery_id):
               help="Port to listen on (0: any free port).")
 @click.option("--max-body", type=click.IntRange(min=1), default=1 << 20, show_default=True,
               help="Largest body accepted, in bytes; larger ones get 413.")
+@click.option("--keep-logs", default="30d", show_default=True, help="How long logged deliveries are kept.")
 @with_cortex
-def serve_command(cx, host, port, max_body):
+def serve_command(cx, host, port, max_body, keep_logs):
     """Receive webhook deliveries over HTTP at the paths the definitions declare."""
-    service, server = cx.webhook_server(host, port, max_body)
+    service, server = cx.webhook_server(host, port, max_body, duration(keep_logs, "--keep-logs"))
     for warning in service.warnings:
         err_console.print(warning, style="yellow", markup=False)
     if not service.endpoints:

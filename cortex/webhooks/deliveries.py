@@ -4,7 +4,8 @@ Records live in the `webhooks.deliveries` table under their id, whose first 8 by
 time in nanoseconds, so key order is time order. The body of every delivery that passed
 verification (or skipped it) is kept too, in `webhooks.bodies`, because `redeliver` runs it
 again; a rejected or oversized body is not kept, only its size and sha256. Header values
-that authenticate the request are redacted before anything is stored.
+that authenticate the request are redacted before anything is stored. Deliveries older than
+the log's retention (`KEEP_FOR` unless told otherwise) are dropped as new ones are recorded.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import os
 import struct
 import time
 from dataclasses import asdict, dataclass, field, fields
+from datetime import timedelta
+from itertools import takewhile
 
 from cortex.backends import Store
 from cortex.codec import decode, encode
@@ -22,6 +25,7 @@ DELIVERIES = "webhooks.deliveries"
 BODIES = "webhooks.bodies"
 TRIGGERS = ("live", "test", "redeliver")
 ID_SIZE = 12  # 8 bytes of time in ns, 4 random bytes
+KEEP_FOR = timedelta(days=30)
 
 
 class Outcome:
@@ -86,13 +90,17 @@ def id_time_ns(delivery_id: str) -> int:
 class DeliveryLog:
     """Delivery records and kept bodies in a store, oldest first."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, keep_for: timedelta | None = KEEP_FOR):
+        """`keep_for`: how long a delivery is kept once recorded (None: for ever)."""
+        if keep_for is not None and keep_for <= timedelta(0):
+            raise UserError(f"deliveries must be kept for some time, not {keep_for}")
         self.store = store
+        self.keep_for = keep_for
         self._records = store.table(DELIVERIES)
         self._bodies = store.table(BODIES)
 
     def record(self, delivery: Delivery, body: bytes | None = None) -> Delivery:
-        """Write a delivery (and the body to keep, if any) in one transaction."""
+        """Write a delivery (and the body to keep, if any) in one transaction, dropping those past retention."""
         if delivery.trigger not in TRIGGERS:
             raise ValueError(f"trigger {delivery.trigger!r} is not one of {', '.join(TRIGGERS)}")
         key = _key(delivery.id)
@@ -102,9 +110,25 @@ class DeliveryLog:
             self._records[key] = data
             if body is not None:
                 self._bodies[key] = bytes(body)
+            if self.keep_for is not None:
+                self._drop_before(delivery.time_ns - _ns(self.keep_for))
 
         self.store.transact(write)
         return delivery
+
+    def prune(self, older_than: timedelta, now_ns: int | None = None) -> int:
+        """Remove the deliveries (and their bodies) older than `older_than`; return how many."""
+        cutoff = (time.time_ns() if now_ns is None else now_ns) - _ns(older_than)
+        return self.store.transact(lambda: self._drop_before(cutoff))
+
+    def _drop_before(self, time_ns: int) -> int:
+        # ids start with their time, so the old ones come first and the scan stops at the first newer one
+        bound = struct.pack(">Q", max(time_ns, 0))
+        old = list(takewhile(lambda key: key < bound, self._records))
+        for key in old:
+            del self._records[key]
+            self._bodies.pop(key, None)
+        return len(old)
 
     def get(self, delivery_id: str) -> Delivery:
         """The delivery with this id (NotFound when there is none)."""
@@ -130,6 +154,10 @@ class DeliveryLog:
 
     def __len__(self) -> int:
         return len(self._records)
+
+
+def _ns(span: timedelta) -> int:
+    return span // timedelta(microseconds=1) * 1000
 
 
 def _key(delivery_id: str) -> bytes:

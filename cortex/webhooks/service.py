@@ -15,11 +15,12 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from cortex.dsl.definitions import Provider, WebhookDefinition
 from cortex.errors import CortexError, NotFound, UserError
-from cortex.webhooks.deliveries import Delivery, DeliveryLog, Outcome, id_time_ns, new_id
+from cortex.webhooks.deliveries import KEEP_FOR, Delivery, DeliveryLog, Outcome, id_time_ns, new_id
 from cortex.webhooks.filters import FilterResult, JsonPathFilter, matches
 from cortex.webhooks.routing import NOT_JSON, event_type, json_filter, memory_context, needs_json, parse_payload
 from cortex.webhooks.secrets import SECRET_SCHEME, redact_headers, resolve_secret
@@ -70,11 +71,12 @@ class WebhookService:
     """The webhooks of a session by path, their delivery log, and the handler every delivery goes through."""
 
     def __init__(self, cx, webhooks: Iterable[WebhookDefinition] | None = None, *, verify: bool = True,
-                 max_body: int = MAX_BODY, environ: Mapping[str, str] | None = None):
+                 max_body: int = MAX_BODY, environ: Mapping[str, str] | None = None,
+                 keep_logs: timedelta | None = KEEP_FOR):
         if max_body < 1:
             raise UserError(f"the body size cap must be at least 1 byte, not {max_body}")
         self.cx = cx
-        self.log = DeliveryLog(cx.store)
+        self.log = DeliveryLog(cx.store, keep_logs)
         self.max_body = max_body
         self.warnings: list[str] = []
         self.endpoints: dict[str, Endpoint] = {}
