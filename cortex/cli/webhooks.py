@@ -85,19 +85,7 @@ def test(cx, name, payload, event, url, tamper, stale):
     if payload.startswith("@"):
         payload = _read_payload(payload[1:])
     result = cx.webhook_test(name, payload, event=event, url=url, tamper=tamper, stale=stale)
-    verified = {True: "yes", False: f"no: {result.reason} ({result.detail})", None: "not checked"}
-    filtered = {True: "matched", False: "filtered out", None: "not reached"}
-    status = " ".join(filter(None, [str(result.status), result.outcome]))
-    if result.detail and result.verified is not False:
-        status += f": {result.detail}"
-    rows = [("webhook", f"{result.webhook} ({result.url or 'in-process'})"),
-            ("verified", verified[result.verified]),
-            ("filter", filtered[result.filter_matched] + (f": {result.filter_reason}" if result.filter_reason else "")),
-            ("agent", result.agent if result.outcome == "routed" else "- (not routed)"),
-            ("status", status),
-            ("delivery", result.delivery or "-"),
-            ("latency", f"{result.latency_ms:.1f} ms")]
-    for label, value in rows:
+    for label, value in result.summary():
         console.print(f"{label:9} {value}", markup=False)
 
 
@@ -123,9 +111,8 @@ def logs(cx, name, tail):
     t = table("time", "delivery", "webhook", "trigger", "event", "answer", "why", "agent", "ms")
     t.columns[1].no_wrap = True  # an id is copied whole into `redeliver`
     for d in deliveries:
-        why = d.reason or (d.filter_reason if d.filter_matched is False else d.detail)
         t.add_row(when(d.time_ns), d.id, d.webhook, d.trigger, d.event or "-", f"{d.status} {d.outcome}",
-                  why or "-", d.agent or "-", f"{d.duration_us / 1000:.1f}")
+                  d.why or "-", d.agent or "-", f"{d.duration_us / 1000:.1f}")
     console.print(t)
 
 

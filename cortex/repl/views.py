@@ -13,8 +13,6 @@ TURN = "cortex.memory.conversation.turns.Turn"
 DELIVERY = "cortex.webhooks.deliveries.Delivery"
 MEMORY_DEFINITION = "cortex.dsl.definitions.MemoryDefinition"
 WEBHOOK_DEFINITION = "cortex.dsl.definitions.WebhookDefinition"
-VERIFIED = {True: "yes", False: "no", None: "not checked"}
-FILTERED = {True: "matched", False: "filtered out", None: "not reached"}
 
 
 def render(renderer, value):
@@ -39,7 +37,7 @@ def render(renderer, value):
     if is_a(value, MEMORY_DEFINITION) or is_a(value, WEBHOOK_DEFINITION):
         return renderer.key_values(definition_rows(renderer, [value])[0].items())
     if is_a(value, "cortex.webhooks.simulate.Simulation"):
-        return renderer.key_values(simulation(value))
+        return renderer.key_values(value.summary())
     if is_a(value, DELIVERY):
         return renderer.key_values(delivery_row(value).items())
     return None
@@ -157,25 +155,9 @@ def definition_rows(renderer, definitions: list) -> list[dict]:
             for kind, name, where, settings in rows(Definitions(memories, webhooks))]
 
 
-def simulation(result) -> list[tuple[str, str]]:
-    """A simulated delivery as a person checks it: verified, filtered, routed, answered, how fast."""
-    verified = VERIFIED[result.verified] + (f": {result.reason} ({result.detail})" if result.verified is False else "")
-    status = f"{result.status} {result.outcome}".strip()
-    if result.detail and result.verified is not False:
-        status += f": {result.detail}"
-    return [("webhook", f"{result.webhook} ({result.url or 'in-process'})"),
-            ("verified", verified),
-            ("filter", FILTERED[result.filter_matched] + (f": {result.filter_reason}" if result.filter_reason else "")),
-            ("agent", result.agent if result.outcome == "routed" else "- (not routed)"),
-            ("status", status),
-            ("delivery", result.delivery or "-"),
-            ("latency", f"{result.latency_ms:.1f} ms")]
-
-
 def delivery_row(d) -> dict:
     """A logged delivery as a table row."""
-    why = d.reason or (d.filter_reason if d.filter_matched is False else d.detail)
     return {"time": when(d.time_ns), "delivery": d.id, "webhook": d.webhook, "trigger": d.trigger,
-            "event": d.event or "-", "answer": f"{d.status} {d.outcome}", "why": why or "-",
+            "event": d.event or "-", "answer": f"{d.status} {d.outcome}", "why": d.why or "-",
             "agent": d.agent or "-", "ms": f"{d.duration_us / 1000:.1f}"}
 

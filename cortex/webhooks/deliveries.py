@@ -64,6 +64,11 @@ class Delivery:
     headers: dict[str, str] = field(default_factory=dict)  # secrets redacted
     redelivery_of: str | None = None
 
+    @property
+    def why(self) -> str:
+        """The reason behind the outcome, if there is one: the reject reason, the filter's, or the detail."""
+        return self.reason or (self.filter_reason if self.filter_matched is False else self.detail)
+
     def answer(self) -> dict[str, object]:
         """The JSON the receiver answers with: the id and outcome, and past verification, what happened."""
         answer: dict[str, object] = {"delivery": self.id, "webhook": self.webhook, "outcome": self.outcome}

@@ -49,6 +49,21 @@ class Simulation:
                    filter_matched=answer.get("filter_matched"), filter_reason=str(answer.get("filter_reason", "")),
                    agent=answer.get("agent"), latency_ms=latency_ms, url=url)
 
+    def summary(self) -> list[tuple[str, str]]:
+        """(label, text) pairs as a person checks a delivery: verified, filtered, routed, answered, how fast."""
+        verified = {True: "yes", False: f"no: {self.reason} ({self.detail})", None: "not checked"}[self.verified]
+        filtered = {True: "matched", False: "filtered out", None: "not reached"}[self.filter_matched]
+        status = f"{self.status} {self.outcome}".strip()
+        if self.detail and self.verified is not False:
+            status += f": {self.detail}"
+        return [("webhook", f"{self.webhook} ({self.url or 'in-process'})"),
+                ("verified", verified),
+                ("filter", filtered + (f": {self.filter_reason}" if self.filter_reason else "")),
+                ("agent", self.agent if self.outcome == "routed" else "- (not routed)"),
+                ("status", status),
+                ("delivery", self.delivery or "-"),
+                ("latency", f"{self.latency_ms:.1f} ms")]
+
 
 def simulate(cx, name: str, payload: object, event: str | None = None, url: str | None = None,
              tamper: bool = False, stale: bool = False, *, service: WebhookService | None = None) -> Simulation:
