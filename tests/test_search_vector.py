@@ -53,6 +53,15 @@ def test_mask_keeps_results_inside_it(small):
     assert small.search(vectors[3], 3, mask=[]) == []
 
 
+def test_a_mask_searched_again_follows_additions_and_removals(small):
+    vectors, mask = unit_rows(100), {103, 150, 999}
+    assert [key for key, _ in small.search(vectors[3], 5, mask=mask)] == [103, 150]
+    small.remove([103])
+    assert [key for key, _ in small.search(vectors[3], 5, mask=mask)] == [150]
+    small.add([999], vectors[[3]])
+    assert [key for key, _ in small.search(vectors[3], 5, mask=mask)] == [999, 150]
+
+
 def test_large_index_uses_the_graph_and_honours_wide_masks():
     vectors, keys = unit_rows(6000), np.arange(6000, dtype=np.uint64)
     index = VectorIndex(32)

@@ -28,6 +28,8 @@ class VectorIndex:
     def __init__(self, dim: int, index: Index | None = None):
         self.dim = dim
         self._index = index if index is not None else Index(ndim=dim, metric="cos", dtype="f32")
+        self._changes = 0  # counts additions and removals, so the keys a mask admits are known until one
+        self._last_mask: tuple = ()
 
     def __len__(self) -> int:
         return len(self._index)
@@ -47,6 +49,7 @@ class VectorIndex:
             return
         self.remove(keys)
         self._index.add(keys, vectors)
+        self._changes += 1
 
     def remove(self, keys: Sequence[int] | np.ndarray) -> None:
         """Forget `keys`; unknown keys are ignored."""
@@ -54,6 +57,7 @@ class VectorIndex:
         present = keys[self._contains(keys)]
         if len(present):
             self._index.remove(present)
+            self._changes += 1
 
     def _contains(self, keys: np.ndarray) -> np.ndarray:
         return np.asarray(self._index.contains(keys), dtype=bool).reshape(len(keys))
@@ -62,26 +66,35 @@ class VectorIndex:
                mask: Collection[int] | None = None) -> list[tuple[int, float]]:
         """The `k` nearest `(key, cosine similarity)` pairs, best first.
 
-        `mask`, when given, holds the only keys that may be returned.
+        `mask`, when given, holds the only keys that may be returned. The keys of the last mask
+        found in the index are kept: search again with the same mask object (not changed in place)
+        and they are not looked up again.
         """
         vector = np.asarray(vector, dtype=np.float32).reshape(self.dim)
         size = len(self._index)
         if k <= 0 or size == 0:
             return []
         if mask is not None:
-            allowed = np.fromiter(mask, dtype=np.uint64)
-            allowed = np.unique(allowed[self._contains(allowed)])
+            allowed, permitted = self._admitted(mask)
             if len(allowed) <= max(self.exact_limit, size // 8):
                 return self._scan(vector, allowed, k)
             # A wide mask: over-fetch from the graph in proportion, then filter.
             count = min(size, 2 * k * (size // len(allowed) + 1))
             found = self._graph_search(vector, count, exact=False)
-            permitted = set(allowed.tolist())
             kept = [hit for hit in found if hit[0] in permitted]
             if len(kept) >= k or count == size:
                 return kept[:k]
             return self._scan(vector, allowed, k)
         return self._graph_search(vector, min(k, size), exact=size <= self.exact_limit)
+
+    def _admitted(self, mask: Collection[int]) -> tuple[np.ndarray, set[int]]:
+        """The keys of `mask` in the index, sorted and as a set."""
+        last = self._last_mask
+        if not last or last[0] is not mask or last[1] != self._changes:
+            allowed = np.fromiter(mask, dtype=np.uint64)
+            allowed = np.unique(allowed[self._contains(allowed)])
+            self._last_mask = (mask, self._changes, allowed, set(allowed.tolist()))
+        return self._last_mask[2], self._last_mask[3]
 
     def _graph_search(self, vector: np.ndarray, count: int, exact: bool) -> list[tuple[int, float]]:
         matches = self._index.search(vector, count, exact=exact)
