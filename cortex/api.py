@@ -168,7 +168,8 @@ class Cortex:
         return query.find(self.store, self.state(ref), todo=todo, tag=tag, prop=prop, text=text)
 
     def show(self, target) -> str:
-        """Org text of a node, a headline or its oid (a search result's `oid`), an :ID:, or a file path."""
+        """Org text of a node, a headline or its oid (a search result's `oid`), an :ID: (a file's own :ID:
+        shows the file), or a file path."""
         if isinstance(target, Oid):
             oid, target = target, self.store.objects[target]
             if not isinstance(target, Headline):
@@ -176,8 +177,9 @@ class Cortex:
         if isinstance(target, (Node, Headline)):
             return query.show(self.store, target)
         tree = self.working()
-        if str(target) in tree.entries:
-            return query.render_file(self.store, tree, str(target))
+        path = str(target) if str(target) in tree.entries else self.file_ids().get(str(target))
+        if path is not None:
+            return query.render_file(self.store, tree, path)
         return query.show(self.store, self.lookup(str(target)))
 
     def outline(self, path: str | None = None) -> list[Node]:
@@ -186,6 +188,10 @@ class Cortex:
         if path is not None and path not in tree.entries:
             raise NotFound(f"{path}: not in the working state")
         return list(query.walk(self.store, tree, None if path is None else [path]))
+
+    def file_ids(self, ref: str | int | None = None) -> dict[str, str]:
+        """The :ID:s files give themselves (a property drawer before the first headline), with their files."""
+        return query.file_ids(self.store, self.state(ref))
 
     def org_files(self) -> list[Path]:
         """Every Org file under the Org root, as `ingest` reads them."""

@@ -67,6 +67,7 @@ _TIMESTAMP = re.compile(r"(?=[<\[](?:\d{4}-\d{2}-\d{2}|%%\())[<\[](?:%%)?.*?[\]>
 _DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*$", re.I)
 _DRAWER_STOP = re.compile(r"[ \t]*:END:[ \t]*$", re.I)
 _PROPERTY = re.compile(rf"[ \t]*:({_NONWS}+):(?: (.*))?[ \t]*$")
+_COMMENT_LINE = re.compile(r"[ \t]*#(?:[ \t]|$)")
 
 Getter = Callable[[Oid], OrgObject]
 Cached = Callable[[bytes], "Oid | None"]
@@ -650,6 +651,16 @@ def _planning(line: str) -> tuple[tuple[str, str], ...]:
         if stamp:
             entries.append((m.group(1).upper(), stamp.group()))
     return tuple(entries)
+
+
+def file_properties(preamble: str) -> tuple[tuple[str, str], ...]:
+    """The file-level property drawer: one the file opens with, after blank and comment lines only
+    (as Emacs reads it, and org-roam writes it); none otherwise."""
+    lines = _lines(preamble, 0 < preamble.count("\r\n") == preamble.count("\n"))
+    for line in lines:
+        if line.strip(" \t") and not _COMMENT_LINE.match(line):
+            return _property_drawer(lines) if _DRAWER_START.match(line) else ()
+    return ()
 
 
 def _property_drawer(lines: Iterator[str]) -> tuple[tuple[str, str], ...]:

@@ -73,6 +73,9 @@ def lookup(store: Store, tree: Tree, org_id: str) -> Node:
     for node in walk(store, tree):
         if node.id == org_id:
             return node
+    path = file_ids(store, tree).get(org_id)
+    if path is not None:
+        raise NotFound(f"{org_id} is the :ID: of the file {path}, not of a headline; show it to see the file")
     raise NotFound(f"no headline with :ID: {org_id}")
 
 
@@ -97,6 +100,21 @@ def find(store: Store, tree: Tree, *, todo: str | None = None, tag: str | None =
     return found
 
 
+def file_id(doc: Document) -> str | None:
+    """The :ID: of a file's own property drawer, if it has one."""
+    return next((value for key, value in orgfile.file_properties(doc.preamble) if key.upper() == "ID"), None)
+
+
+def file_ids(store: Store, tree: Tree) -> dict[str, str]:
+    """Every file-level :ID: of a state, with the file it names."""
+    found = {}
+    for path in sorted(tree.entries):
+        org_id = file_id(store.objects[tree.entries[path]])
+        if org_id:
+            found.setdefault(org_id, path)
+    return found
+
+
 def show(store: Store, node_or_headline) -> str:
     """A headline and its subtree rendered back as Org text."""
     headline = getattr(node_or_headline, "headline", node_or_headline)
@@ -116,6 +134,7 @@ def stats(store: Store, tree: Tree) -> dict[str, int]:
     for node in walk(store, tree):
         headlines += 1
         ids += node.id is not None
+    ids += len(file_ids(store, tree))
     return {
         "files": len(tree.entries),
         "headlines": headlines,

@@ -286,6 +286,27 @@ def test_a_changed_todo_setup_misses_the_cache():
     assert (headline.todo, headline.title) == ("WAIT", "x")
 
 
+@pytest.mark.parametrize("preamble, properties", [
+    (":PROPERTIES:\n:ID: a1\n:END:\n#+title: t\n", (("ID", "a1"),)),
+    ("\n# a comment\n#\n:PROPERTIES:\n:ID: a1\n:CATEGORY: x y\n:END:\n", (("ID", "a1"), ("CATEGORY", "x y"))),
+    (":PROPERTIES:\r\n:ID: a1\r\n:END:\r\n", (("ID", "a1"),)),
+    ("#+title: t\n:PROPERTIES:\n:ID: a1\n:END:\n", ()),  # a keyword first: a plain drawer, not the file's
+    ("Some text.\n:PROPERTIES:\n:ID: a1\n:END:\n", ()),
+    (":PROPERTIES:\n:ID: a1\n", ()),  # never closed
+    ("", ()),
+])
+def test_file_properties_are_the_drawer_a_file_opens_with(preamble, properties):
+    assert orgfile.file_properties(preamble) == properties
+    assert orgfile.file_properties(orgfile.parse(preamble + "* h\n").document.preamble) == properties
+
+
+def test_corpus_files_that_open_with_a_drawer_have_file_properties(corpus):
+    opening = [path for path, (text, _) in corpus.items() if text.lstrip("\n").startswith(":PROPERTIES:\n")]
+    assert len(opening) >= 10
+    assert all(dict(orgfile.file_properties(parsed.document.preamble)).get("ID")
+               for path, (text, parsed) in corpus.items() if path in opening)
+
+
 def test_repeated_subtrees_are_built_once():
     parsed = orgfile.parse("* Notes\n** x\n* Notes\n** x\n")
     assert len(parsed.objects) == 3

@@ -72,3 +72,16 @@ def test_show_takes_a_headline_by_its_oid(cortex):
     document = cortex.working().entries["notes/projects.org"]
     with pytest.raises(UserError, match=f"{document.hex()[:12]}: not a headline"):
         cortex.show(document)
+
+
+ROAM_NOTE = ":PROPERTIES:\n:ID:       5f1c-roam-note\n:ROAM_ALIASES: Caching\n:END:\n#+title: Caches\n\n* Eviction\n"
+
+
+def test_a_file_level_id_names_its_file(cortex, org):
+    (org / "notes" / "caches.org").write_text(ROAM_NOTE)
+    cortex.ingest()
+    assert cortex.file_ids() == {"5f1c-roam-note": "notes/caches.org"}
+    assert cortex.show("5f1c-roam-note") == ROAM_NOTE
+    with pytest.raises(NotFound, match="5f1c-roam-note is the :ID: of the file notes/caches.org"):
+        cortex.lookup("5f1c-roam-note")
+    assert cortex.stats()["ids"] == 1 + sum(1 for n in cortex.headlines() if n.id)

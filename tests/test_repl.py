@@ -335,6 +335,9 @@ def test_completion_of_ids_files_agents_and_snapshot_refs(repl):
     assert found["task-parse-org"] == "Parse Org files into headline objects"
     assert "task-rotate-secrets" in found and "proj-deploy" not in found
     assert completions(session, '(show "notes/')["notes/projects.org"] == "file"
+    (session.cortex.root / "notes" / "roam.org").write_text(":PROPERTIES:\n:ID: roam-note-1\n:END:\n* x\n")
+    repl("(ingest)")
+    assert completions(session, '(show "roam-')["roam-note-1"] == "file notes/roam.org"
     assert completions(session, '(turns "assis')["assistant"] == "agent"
     assert completions(session, '(rollback "HE') == {}
     repl('(snapshot "one")')

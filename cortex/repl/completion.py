@@ -68,11 +68,12 @@ class SessionCompleter(Completer):
         return [*self.ids(), *self.agents(), *self.webhooks(), *self.snapshot_refs()]
 
     def ids(self) -> list[tuple[str, str]]:
-        """Every :ID: and Org file of the working state, with the headline's title."""
+        """Every :ID: and Org file of the working state, with the headline's title (or the file an :ID: names)."""
         cortex = self.session.cortex
 
         def compute():
             found = [(path, "file") for path in cortex.working().entries]
+            found += [(org_id, f"file {path}") for org_id, path in cortex.file_ids().items()]
             found += [(node.id, node.title) for node in cortex.headlines() if node.id]
             return found
 
