@@ -177,10 +177,12 @@ class Cortex:
         if isinstance(target, (Node, Headline)):
             return query.show(self.store, target)
         tree = self.working()
-        path = str(target) if str(target) in tree.entries else self.file_ids().get(str(target))
-        if path is not None:
-            return query.render_file(self.store, tree, path)
-        return query.show(self.store, self.lookup(str(target)))
+        if str(target) in tree.entries:
+            return query.render_file(self.store, tree, str(target))
+        try:
+            return query.show(self.store, self.lookup(str(target)))
+        except query.FileIdNotHeadline as named:
+            return query.render_file(self.store, tree, named.path)
 
     def outline(self, path: str | None = None) -> list[Node]:
         """The headlines of one file, or of every file."""

@@ -75,8 +75,16 @@ def lookup(store: Store, tree: Tree, org_id: str) -> Node:
             return node
     path = file_ids(store, tree).get(org_id)
     if path is not None:
-        raise NotFound(f"{org_id} is the :ID: of the file {path}, not of a headline; show it to see the file")
+        raise FileIdNotHeadline(org_id, path)
     raise NotFound(f"no headline with :ID: {org_id}")
+
+
+class FileIdNotHeadline(NotFound):
+    """An :ID: looked up as a headline's is a file's own."""
+
+    def __init__(self, org_id: str, path: str):
+        super().__init__(f"{org_id} is the :ID: of the file {path}, not of a headline; show it to see the file")
+        self.path = path
 
 
 def find(store: Store, tree: Tree, *, todo: str | None = None, tag: str | None = None,
