@@ -59,17 +59,18 @@ def summary(store: Store, tree: Tree) -> dict[str, int]:
     cached = table.get(tree.oid)
     if cached is not None:
         return decode(cached)
-    headlines = 0
+    headlines, new = 0, {}
     for doc_oid in tree.entries.values():
         cached = table.get(doc_oid)
         if cached is None:
             count = _count_headlines(store, store.objects[doc_oid])
-            table[doc_oid] = encode(count)
+            new[doc_oid] = encode(count)
         else:
             count = decode(cached)
         headlines += count
     counts = {"files": len(tree.entries), "headlines": headlines}
-    table[tree.oid] = encode(counts)
+    new[tree.oid] = encode(counts)
+    store.transact(lambda: table.update(new))  # one commit, however many documents are new
     return counts
 
 

@@ -21,6 +21,27 @@ def edit(org, path, old, new):
     file.write_text(text.replace(old, new))
 
 
+def test_a_snapshot_of_many_new_files_commits_once(cortex, org, monkeypatch):
+    for n in range(30):
+        (org / f"note-{n}.org").write_text(f"* Note {n}\n** Detail {n}\n")
+    cortex.ingest()
+    engine, commits, depth = cortex.store.engine, [], []
+    transact = type(engine).transact
+
+    def outermost(self, fn):  # a transaction inside another commits with it
+        commits.extend([fn] if not depth else [])
+        depth.append(fn)
+        try:
+            return transact(self, fn)
+        finally:
+            depth.pop()
+
+    monkeypatch.setattr(type(engine), "transact", outermost)
+    snap = cortex.snapshot("many files")
+    assert snap.counts == {"files": 35, "headlines": len(cortex.headlines())}
+    assert len(commits) == 2  # the files' counts, then the snapshot and HEAD
+
+
 def test_snapshot_addressing(cortex, org):
     first = cortex.snapshot("first")
     edit(org, PROJECTS, "Blocked on", "Waiting for")
