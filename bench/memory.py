@@ -13,6 +13,7 @@ from _common import best_of, percentiles, report, timed
 
 import cortex.api as cx
 import cortex.ingest as ingesting
+from cortex.history import write_atomically
 from cortex.memory.agents import MemoryContext
 from cortex.memory.retention import RetentionPolicy
 
@@ -40,6 +41,12 @@ def save_one_fact(c, agents: dict[str, MemoryContext], label: str, rounds: int =
             agents[agent] = c.memory.save_context(agent, context, now=NOW)
             times[agent].append(time.perf_counter() - start)
     return {agent: statistics.median(seconds) for agent, seconds in times.items()}
+
+
+def file_write(path: Path, rounds: int = 15) -> float:
+    """Median time of writing a file's own bytes back atomically, as a save does."""
+    data = path.read_bytes()
+    return statistics.median(timed(lambda _: write_atomically(path, data), range(rounds)))
 
 
 def save_beside_logs(c, org: Path, context: MemoryContext, baseline: float) -> MemoryContext:
@@ -89,6 +96,9 @@ def main() -> None:
         report("save_context + re-index of one new fact, 100 items (baseline)", seconds["small"], seconds["small"])
         report("save_context + re-index of one new fact, 10k items", seconds["large"], seconds["small"],
                target="(target ~1; median of 15)")
+        writes = {agent: file_write(org / f"agents/{agent}/memory.org") for agent in saves}
+        report("of which the atomic write of memory.org alone, 10k vs 100 items", writes["large"], writes["small"],
+               target="(temporary file, fsync, rename: the floor)")
         small = save_beside_logs(c, org, small, seconds["small"])
 
         logs = org / "agents/logger/logs"
