@@ -69,14 +69,29 @@ def walk_document(store: Store, path: str, doc: Document) -> Iterator[Node]:
 
 
 def lookup(store: Store, tree: Tree, org_id: str) -> Node:
-    """The headline whose :ID: is `org_id`."""
-    for node in walk(store, tree):
-        if node.id == org_id:
-            return node
+    """The headline whose :ID: is `org_id`; only the file that holds it is walked."""
+    for path in sorted(tree.entries):
+        if org_id in _headline_ids(store, tree.entries[path]):
+            return next(node for node in walk(store, tree, [path]) if node.id == org_id)
     path = file_ids(store, tree).get(org_id)
     if path is not None:
         raise FileIdNotHeadline(org_id, path)
     raise NotFound(f"no headline with :ID: {org_id}")
+
+
+# The headline :ID:s of each document read in this process, by document oid (content never changes).
+_IDS: dict[bytes, frozenset[str]] = {}
+_IDS_LIMIT = 100_000
+
+
+def _headline_ids(store: Store, doc_oid: Oid) -> frozenset[str]:
+    ids = _IDS.get(doc_oid)
+    if ids is None:
+        ids = frozenset(node.id for node in walk_document(store, "", store.objects[doc_oid]) if node.id)
+        if len(_IDS) >= _IDS_LIMIT:
+            _IDS.pop(next(iter(_IDS)))
+        _IDS[doc_oid] = ids
+    return ids
 
 
 class FileIdNotHeadline(NotFound):

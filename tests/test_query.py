@@ -85,3 +85,16 @@ def test_a_file_level_id_names_its_file(cortex, org):
     with pytest.raises(NotFound, match="5f1c-roam-note is the :ID: of the file notes/caches.org"):
         cortex.lookup("5f1c-roam-note")
     assert cortex.stats()["ids"] == 1 + sum(1 for n in cortex.headlines() if n.id)
+
+
+def test_lookup_follows_an_id_moved_to_another_file(cortex, org):
+    assert cortex.lookup("task-rotate-secrets").path == "notes/projects.org"
+    source = org / "notes" / "projects.org"
+    text = source.read_text()
+    start = text.index("** TODO [#A] Rotate the webhook secrets")
+    end = text.index("\n*", start + 1) + 1  # the next headline
+    source.write_text(text[:start] + text[end:])
+    (org / "notes" / "moved.org").write_text("* Moved here\n" + text[start:end])
+    cortex.ingest()
+    node = cortex.lookup("task-rotate-secrets")
+    assert node.path == "notes/moved.org" and node.outline == ("Moved here", "Rotate the webhook secrets")
