@@ -74,7 +74,10 @@ class EarlyPrompt:
         that is not text arrives."""
         decode, line = codecs.getincrementaldecoder("utf-8")("replace").decode, ""
         while self._stop_read not in select.select([self.fd_in, self._stop_read], [], [])[0]:
-            keys = os.read(self.fd_in, 4096)
+            try:
+                keys = os.read(self.fd_in, 4096)
+            except OSError:  # the terminal went away; prompt-toolkit will find that out too
+                return
             self.typed += keys
             line, text_only = edited(line, decode(keys))
             os.write(self.fd_out, f"\r{PROMPT}{line}\x1b[K".encode())
