@@ -2,8 +2,8 @@
 
 The working state is a tree (relative path -> document oid) held in the `working` ref.
 An unchanged file costs one stat, as in git's index: a file whose size, times and inode are
-those it had when this process last read it is not read again, unless it was changed within
-`RACY_SECONDS` of that read (a change in the same timestamp tick would not show). Otherwise
+those it had when it was last read (kept in the store) is not read again, unless it was changed
+within `RACY_SECONDS` of that read (a change in the same timestamp tick would not show). Otherwise
 it costs one hash: its bytes' blake3 names the document parsed from
 them. An edited file re-parses only the headlines whose subtree text changed; every
 other subtree is found by its text's hash. A large file edited again in the same process
@@ -22,6 +22,7 @@ from pathlib import Path
 
 from . import orgfile
 from .backends import Store
+from .codec import decode, encode
 from .errors import CortexError, RefConflict, UserError, located
 from .hashing import Oid, hash_bytes
 from .objects import EMPTY_TREE, OrgObject, Tree
@@ -30,6 +31,7 @@ WORKING = "working"
 ORG_SUFFIX = ".org"
 DOCS_BY_BYTES = "ingest.docs"
 SUBTREES = "ingest.subtrees"
+STATS = "ingest.stats"  # absolute path -> the file's stat and bytes' hash when last read
 # Files smaller than this parse whole in about a millisecond; keeping their layouts gains nothing.
 LAYOUT_MIN_BYTES = 32 * 1024
 
@@ -37,8 +39,6 @@ RACY_SECONDS = 2  # timestamps are as coarse as this on some filesystems (FAT); 
 
 # The last layout of each large file ingested into a store by this process.
 _layouts: WeakKeyDictionary[Store, dict[str, orgfile.Layout]] = WeakKeyDictionary()
-# Each file's stat and bytes' hash when this process last read it for a store: absolute path -> both.
-_seen: WeakKeyDictionary[Store, dict[str, tuple[tuple, bytes]]] = WeakKeyDictionary()
 
 Progress = Callable[[int, int, str], None]
 
@@ -167,7 +167,7 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
     entries = dict(base.entries)
     for path in scoped:
         del entries[path]
-    batch = _Batch(store, _layouts.setdefault(store, {}), _seen.setdefault(store, {}))
+    batch = _Batch(store, _layouts.setdefault(store, {}))
     report = IngestReport(root=base_oid or EMPTY_TREE.oid, files=len(files))
     with store.reading():
         for n, rel in enumerate(files, 1):
@@ -210,6 +210,8 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
         if any(oid not in store.objects for oid in batch.reused):
             raise _CollectedMeanwhile()
         report.new_objects = batch.write()
+        for rel in report.removed:
+            batch.stats.pop(os.fsencode(os.path.join(root, rel)), None)
         if tree.oid != base_oid:
             store.refs.set_if_equals(WORKING, tree.oid, base_oid, f"ingest {scope}")
 
@@ -222,12 +224,12 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
 class _Batch:
     """Objects and cache entries gathered during one ingest, written in one transaction."""
 
-    def __init__(self, store: Store, layouts: dict[str, orgfile.Layout], seen: dict[str, tuple[tuple, bytes]]):
+    def __init__(self, store: Store, layouts: dict[str, orgfile.Layout]):
         self.store = store
         self.layouts = layouts
         self.new_layouts: dict[str, orgfile.Layout] = {}
-        self.seen = seen
-        self.new_seen: dict[str, tuple[tuple, bytes]] = {}
+        self.stats = store.table(STATS)
+        self.new_stats: dict[bytes, bytes] = {}
         self.docs = store.table(DOCS_BY_BYTES)
         self.subtrees = store.table(SUBTREES)
         self.objects: dict[Oid, OrgObject] = {}
@@ -237,15 +239,16 @@ class _Batch:
 
     def unchanged(self, path: str) -> Oid | None:
         """The document of a file whose stat is what it was when last read, if it is still stored."""
-        seen = self.seen.get(path)
-        if seen is None or _signature(os.stat(path)) != seen[0]:
+        seen = self.stats.get(os.fsencode(path))
+        if seen is None:
             return None
-        return self._known(seen[1])
+        *signature, digest = decode(seen)
+        return self._known(digest) if tuple(signature) == _signature(os.stat(path)) else None
 
     def read(self, path: str, stat: os.stat_result, read_at: int, digest: bytes) -> None:
         """Note that the bytes of the file at `path` hashed to `digest` when it had `stat`."""
         if max(stat.st_mtime_ns, stat.st_ctime_ns) < read_at - RACY_SECONDS * 10**9:
-            self.new_seen[path] = (_signature(stat), digest)
+            self.new_stats[os.fsencode(path)] = encode([*_signature(stat), digest])
 
     def document(self, path: str, data: bytes, digest: bytes) -> tuple[Oid, bool]:
         """The document oid for a file's bytes (whose hash is `digest`), and whether it had to be parsed."""
@@ -281,10 +284,8 @@ class _Batch:
 
     def committed(self) -> None:
         """Keep what the next ingest and readers start from, now that it is stored: the layouts of
-        the files parsed, the stats of the files read, and the objects decoded (an edited section
-        may list thousands of children)."""
+        the files parsed, and the objects decoded (an edited section may list thousands of children)."""
         self.layouts.update(self.new_layouts)
-        self.seen.update(self.new_seen)
         for obj in self.objects.values():
             self.store.objects.remember(obj)
 
@@ -312,6 +313,8 @@ class _Batch:
             self.docs[digest] = oid
         for key, oid in self.subtree_cache.items():
             self.subtrees[key] = oid
+        for path, seen in self.new_stats.items():
+            self.stats[path] = seen
         return new
 
 

@@ -54,6 +54,18 @@ def test_a_file_whose_stat_is_unchanged_is_not_read_again(cortex, org, opened, m
     assert "Stalled on the schema review." in cortex.show("notes/projects.org")
 
 
+def test_the_stats_are_kept_in_the_store_for_the_next_process(tmp_path, org, opened, monkeypatch):
+    monkeypatch.setattr(ingesting, "RACY_SECONDS", 0)
+    with cx.open(tmp_path / "store", org) as first:
+        first.ingest()
+    opened.clear()
+    with cx.open(tmp_path / "store", org) as later:  # as a new process would open it
+        assert later.ingest().parsed == [] and opened == []
+        (org / "notes" / "projects.org").unlink()
+        assert later.ingest().removed == ["notes/projects.org"]
+        assert later.store.table(ingesting.STATS).get(os.fsencode(org / "notes" / "projects.org")) is None
+
+
 def test_a_file_read_soon_after_it_changed_is_read_every_time(cortex, org, opened, monkeypatch):
     # a change within the same timestamp tick as the read would leave its stat as it was
     monkeypatch.setattr(ingesting, "RACY_SECONDS", 10**6)  # every file changed "just now", however slow the run
