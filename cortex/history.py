@@ -25,7 +25,7 @@ from .hashing import Oid, hash_bytes
 from .ingest import DOCS_BY_BYTES, WORKING, forget_collected, ingest, org_paths, working_tree
 from .objects import EMPTY_TREE, Headline, Snapshot, Tree
 from .objects import decode as decode_object
-from .query import references, walk
+from .query import references, with_id
 
 HEAD = "HEAD"
 SNAPSHOTS = "history.snapshots"
@@ -428,7 +428,8 @@ def headline_history(store: Store, org_id: str) -> list[Version]:
     versions: list[Version] = []
     previous: tuple[str, Headline] | None = None
     for snap in reversed(snapshots(store)):
-        found = next(((n.path, n.headline) for n in walk(store, store.objects[snap.root]) if n.id == org_id), None)
+        node = with_id(store, store.objects[snap.root], org_id)
+        found = None if node is None else (node.path, node.headline)
         if found is None:
             if previous is not None:
                 versions.append(Version(snap, previous[0], previous[1], "removed"))

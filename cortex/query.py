@@ -69,14 +69,22 @@ def walk_document(store: Store, path: str, doc: Document) -> Iterator[Node]:
 
 
 def lookup(store: Store, tree: Tree, org_id: str) -> Node:
-    """The headline whose :ID: is `org_id`; only the file that holds it is walked."""
-    for path in sorted(tree.entries):
-        if org_id in _headline_ids(store, tree.entries[path]):
-            return next(node for node in walk(store, tree, [path]) if node.id == org_id)
+    """The headline whose :ID: is `org_id`."""
+    node = with_id(store, tree, org_id)
+    if node is not None:
+        return node
     path = file_ids(store, tree).get(org_id)
     if path is not None:
         raise FileIdNotHeadline(org_id, path)
     raise NotFound(f"no headline with :ID: {org_id}")
+
+
+def with_id(store: Store, tree: Tree, org_id: str) -> Node | None:
+    """The headline whose :ID: is `org_id`, or None; only the file that holds it is walked."""
+    for path in sorted(tree.entries):
+        if org_id in _headline_ids(store, tree.entries[path]):
+            return next(node for node in walk(store, tree, [path]) if node.id == org_id)
+    return None
 
 
 # The headline :ID:s of each document read in this process, by document oid (content never changes).
