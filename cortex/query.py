@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from . import orgfile
 from .backends import Store
+from .bounded import BoundedDict
 from .errors import ChecksumMismatch, FormatError, NotFound
 from .hashing import Oid, hash_bytes
 from .objects import Document, Headline, Tree
@@ -88,17 +89,14 @@ def with_id(store: Store, tree: Tree, org_id: str) -> Node | None:
 
 
 # The headline :ID:s of each document read in this process, by document oid (content never changes).
-_IDS: dict[bytes, frozenset[str]] = {}
-_IDS_LIMIT = 100_000
+_IDS: BoundedDict = BoundedDict(100_000)
 
 
 def _headline_ids(store: Store, doc_oid: Oid) -> frozenset[str]:
     ids = _IDS.get(doc_oid)
     if ids is None:
-        ids = frozenset(node.id for node in walk_document(store, "", store.objects[doc_oid]) if node.id)
-        if len(_IDS) >= _IDS_LIMIT:
-            _IDS.pop(next(iter(_IDS)))
-        _IDS[doc_oid] = ids
+        ids = _IDS[doc_oid] = frozenset(node.id for node in walk_document(store, "", store.objects[doc_oid])
+                                        if node.id)
     return ids
 
 

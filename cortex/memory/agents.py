@@ -23,6 +23,7 @@ from itertools import compress
 from pathlib import Path
 from typing import NamedTuple
 
+from ..bounded import BoundedDict
 from ..errors import NotFound, UserError, located
 from ..hashing import Oid, hash_bytes
 from ..history import head
@@ -121,7 +122,7 @@ class AgentMemory:
 
     def __init__(self, cortex):
         self.cortex = cortex
-        self._known: dict[str, _Known] = {}  # path -> the memory.org last read or written
+        self._known: BoundedDict = BoundedDict(_KNOWN_LIMIT)  # path -> the memory.org last read or written
 
     @property
     def root(self) -> Path:
@@ -314,9 +315,7 @@ class AgentMemory:
         return model
 
     def _remember(self, path: str, data: bytes, model: MemoryFile, document: Oid | None = None) -> None:
-        self._known.pop(path, None)
-        if len(self._known) >= _KNOWN_LIMIT:
-            self._known.pop(next(iter(self._known)))
+        self._known.pop(path, None)  # set again, so it is the newest
         self._known[path] = _Known(data, model, document)
 
     def record_session(self, agent: str, turns, title: str, *, session: str = "", summarizer=None) -> str:

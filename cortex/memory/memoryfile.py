@@ -18,6 +18,7 @@ from functools import cached_property
 from operator import itemgetter
 from typing import NamedTuple
 
+from ..bounded import BoundedDict
 from ..errors import UserError, located
 from ..objects import Document, Headline
 from ..orgfile import parse, render_headline
@@ -35,10 +36,8 @@ _DRAWER_END = re.compile(r"[ \t]*:END:[ \t]*\r?\n?$", re.IGNORECASE)
 _TEXT = itemgetter(0)
 
 # What a headline or a document holds depends only on its oid, so each is read once per process.
-_children: dict[bytes, tuple[str, MemoryItem, int]] = {}
-_CHILDREN_LIMIT = 200_000
-_models: dict[tuple[str, bytes], MemoryFile] = {}
-_MODELS_LIMIT = 16
+_children: BoundedDict = BoundedDict(200_000)  # oid -> (subtree text, item, line count)
+_models: BoundedDict = BoundedDict(16)  # (path, document oid) -> MemoryFile
 
 
 class MemoryConflict(UserError):
@@ -94,10 +93,7 @@ class MemoryFile:
         """Read a parsed memory.org: known sections and their items; report the rest, which stays as written."""
         known = _models.get((path, doc.oid))
         if known is None:
-            known = _Reader(path).read(doc, get)
-            if len(_models) >= _MODELS_LIMIT:
-                _models.pop(next(iter(_models)))
-            _models[(path, doc.oid)] = known
+            known = _models[(path, doc.oid)] = _Reader(path).read(doc, get)
         return known
 
     @cached_property
@@ -419,10 +415,7 @@ def _parse_child(oid: bytes, get: Getter) -> tuple[str, MemoryItem, int]:
     if known is None:
         headline = get(oid)
         text = render_headline(headline, get)
-        known = (text, item_from_headline(headline, text), text.count("\n"))
-        if len(_children) >= _CHILDREN_LIMIT:
-            _children.clear()
-        _children[bytes(oid)] = known
+        known = _children[bytes(oid)] = (text, item_from_headline(headline, text), text.count("\n"))
     return known
 
 
