@@ -70,7 +70,7 @@ def summary(store: Store, tree: Tree) -> dict[str, int]:
         headlines += count
     counts = {"files": len(tree.entries), "headlines": headlines}
     new[tree.oid] = encode(counts)
-    store.transact(lambda: table.update(new))  # one commit, however many documents are new
+    table.update(new)  # one commit, however many documents are new
     return counts
 
 

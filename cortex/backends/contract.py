@@ -112,6 +112,7 @@ class StoreContract:
         b[b"x1"] = b"other"
         assert a[b"x1"] == b"1" and len(a) == 3 and len(b) == 1
         assert a.items(b"x") == [(b"x1", b"1"), (b"x2", b"2")]
+        assert list(a.keys_in_order()) == [b"x1", b"x2", b"y"] and list(b.keys_in_order()) == [b"x1"]
         del a[b"x1"]
         assert b"x1" not in a and b[b"x1"] == b"other"
         with pytest.raises(KeyError):

@@ -129,7 +129,7 @@ class DeliveryLog:
     def _drop_before(self, time_ns: int) -> int:
         # ids start with their time, so the old ones come first and the scan stops at the first newer one
         bound = struct.pack(">Q", max(time_ns, 0))
-        old = list(takewhile(lambda key: key < bound, self._records))
+        old = list(takewhile(lambda key: key < bound, self._records.keys_in_order()))
         for key in old:
             del self._records[key]
             self._bodies.pop(key, None)
