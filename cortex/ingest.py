@@ -195,7 +195,7 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
                 batch.read(path, stat, read_at, digest)
             if changed:
                 report.parsed.append(rel)
-                if marker is not None and marker in data:
+                if marker is not None and batch.contains(rel, data, marker):
                     report.marked.append(rel)
     # A file we could not read keeps its last good version rather than vanishing.
     for problem in report.problems:
@@ -263,6 +263,11 @@ class _Batch:
         self.subtree_cache.update(parsed.subtree_keys)
         self.doc_cache[digest] = parsed.document.oid
         return parsed.document.oid, True
+
+    def contains(self, path: str, data: bytes, marker: bytes) -> bool:
+        """Whether the file just parsed at `path` holds `marker` (its kept layout knows where to look)."""
+        layout = self.new_layouts.get(path)
+        return marker in data if layout is None else layout.contains(marker)
 
     def _parse(self, data: bytes) -> tuple[orgfile.Parsed, orgfile.Layout]:
         parsed = orgfile.parse(decode_org(data), cached=self._cached_subtree)

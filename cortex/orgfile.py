@@ -231,11 +231,15 @@ class _Outline:
 class Layout:
     """A parsed file's bytes and outline, kept so that an edit of it re-parses only what it touched."""
 
-    def __init__(self, data: bytes, setup: _Setup, document: Document, outline: _Outline | None = None):
+    def __init__(self, data: bytes, setup: _Setup, document: Document, outline: _Outline | None = None,
+                 edit: tuple[int, int] = (0, 0), absent: frozenset[bytes] = frozenset()):
         self.data = data
         self.setup = setup
         self.document = document
         self._outline = outline
+        self._edit = edit  # the span of `data` an edit wrote over bytes that held none of `absent`
+        self._absent = absent
+        self._found: dict[bytes, bool] = {}
 
     @classmethod
     def of(cls, data: bytes, parsed: Parsed) -> "Layout":
@@ -253,6 +257,18 @@ class Layout:
             self._outline = _Outline(starts, stars, after, oids,
                                      self.data.count(b"\n"), self.data.count(b"\r\n"))
         return self._outline
+
+    def contains(self, marker: bytes) -> bool:
+        """Whether the bytes hold `marker`; after an edit of bytes known not to, only around the edit is searched."""
+        found = self._found.get(marker)
+        if found is None:
+            start, end = self._edit
+            if marker in self._absent:
+                found = marker in self.data[max(0, start - len(marker) + 1):end + len(marker) - 1]
+            else:
+                found = marker in self.data
+            self._found[marker] = found
+        return found
 
     def oid(self, i: int, get: Getter) -> Oid:
         """The oid of headline `i`, read from its parent's children when not known yet."""
@@ -334,7 +350,9 @@ def reparse(old: Layout, data: bytes, get: Getter, cached: Cached | None = None)
     else:
         oids, objects, built = build()
         parsed = _finish(old.document.preamble, setup, after, oids, objects, built)
-    return parsed, Layout(data, setup, parsed.document, _Outline(starts, stars, after, oids, newlines, crlfs))
+    absent = frozenset(marker for marker, found in old._found.items() if not found)
+    return parsed, Layout(data, setup, parsed.document, _Outline(starts, stars, after, oids, newlines, crlfs),
+                          (first, new_end), absent)
 
 
 def _splice(old: Layout, get: Getter, stars: list[int], after: list[int], a: int, touched: int, moved: int,

@@ -325,12 +325,16 @@ EDIT_PIECES = ["x", "\n", "* ", "\n* ", "\n** new\n", "*", " ", ":PROPERTIES:\n:
                "#+TODO: WAIT | DONE\n", "\r\n", "é", "TODO ", "\n*** deep :tag:\n", "#+begin_src\n"]
 
 
+MARKERS = [b"#+begin_src", b"** new\n", b"k\n:END", b"x\nx"]  # what the edits may make or break
+
+
 def headline_oids(layout: orgfile.Layout, get) -> list:
     return [layout.oid(i, get) for i in range(len(layout.outline.starts))]
 
 
 def check_reparse_chain(text: str, seed: int, edits: int = 40) -> int:
-    """Apply random edits one after another; every re-parse must equal a full parse. Returns re-parses done."""
+    """Apply random edits one after another; every re-parse must equal a full parse, and its layout must
+    find what the bytes hold. Returns re-parses done."""
     rng = random.Random(seed)
     parsed = orgfile.parse(text)
     store = {o.oid: o for o in parsed.objects}
@@ -358,6 +362,7 @@ def check_reparse_chain(text: str, seed: int, edits: int = 40) -> int:
         kept, scanned = layout.outline, fresh.outline
         assert (kept.starts, kept.stars, kept.after) == (scanned.starts, scanned.stars, scanned.after)
         assert headline_oids(layout, store.__getitem__) == headline_oids(fresh, store.__getitem__)
+        assert [layout.contains(m) for m in MARKERS] == [m in data for m in MARKERS]
         done += 1
     return done
 
