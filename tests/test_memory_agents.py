@@ -192,6 +192,19 @@ def test_a_hand_edit_saved_while_the_agent_saves_is_merged_not_overwritten(corte
     assert "* Procedures\n- Typed in Emacs.\n" in text and "** Saved by the agent.\n" in text
 
 
+def test_a_conflict_with_bytes_the_file_no_longer_holds_is_not_raised(cortex, org):
+    path = org / MEMORY
+    stale = cortex.memory.load_context("assistant")
+    first = cortex.memory.load_context("assistant")
+    first.facts[2] = replace(first.facts[2], text="The API rate limit is 120 requests per minute.")
+    cortex.memory.save_context("assistant", first, now=NOW)  # what this process wrote last: 120
+    path.write_text(path.read_text().replace("120 requests", "100 requests"))  # a person puts it back
+    stale.facts[2] = replace(stale.facts[2], text="The API rate limit is 50 requests per minute.")
+    saved = cortex.memory.save_context("assistant", stale, now=NOW)
+    assert titles(saved.facts)[2] == "The API rate limit is 50 requests per minute."
+    assert "50 requests per minute" in path.read_text()
+
+
 def test_saving_again_reads_no_file_whole_and_loads_as_a_fresh_read_does(cortex, org, tmp_path, monkeypatch):
     reads = []
     read = memoryfile._Reader.read

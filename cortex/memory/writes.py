@@ -91,17 +91,25 @@ def holds(path: Path, data: bytes | None) -> bool:
 def replace_file(path: Path, compute: Callable[[bytes | None], bytes | None], expected: bytes | None = None) -> bool:
     """Write `compute(current bytes)` over `path` atomically, unless the file changes meanwhile; True if written.
 
-    `compute` returns None (or the same bytes) when there is nothing to write. When the file
-    changes between reading and replacing, the step is repeated on the new bytes. `expected`
-    is what the caller last read or wrote there: while the file holds it, it is not read again.
+    `compute` returns None (or the same bytes) when there is nothing to write. The bytes it
+    was given are compared with the file just before replacing it; when they differ, the step
+    is repeated on the file's new bytes. `expected` is what the caller last read or wrote
+    there: the first step computes from it, so the file is read only when it has changed.
     """
+    old = expected if expected is not None else read_or_none(path)
     for _ in range(ATTEMPTS):
-        old = expected if expected is not None and holds(path, expected) else read_or_none(path)
-        new = compute(old)
+        try:
+            new = compute(old)
+        except UserError:
+            if holds(path, old):
+                raise
+            old = read_or_none(path)  # the error came from bytes the file no longer holds
+            continue
+        if not holds(path, old):
+            old = read_or_none(path)
+            continue
         if new is None or new == old:
             return False
-        if not holds(path, old):
-            continue
         write_atomically(path, new)
         return True
     raise MemoryBusy(f"{path}: changed {ATTEMPTS} times while it was being saved; nothing was written")
