@@ -255,7 +255,8 @@ class Cortex:
 
     def diff(self, a: str | int | None = "HEAD", b: str | int | None = None) -> list[Change]:
         """Headline changes from state `a` (default HEAD) to `b` (default: the working state)."""
-        old = self.state(a) if (a is not None and self.snapshots()) else Tree()
+        before_any = a is None or (a == "HEAD" and not self.snapshots())  # everything is added
+        old = Tree() if before_any else self.state(a)
         return history.diff(self.store, old, self.state(b))
 
     def log(self, limit: int | None = None) -> list[LogEntry]:
@@ -308,9 +309,12 @@ class Cortex:
 
         Weights and fusion default to the first `defmemory :search`, else 0.7 / 0.3 weighted.
         """
+        from .memory.layout import check_agent_id
         from .search.fusion import Weights
         from .search.service import Filters, SearchIndex
 
+        if agent is not None:
+            check_agent_id(agent)
         config = self._search_config()
         weights = Weights(config.vector_weight if vector_weight is None else vector_weight,
                           config.keyword_weight if keyword_weight is None else keyword_weight)

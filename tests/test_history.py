@@ -141,6 +141,14 @@ def test_diff_opens_only_what_changed(tmp_path):
     assert len(reads) < 20  # 4000 headlines in the store; only one path is opened
 
 
+def test_diff_before_any_snapshot_adds_everything_and_refuses_an_unknown_ref(cortex):
+    assert {change.kind for change in cortex.diff()} == {"added"}
+    for ref, message in [("HEAD~3", "HEAD~3: no snapshot yet"), ("f00d", "no snapshot f00d"),
+                         ("ZZZ", "'ZZZ' is not a snapshot")]:
+        with pytest.raises(UserError, match=message):
+            cortex.diff(ref)
+
+
 def test_log_and_headline_history(cortex, org):
     cortex.snapshot("first")
     edit(org, PROJECTS, "* WAITING Staging", "* DONE Staging")

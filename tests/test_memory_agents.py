@@ -309,7 +309,7 @@ def test_bad_agent_ids_are_refused_and_nothing_is_touched(cortex, org, tmp_path,
     for call in (lambda: memory.load_context(agent), lambda: memory.save_context(agent, MemoryContext(facts=["x"])),
                  lambda: memory.add_item(agent, "fact", "x"), lambda: memory.delete_context(agent),
                  lambda: memory.compact(agent), lambda: memory.purge(agent, hard=True),
-                 lambda: memory.search(agent, "x")):
+                 lambda: memory.search(agent, "x"), lambda: cortex.search("x", agent=agent)):
         with pytest.raises(BadAgentId, match="agent id"):
             call()
     assert sorted(p for p in tmp_path.rglob("*") if "store" not in p.parts) == before

@@ -210,7 +210,6 @@ class AgentMemory:
 
     def search(self, agent: str, query: str, limit: int = 10):
         """Hybrid search over one agent's memory items and logs."""
-        check_agent_id(agent)
         return self.cortex.search(query, limit=limit, agent=agent)
 
     def show(self, agent: str) -> str:
