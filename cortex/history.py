@@ -399,6 +399,7 @@ class LogEntry:
 
 def log(store: Store, limit: int | None = None) -> list[LogEntry]:
     """Kept snapshots, newest first, each with counts of what changed since its parent."""
+    _not_negative("log limit", limit)
     entries = []
     for snap in snapshots(store)[:limit]:
         parent = store.objects.get(snap.parent) if snap.parent else None
@@ -450,11 +451,17 @@ def headline_history(store: Store, org_id: str) -> list[Version]:
     return versions
 
 
+def _not_negative(what: str, count: int | None) -> None:
+    if count is not None and count < 0:
+        raise UserError(f"{what} must be 0 or more, got {count}")
+
+
 # --- retention and gc ----------------------------------------------------------------------------
 
 def apply_retention(store: Store, keep_last: int | None = DEFAULT_KEEP, max_age: timedelta | None = None,
                     now_ns: int | None = None) -> list[Snapshot]:
     """Drop snapshots beyond the last `keep_last` and older than `max_age` (HEAD is always kept); return them."""
+    _not_negative("the number of snapshots to keep", keep_last)
     now_ns = now_ns or time.time_ns()
     head_oid = store.refs.get(HEAD)
 

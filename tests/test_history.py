@@ -168,6 +168,11 @@ def test_retention_and_gc_keep_what_is_reachable(cortex, org):
         cortex.ingest()
         cortex.snapshot(f"v{n}")
     objects_before = len(cortex.store.objects)
+    with pytest.raises(UserError, match="the number of snapshots to keep must be 0 or more, got -1"):
+        cortex.gc(keep_last=-1)  # a typo must not drop every snapshot but HEAD
+    with pytest.raises(UserError, match="log limit must be 0 or more"):
+        cortex.log(-1)
+    assert len(cortex.snapshots()) == 4 and len(cortex.log(2)) == 2
     dropped, deleted = cortex.gc(keep_last=2)
     assert dropped == 2 and deleted > 0 and len(cortex.store.objects) == objects_before - deleted
     assert [s.message for s in cortex.snapshots()] == ["v3", "v2"]

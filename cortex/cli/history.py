@@ -65,7 +65,7 @@ def diff(cx, a, b):
 
 
 @click.command()
-@click.option("-n", "--limit", type=int, help="Show only the newest N.")
+@click.option("-n", "--limit", type=click.IntRange(min=0), help="Show only the newest N.")
 @with_cortex
 def log(cx, limit):
     """Snapshots with what changed in each."""
@@ -90,7 +90,7 @@ def history_(cx, org_id):
 
 
 @click.command()
-@click.option("--keep", "keep_last", type=int, default=20, show_default=True, help="Keep the newest N snapshots.")
+@click.option("--keep", "keep_last", type=click.IntRange(min=0), default=20, show_default=True, help="Keep the newest N snapshots.")
 @click.option("--max-age", help="Also keep snapshots younger than this (e.g. 30d, 2w).")
 @with_cortex
 def gc(cx, keep_last, max_age):
