@@ -17,7 +17,7 @@ fusion (k = 60) of the same two signals.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,7 +98,7 @@ def _ranks(scores: np.ndarray) -> np.ndarray:
 
 
 def hybrid_search(query: str, embedder: Embedder, keyword: KeywordIndex, vector: VectorIndex, *,
-                  limit: int = 10, mask: Collection[int] | None = None, method: str = "weighted",
+                  limit: int = 10, mask: AbstractSet[int] | None = None, method: str = "weighted",
                   weights: Weights = Weights(), depth: int = 50) -> list[Hit]:
     """The `limit` best items for `query`, fusing `depth` candidates from each index.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence, Set as AbstractSet
 from pathlib import Path
 
 import numpy as np
@@ -62,39 +62,36 @@ class VectorIndex:
     def _contains(self, keys: np.ndarray) -> np.ndarray:
         return np.asarray(self._index.contains(keys), dtype=bool).reshape(len(keys))
 
-    def search(self, vector: np.ndarray, k: int = 10,
-               mask: Collection[int] | None = None) -> list[tuple[int, float]]:
+    def search(self, vector: np.ndarray, k: int = 10, mask: AbstractSet[int] | None = None) -> list[tuple[int, float]]:
         """The `k` nearest `(key, cosine similarity)` pairs, best first.
 
-        `mask`, when given, holds the only keys that may be returned. The keys of the last mask
-        found in the index are kept: search again with the same mask object (not changed in place)
-        and they are not looked up again.
+        `mask`, when given, holds the only keys that may be returned. A narrow mask is scanned
+        exactly; the keys of the last one scanned are kept: search again with the same mask
+        object (not changed in place) and they are not looked up again.
         """
         vector = np.asarray(vector, dtype=np.float32).reshape(self.dim)
         size = len(self._index)
         if k <= 0 or size == 0:
             return []
         if mask is not None:
-            allowed, permitted = self._admitted(mask)
-            if len(allowed) <= max(self.exact_limit, size // 8):
-                return self._scan(vector, allowed, k)
+            if len(mask) <= max(self.exact_limit, size // 8):
+                return self._scan(vector, self._admitted(mask), k)
             # A wide mask: over-fetch from the graph in proportion, then filter.
-            count = min(size, 2 * k * (size // len(allowed) + 1))
+            count = min(size, 2 * k * (size // len(mask) + 1))
             found = self._graph_search(vector, count, exact=False)
-            kept = [hit for hit in found if hit[0] in permitted]
+            kept = [hit for hit in found if hit[0] in mask]
             if len(kept) >= k or count == size:
                 return kept[:k]
-            return self._scan(vector, allowed, k)
+            return self._scan(vector, self._admitted(mask), k)
         return self._graph_search(vector, min(k, size), exact=size <= self.exact_limit)
 
-    def _admitted(self, mask: Collection[int]) -> tuple[np.ndarray, set[int]]:
-        """The keys of `mask` in the index, sorted and as a set."""
+    def _admitted(self, mask: AbstractSet[int]) -> np.ndarray:
+        """The keys of `mask` in the index, sorted."""
         last = self._last_mask
         if not last or last[0] is not mask or last[1] != self._changes:
             allowed = np.fromiter(mask, dtype=np.uint64)
-            allowed = np.unique(allowed[self._contains(allowed)])
-            self._last_mask = (mask, self._changes, allowed, set(allowed.tolist()))
-        return self._last_mask[2], self._last_mask[3]
+            self._last_mask = (mask, self._changes, np.unique(allowed[self._contains(allowed)]))
+        return self._last_mask[2]
 
     def _graph_search(self, vector: np.ndarray, count: int, exact: bool) -> list[tuple[int, float]]:
         matches = self._index.search(vector, count, exact=exact)
