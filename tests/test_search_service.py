@@ -146,6 +146,7 @@ def test_an_edit_in_a_large_file_reads_only_what_it_changed_and_keeps_the_index_
             "* Top\n** Quokkas\n" + big_notes([1, 2, 3, *range(5, 81)], range(80, 160)),  # Note 4 gone, lines moved
             big_notes(range(81), range(80, 160), "* Inbox\n** Note 3 about topic 3\n"),  # a second Inbox holds Note 3
             big_notes([n for n in range(81) if n != 3], range(80, 160), "* Inbox\n** Note 3 about topic 3\n"),
+            big_notes([*range(81), 200, 3, 200], range(80, 160)),  # a new note twice, an old one again
         ]
         for n, text in enumerate(edits):
             path.write_text(text)
