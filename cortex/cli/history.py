@@ -90,7 +90,8 @@ def history_(cx, org_id):
 
 
 @click.command()
-@click.option("--keep", "keep_last", type=click.IntRange(min=0), default=20, show_default=True, help="Keep the newest N snapshots.")
+@click.option("--keep", "keep_last", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Keep the newest N snapshots.")
 @click.option("--max-age", help="Also keep snapshots younger than this (e.g. 30d, 2w).")
 @with_cortex
 def gc(cx, keep_last, max_age):

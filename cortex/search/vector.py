@@ -62,7 +62,8 @@ class VectorIndex:
     def _contains(self, keys: np.ndarray) -> np.ndarray:
         return np.asarray(self._index.contains(keys), dtype=bool).reshape(len(keys))
 
-    def search(self, vector: np.ndarray, k: int = 10, mask: AbstractSet[int] | None = None) -> list[tuple[int, float]]:
+    def search(self, vector: np.ndarray, k: int = 10,
+               mask: AbstractSet[int] | None = None) -> list[tuple[int, float]]:
         """The `k` nearest `(key, cosine similarity)` pairs, best first.
 
         `mask`, when given, holds the only keys that may be returned. A narrow mask is scanned
