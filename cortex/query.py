@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -158,16 +159,18 @@ def render_file(store: Store, tree: Tree, path: str) -> str:
 
 
 def stats(store: Store, tree: Tree) -> dict[str, int]:
-    """Counts a user checks: files, headlines, ids, objects, refs, bytes on disk."""
-    headlines = ids = 0
+    """Counts a user checks: files, headlines, ids (and how many name more than one), objects, refs, bytes."""
+    headlines = 0
+    ids = Counter(file_ids(store, tree).keys())
     for node in walk(store, tree):
         headlines += 1
-        ids += node.id is not None
-    ids += len(file_ids(store, tree))
+        if node.id is not None:
+            ids[node.id] += 1
     return {
         "files": len(tree.entries),
         "headlines": headlines,
-        "ids": ids,
+        "ids": ids.total(),
+        "duplicate ids": sum(1 for count in ids.values() if count > 1),  # Org expects each :ID: once
         "objects": len(store.objects),
         "refs": len(store.refs.names()),
         "bytes": store.engine.size_bytes(),

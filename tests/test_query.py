@@ -31,10 +31,15 @@ def test_show_renders_a_subtree_exactly(cortex, org):
     assert cortex.show("notes/projects.org") == text
 
 
-def test_stats_count_what_is_there(cortex):
+def test_stats_count_what_is_there(cortex, org):
     stats = cortex.stats()
     assert stats["files"] == 5 and stats["headlines"] == len(cortex.headlines())
-    assert stats["ids"] == sum(1 for n in cortex.headlines() if n.id)
+    assert stats["ids"] == sum(1 for n in cortex.headlines() if n.id) and stats["duplicate ids"] == 0
+    copied = (org / "notes" / "projects.org").read_text()
+    (org / "notes" / "copy.org").write_text(copied[copied.index("* Deploy pipeline"):copied.index("* Ideas")])
+    cortex.ingest()
+    again = cortex.stats()
+    assert again["ids"] > stats["ids"] and again["duplicate ids"] == again["ids"] - stats["ids"]
 
 
 def test_fsck_reports_damage_with_expected_and_found(cortex):

@@ -176,7 +176,7 @@ def test_ls_lists_files_then_an_outline(repl):
 
 
 def test_stats_prints_as_key_value_table(repl):
-    rows = dict(line.split() for line in repl("(stats)").splitlines())
+    rows = dict(line.rsplit(None, 1) for line in repl("(stats)").splitlines())
     assert rows["files"] == "5" and rows["snapshots"] == "0"
     assert repl('(get (stats) "headlines")') == rows["headlines"] + "\n"
 

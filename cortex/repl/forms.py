@@ -124,7 +124,7 @@ def ls(session, path=None):
 
 @form
 def stats(session):
-    """Counts a user checks: files, headlines, :ID:s, objects, refs, snapshots and bytes on disk."""
+    """Counts a user checks: files, headlines, :ID:s (and duplicated ones), objects, refs, snapshots, bytes."""
     return session.cortex.stats()
 
 
