@@ -255,7 +255,7 @@ class Cortex:
 
     def diff(self, a: str | int | None = "HEAD", b: str | int | None = None) -> list[Change]:
         """Headline changes from state `a` (default HEAD) to `b` (default: the working state)."""
-        before_any = a is None or (a == "HEAD" and not self.snapshots())  # everything is added
+        before_any = a is None or (a == "HEAD" and self.head_oid is None)  # everything is added
         old = Tree() if before_any else self.state(a)
         return history.diff(self.store, old, self.state(b))
 

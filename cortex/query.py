@@ -161,7 +161,7 @@ def render_file(store: Store, tree: Tree, path: str) -> str:
 def stats(store: Store, tree: Tree) -> dict[str, int]:
     """Counts a user checks: files, headlines, ids (and how many name more than one), objects, refs, bytes."""
     headlines = 0
-    ids = Counter(file_ids(store, tree).keys())
+    ids = Counter(filter(None, (file_id(store.objects[oid]) for oid in tree.entries.values())))
     for node in walk(store, tree):
         headlines += 1
         if node.id is not None:
