@@ -13,7 +13,7 @@ from _common import best_of, percentiles, report, timed
 
 import cortex.api as cx
 import cortex.ingest as ingesting
-from cortex.history import write_atomically
+from cortex.files import write_atomically
 from cortex.memory.agents import MemoryContext
 from cortex.memory.retention import RetentionPolicy
 

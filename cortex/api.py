@@ -16,6 +16,7 @@ from importlib import import_module
 from pathlib import Path
 
 from . import history, ingest as ingesting, query
+from .files import write_atomically
 from .backends import MemoryEngine, Store, open_store
 from .errors import NotFound, UserError, located
 from .hashing import Oid
@@ -69,7 +70,7 @@ def convert_brace_file(path: str | os.PathLike, output: str | os.PathLike | None
         raise UserError(located(str(path), data.count(b"\n", 0, exc.start) + 1, "not UTF-8 text")) from None
     converted = convert_brace_syntax(source, str(path))
     if output is not None:
-        history.write_atomically(Path(output), converted.encode("utf-8"))
+        write_atomically(Path(output), converted.encode("utf-8"))
     return converted
 
 
@@ -401,7 +402,7 @@ class Cortex:
                             "remove it first or choose another name")
         target = self.definitions_path
         source = target.read_text(encoding="utf-8") if target.exists() else ""
-        history.write_atomically(target, add_definition(source, definition, str(target)).encode("utf-8"))
+        write_atomically(target, add_definition(source, definition, str(target)).encode("utf-8"))
         return target
 
     def remove_webhook(self, name: str) -> Path:
@@ -417,7 +418,7 @@ class Cortex:
             raise NotFound(f"no webhook named {name!r}: {target} does not exist")
         source = target.read_text(encoding="utf-8")
         kept = remove_definition(source, name, WebhookDefinition, str(target))
-        history.write_atomically(target, kept.encode("utf-8"))
+        write_atomically(target, kept.encode("utf-8"))
         return target
 
     def webhook_server(self, host: str = "127.0.0.1", port: int = 8787, max_body: int | None = None,

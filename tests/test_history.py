@@ -240,7 +240,7 @@ def test_rollback_killed_while_restoring_files_completes_when_run_again(cortex, 
     script = textwrap.dedent(f"""
         import os, signal
         import cortex.api as cx
-        import cortex.history as history
+        import cortex.history.checkout as history
         original = history.write_atomically
         def write_one_then_die(path, data):
             original(path, data)

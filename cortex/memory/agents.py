@@ -30,7 +30,7 @@ from ..history import head
 from ..ingest import DOCS_BY_BYTES, WORKING, NotOrgText, decode_org, org_files
 from ..objects import Document, Snapshot
 from ..orgfile import parse
-from .forget import Forgotten, forget
+from ..history import Forgotten, forget
 from .items import BadItemText, MemoryItem, check_text
 from .layout import (
     AGENTS,

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import UserError
-from ..history import write_atomically
+from ..files import write_atomically
 from .layout import LOCK_FILE
 
 LOCK_TIMEOUT = 60.0

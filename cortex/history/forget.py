@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from ..backends import Store
 from ..hashing import Oid
-from ..history import SNAPSHOTS, snapshot_key, gc, snapshots, summary
+from .gc import gc
+from .snapshots import SNAPSHOTS, snapshot_key, snapshots, summary
 from ..objects import Snapshot, Tree
 
 

@@ -1,0 +1,21 @@
+"""History: snapshots, rollback, diff, log, headline history, retention, gc, forgetting, export and import.
+
+HEAD points at the newest snapshot of the line of work; `working` at the tree the Org
+files were last ingested into. Each concern lives in its own module; this package names
+the public parts of them all.
+"""
+
+from .checkout import DirtyWorkingFiles, RollbackReport, disk_documents, rollback, unsnapshotted_edits
+from .diff import Change, LogEntry, Version, diff, headline_history, log, tree_of
+from .forget import Forgotten, forget
+from .gc import apply_retention, gc, reach
+from .snapshots import DEFAULT_KEEP, HEAD, SNAPSHOTS, SUMMARIES, head, resolve, snapshot, snapshot_key, \
+    snapshots, summary
+from .transfer import DamagedExport, export_snapshot, import_snapshot
+
+__all__ = [
+    "DEFAULT_KEEP", "HEAD", "SNAPSHOTS", "SUMMARIES", "Change", "DamagedExport", "DirtyWorkingFiles", "Forgotten",
+    "LogEntry", "RollbackReport", "Version", "apply_retention", "diff", "disk_documents", "export_snapshot", "forget",
+    "gc", "head", "headline_history", "import_snapshot", "log", "reach", "resolve", "rollback", "snapshot",
+    "snapshot_key", "snapshots", "summary", "tree_of", "unsnapshotted_edits",
+]

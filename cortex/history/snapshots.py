@@ -1,0 +1,132 @@
+"""Snapshots and how they are named: HEAD, HEAD~N, HEAD@{N}, oids, prefixes and list positions.
+
+A snapshot is one small object and a ref move. Every snapshot ever taken (until retention
+drops it) is listed in the `snapshots` table by time, so a rollback never hides the
+snapshots it moved away from.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import time
+
+from ..backends import Store
+from ..codec import decode, encode
+from ..errors import NotFound, UserError
+from ..ingest import WORKING
+from ..objects import EMPTY_TREE, Snapshot, Tree
+
+HEAD = "HEAD"
+SNAPSHOTS = "history.snapshots"
+SUMMARIES = "history.summaries"
+DEFAULT_KEEP = 20
+
+
+def head(store: Store) -> Snapshot | None:
+    """The snapshot HEAD points at, if any."""
+    oid = store.refs.get(HEAD)
+    return None if oid is None else store.objects[oid]
+
+
+def summary(store: Store, tree: Tree) -> dict[str, int]:
+    """Files and headlines of a tree, cached per tree and per document oid (content never changes)."""
+    table = store.table(SUMMARIES)
+    cached = table.get(tree.oid)
+    if cached is not None:
+        return decode(cached)
+    headlines, new = 0, {}
+    for doc_oid in tree.entries.values():
+        cached = table.get(doc_oid)
+        if cached is None:
+            count = _count_headlines(store, store.objects[doc_oid])
+            new[doc_oid] = encode(count)
+        else:
+            count = decode(cached)
+        headlines += count
+    counts = {"files": len(tree.entries), "headlines": headlines}
+    new[tree.oid] = encode(counts)
+    table.update(new)  # one commit, however many documents are new
+    return counts
+
+
+def _count_headlines(store: Store, node) -> int:
+    return sum(1 + _count_headlines(store, store.objects[c]) for c in node.children)
+
+
+def snapshot(store: Store, message: str = "", now_ns: int | None = None) -> Snapshot:
+    """Record the working state as a snapshot and move HEAD to it (compare-and-swap)."""
+    root = store.refs.get(WORKING) or store.objects.add(EMPTY_TREE)
+    parent = store.refs.get(HEAD)
+    snap = Snapshot(root=root, parent=parent, time_ns=now_ns or time.time_ns(), message=message,
+                    counts=summary(store, store.objects[root]))
+
+    def record() -> None:
+        store.objects.add(snap)
+        store.table(SNAPSHOTS)[snapshot_key(snap)] = snap.oid
+        store.refs.set_if_equals(HEAD, snap.oid, parent, f"snapshot: {message}")
+
+    store.transact(record)
+    return snap
+
+
+def snapshot_key(snap: Snapshot) -> bytes:
+    return struct.pack(">Q", snap.time_ns) + snap.oid
+
+
+def snapshots(store: Store) -> list[Snapshot]:
+    """Every kept snapshot, most recent first."""
+    return [store.objects[oid] for _, oid in reversed(store.table(SNAPSHOTS).items())]
+
+
+def resolve(store: Store, ref: str | int) -> Snapshot:
+    """A snapshot by full oid, unique hex prefix, HEAD, HEAD~N, HEAD@{N} or list position (0 = newest)."""
+    text = str(ref).strip()
+    if re.fullmatch(r"\d{1,6}", text):
+        listed = snapshots(store)
+        if int(text) >= len(listed):
+            raise NotFound(f"no snapshot at position {text}: there are {len(listed)}")
+        return listed[int(text)]
+    match = re.fullmatch(r"HEAD(?:~(\d+)|@\{(\d+)\})?", text)
+    if match:
+        return _from_head(store, text, int(match[1] or 0), int(match[2] or 0))
+    if re.fullmatch(r"[0-9a-fA-F]{4,64}", text):
+        return _from_prefix(store, text.lower())
+    raise UserError(f"{text!r} is not a snapshot: use an oid or prefix, HEAD, HEAD~N, HEAD@{{N}} or a position")
+
+
+def _from_head(store: Store, text: str, back: int, moves: int) -> Snapshot:
+    if moves:
+        log = store.refs.reflog(HEAD)
+        if moves > len(log):
+            raise NotFound(f"{text}: HEAD has moved only {len(log)} times")
+        oid = log[-moves].old
+    else:
+        oid = store.refs.get(HEAD)
+    if oid is None:
+        raise NotFound(f"{text}: no snapshot yet (take one with `snapshot`)")
+    snap = store.objects[oid]
+    for step in range(back):
+        if snap.parent is None:
+            raise NotFound(f"{text}: history has only {step + 1} snapshots")
+        snap = store.objects[snap.parent]
+    return snap
+
+
+def _from_prefix(store: Store, prefix: str) -> Snapshot:
+    matches = {oid for _, oid in store.table(SNAPSHOTS).items() if oid.hex().startswith(prefix)}
+    if not matches and len(prefix) == 64 and bytes.fromhex(prefix) in store.objects:
+        matches = {bytes.fromhex(prefix)}
+    if not matches:
+        raise NotFound(f"no snapshot {prefix}")
+    if len(matches) > 1:
+        raise UserError(f"snapshot prefix {prefix} is ambiguous: {', '.join(sorted(m.hex()[:12] for m in matches))}")
+    obj = store.objects[matches.pop()]
+    if not isinstance(obj, Snapshot):
+        raise UserError(f"{prefix} is a {obj.kind}, not a snapshot")
+    return obj
+
+
+def not_negative(what: str, count: int | None) -> None:
+    if count is not None and count < 0:
+        raise UserError(f"{what} must be 0 or more, got {count}")
