@@ -1,28 +1,207 @@
-"""Writing files safely: atomic replacement, and Org files kept inside their root."""
+"""Writing files safely: atomic replacement, and Org files confined to their root.
+
+A write goes to a temporary file beside its target, is fsynced and renamed over it, so the
+target holds its old bytes or all of the new ones, even after a crash. The new file keeps the
+old one's mode (and owner, where the process may set it), and a symbolic link is written
+through, to its target. Writes under an Org root resolve the real folder first and refuse one
+that leaves the root; the folders are then opened one by one without following links, so a
+folder swapped for a link meanwhile is refused too. A caller can have the target compared
+with what it expects right before the rename, so an edit saved meanwhile is never overwritten.
+
+Temporary files are named `.NAME.PID.RANDOM.tmp`: one left by a killed process is found and
+removed by the next scan of its folder (`is_leftover`).
+"""
 
 from __future__ import annotations
 
+import errno
 import os
-import tempfile
+import re
+import secrets
+import stat as stats
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from .errors import UserError
+from .paths import path_problem
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write a file so that it holds either its old bytes or all of `data`, even after a crash."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+LEFTOVER_SECONDS = 600  # no write takes this long: an older temporary file was abandoned
+# `.NAME.PID.RANDOM.tmp`, and `.NAME.RANDOM.tmp` as earlier versions (mkstemp) named them
+_TEMPORARY = re.compile(r"^\..+\.org\.(?:(\d+)\.[0-9a-f]{8}|[a-z0-9_]{8})\.tmp$")
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class OutsideRoot(UserError):
+    """A path that is not a file under the Org root, or reaches outside it through a link."""
+
+
+class ChangedMeanwhile(UserError):
+    """A file changed between the moment a new version was computed and the moment it was written."""
+
+    def __init__(self, path: Path):
+        super().__init__(f"{path}: changed while it was being replaced; it was left as it is")
+        self.path = path
+
+
+Check = Callable[[Path], bool]  # is the file at this path still as expected?
+
+
+def write_atomically(path: str | os.PathLike, data: bytes, unchanged: Check | None = None) -> None:
+    """Replace the file at `path` (or the file its link points at) with `data` atomically."""
+    real = Path(os.path.realpath(path))
+    real.parent.mkdir(parents=True, exist_ok=True)
+    with _opened(real.parent) as folder:
+        _replace(folder, real, data, unchanged)
+
+
+def confined(root: Path, rel: str, follow: bool = True) -> Path:
+    """The real path of the Org file `rel` under `root` (of its folder when not `follow`ing a link
+    there); OutsideRoot when `rel` is not a file under the root or reaches outside it."""
+    problem = path_problem(rel)
+    if problem is not None:
+        raise OutsideRoot(f"{rel!r}: cannot be a file under the Org root: it {problem}")
+    real_root = Path(os.path.realpath(root))
+    lexical = real_root / rel
+    real = Path(os.path.realpath(lexical if follow else lexical.parent))
+    real = real if follow else real / lexical.name
+    if real == real_root or not real.is_relative_to(real_root):
+        raise OutsideRoot(f"{root / rel}: leads outside the Org root {root} through a symbolic link (to {real})")
+    return real
+
+
+def write_under(root: Path, rel: str, data: bytes, unchanged: Check | None = None) -> None:
+    """Replace the Org file `rel` under `root` atomically, never writing outside the root."""
+    real = confined(root, rel)
+    with _folder_under(Path(os.path.realpath(root)), real.parent) as folder:
+        _replace(folder, real, data, unchanged)
+
+
+def remove_under(root: Path, rel: str, unchanged: Check | None = None) -> None:
+    """Remove the Org file `rel` under `root` (a link itself, not its target), then the folders this
+    left empty, up to the root."""
+    real_root = Path(os.path.realpath(root))
+    target = confined(root, rel, follow=False)
+    with _folder_under(real_root, target.parent) as folder:
+        if unchanged is not None and not unchanged(target):
+            raise ChangedMeanwhile(target)
+        os.unlink(target.name, dir_fd=folder)
+        os.fsync(folder)
+    parent = target.parent
+    while parent != real_root:
+        try:
+            parent.rmdir()
+        except OSError:  # not empty (or not ours to remove): keep it and what is above it
+            return
+        parent = parent.parent
+
+
+def is_leftover(folder: str, name: str, now: float | None = None) -> bool:
+    """Whether `name` in `folder` is a temporary file a killed write left behind."""
+    match = _TEMPORARY.match(name)
+    if match is None:
+        return False
+    if match[1] is not None and not _alive(int(match[1])):
+        return True
+    try:
+        age = (now or time.time()) - os.stat(os.path.join(folder, name), follow_symlinks=False).st_mtime
+    except OSError:
+        return False
+    return age > LEFTOVER_SECONDS
+
+
+def remove_leftovers(paths: list[str]) -> None:
+    """Remove temporary files that killed writes left behind (gone already is fine)."""
+    for path in paths:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
+
+
+@contextmanager
+def _opened(folder: Path) -> Iterator[int]:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _folder_under(real_root: Path, folder: Path) -> Iterator[int]:
+    """`folder` opened from the root down, creating missing folders and following no link on the way."""
+    fd = os.open(real_root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for name in folder.relative_to(real_root).parts:
+            try:
+                step = os.open(name, _DIRECTORY, dir_fd=fd)
+            except FileNotFoundError:
+                os.mkdir(name, 0o777, dir_fd=fd)
+                step = os.open(name, _DIRECTORY, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                raise OutsideRoot(f"{folder}: became a symbolic link or a file while writing under the Org "
+                                  f"root {real_root}; nothing was written there") from None
+            os.close(fd)
+            fd = step
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _replace(folder: int, target: Path, data: bytes, unchanged: Check | None) -> None:
+    """Write `data` to a temporary file in the open `folder` and rename it over `target`'s name."""
+    name = target.name
+    try:
+        old = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        old = None
+    if old is not None and not stats.S_ISREG(old.st_mode):
+        raise OutsideRoot(f"{target}: not a regular file; nothing was written")
+    temporary = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666,
+                 dir_fd=folder)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
             out.flush()
+            if old is not None:
+                _keep_owner_and_mode(out.fileno(), old)
             os.fsync(out.fileno())
-        os.replace(tmp, path)
+        if unchanged is not None and not unchanged(target):
+            raise ChangedMeanwhile(target)
+        os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        try:
+            os.unlink(temporary, dir_fd=folder)
+        except FileNotFoundError:
+            pass
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    os.fsync(folder)
+
+
+def _keep_owner_and_mode(fd: int, old: os.stat_result) -> None:
+    if (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
+        try:
+            os.fchown(fd, old.st_uid, old.st_gid)
+        except PermissionError:  # only root gives a file away; a group we belong to may still be kept
+            try:
+                os.fchown(fd, -1, old.st_gid)
+            except PermissionError:
+                pass
+    os.fchmod(fd, stats.S_IMODE(old.st_mode))

@@ -13,22 +13,25 @@ read at all (`orgfile.reparse`). Each ingest is one write transaction.
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from collections.abc import Callable, Mapping
 from weakref import WeakKeyDictionary
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISDIR, S_ISREG
 
 from . import orgfile
 from .backends import Store
 from .codec import decode, encode
 from .errors import CortexError, RefConflict, UserError, located
+from .files import is_leftover, remove_leftovers
 from .hashing import Oid, hash_bytes
 from .objects import EMPTY_TREE, OrgObject, Tree
+from .paths import ORG_SUFFIX, path_problem
 
 WORKING = "working"
-ORG_SUFFIX = ".org"
 DOCS_BY_BYTES = "ingest.docs"
 SUBTREES = "ingest.subtrees"
 STATS = "ingest.stats"  # absolute path -> the file's stat and bytes' hash when last read
@@ -85,24 +88,64 @@ def working_tree(store: Store) -> Tree:
     return EMPTY_TREE if oid is None else store.objects[oid]
 
 
-def org_paths(folder: str | os.PathLike) -> list[str]:
-    """Relative POSIX paths of every Org file under `folder`, skipping hidden ones, in a stable order:
-    a folder's files by name, then its subfolders by name (symbolic links to folders are not followed)."""
-    found: list[str] = []
+@dataclass
+class FolderScan:
+    """The Org files under a folder, the ones skipped and why, and temporary files killed writes left."""
+
+    paths: list[str] = field(default_factory=list)
+    skipped: list[Problem] = field(default_factory=list)
+    leftovers: list[str] = field(default_factory=list)
+
+
+def scan_folder(folder: str | os.PathLike, root: str | os.PathLike | None = None) -> FolderScan:
+    """Every Org file under `folder` by relative POSIX path, skipping hidden ones, in a stable order: a
+    folder's files by name, then its subfolders by name. Links to folders are not followed, links to
+    files only to files inside `root` (default: `folder`); a link that loops or breaks is skipped."""
+    scan = FolderScan()
+    real_root = Path(os.path.realpath(root if root is not None else folder))
 
     def visit(directory: str, prefix: str) -> None:
         try:
-            with os.scandir(directory) as scan:
-                entries = sorted((e for e in scan if not e.name.startswith(".")), key=lambda e: e.name)
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
         except OSError:  # unreadable or gone: as if empty, like os.walk
             return
-        found.extend(prefix + e.name for e in entries if e.name.endswith(ORG_SUFFIX) and not e.is_dir())
         for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
+            if entry.name.startswith("."):
+                if is_leftover(directory, entry.name):
+                    scan.leftovers.append(entry.path)
+            elif entry.name.endswith(ORG_SUFFIX) and not entry.is_dir(follow_symlinks=False):
+                problem = link_problem(entry.path, real_root) if entry.is_symlink() else \
+                    None if entry.is_file(follow_symlinks=False) else "not a regular file"
+                if problem is None:
+                    scan.paths.append(prefix + entry.name)
+                elif problem:
+                    scan.skipped.append(Problem(prefix + entry.name, problem))
+        for entry in entries:
+            if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False):
                 visit(entry.path, prefix + entry.name + "/")
 
     visit(os.fspath(folder), "")
-    return found
+    return scan
+
+
+def link_problem(path: str, real_root: Path) -> str | None:
+    """Why the link at `path` is not followed ("" for a link to a folder, which names no file), or None."""
+    try:
+        real = Path(os.path.realpath(path, strict=True))
+        mode = os.stat(real).st_mode
+    except OSError as exc:
+        return "a symbolic link that loops" if exc.errno == errno.ELOOP else f"a broken symbolic link ({exc.strerror})"
+    if S_ISDIR(mode):
+        return ""
+    if not real.is_relative_to(real_root):
+        return f"a symbolic link out of the Org root (to {real}): not followed"
+    return None if S_ISREG(mode) else "a link to something that is not a regular file"
+
+
+def org_paths(folder: str | os.PathLike) -> list[str]:
+    """Relative POSIX paths of every Org file under `folder`, as `scan_folder` finds them."""
+    return scan_folder(folder).paths
 
 
 def org_files(folder: Path) -> list[Path]:
@@ -151,11 +194,7 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
     scope = relative_path(root, target)
     if not target.exists():
         raise UserError(f"{target}: no such file or folder")
-    if target.is_dir():
-        prefix = "" if scope == "." else scope + "/"
-        files = [prefix + rel for rel in org_paths(target)]
-    else:
-        files = [scope]
+    files, skipped = _files_under(root, target, scope)
     base_oid = store.refs.get(WORKING)
     base = EMPTY_TREE if base_oid is None else store.objects[base_oid]
     if scope == ".":
@@ -168,7 +207,8 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
     for path in scoped:
         del entries[path]
     batch = _Batch(store, _layouts.setdefault(store, {}))
-    report = IngestReport(root=base_oid or EMPTY_TREE.oid, files=len(files))
+    report = IngestReport(root=base_oid or EMPTY_TREE.oid, files=len(files) + len(skipped),
+                          problems=list(skipped))
     with store.reading():
         for n, rel in enumerate(files, 1):
             if progress:
@@ -197,8 +237,8 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
                 report.parsed.append(rel)
                 if marker is not None and batch.contains(rel, data, marker):
                     report.marked.append(rel)
-    # A file we could not read keeps its last good version rather than vanishing.
-    for problem in report.problems:
+    # A file we could not read keeps its last good version rather than vanishing (a link not followed is no file).
+    for problem in report.problems[len(skipped):]:
         if problem.path in base.entries:
             entries[problem.path] = base.entries[problem.path]
     report.removed = sorted(p for p in scoped if p not in entries)
@@ -219,6 +259,23 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
     batch.committed()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _files_under(root: Path, target: Path, scope: str) -> tuple[list[str], list[Problem]]:
+    """The Org files to read under `target` (by path from `root`), and those skipped (links, bad names)."""
+    if target.is_dir():
+        prefix = "" if scope == "." else scope + "/"
+        scan = scan_folder(target, root)
+        remove_leftovers(scan.leftovers)
+        files = [prefix + rel for rel in scan.paths]
+        skipped = [Problem(prefix + p.path, p.reason) for p in scan.skipped]
+    else:
+        files, skipped = [scope], []
+        if target.is_symlink() and (problem := link_problem(os.fspath(target), Path(os.path.realpath(root)))):
+            files, skipped = [], [Problem(scope, problem)]
+    named = {rel: problem for rel in files if (problem := path_problem(rel)) is not None}
+    return ([rel for rel in files if rel not in named],
+            skipped + [Problem(rel, f"not ingested: its path {problem}") for rel, problem in named.items()])
 
 
 class _Batch:

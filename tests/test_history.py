@@ -241,11 +241,11 @@ def test_rollback_killed_while_restoring_files_completes_when_run_again(cortex, 
         import os, signal
         import cortex.api as cx
         import cortex.history.checkout as history
-        original = history.write_atomically
-        def write_one_then_die(path, data):
-            original(path, data)
+        original = history.write_under
+        def write_one_then_die(*args):
+            original(*args)
             os.kill(os.getpid(), signal.SIGKILL)
-        history.write_atomically = write_one_then_die
+        history.write_under = write_one_then_die
         cx.open({str(store)!r}, {str(org)!r}).rollback("HEAD~1")
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True)

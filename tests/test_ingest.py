@@ -154,7 +154,7 @@ def test_bad_files_are_reported_and_the_rest_ingested(cortex, org):
     problems = {p.path: str(p) for p in report.problems}
     assert problems["latin1.org"] == "latin1.org:2: not UTF-8 (byte 0xe9)"
     assert problems["binary.org"] == "binary.org:3: binary file (NUL byte), not Org text"
-    assert problems["vanished.org"] == "vanished.org: No such file or directory"
+    assert problems["vanished.org"] == "vanished.org: a broken symbolic link (No such file or directory)"
     assert "new.org" in cortex.working().entries and "latin1.org" not in cortex.working().entries
 
 

@@ -1,19 +1,29 @@
-"""Rollback: the working state, HEAD and the Org files on disk returned to a snapshot."""
+"""Rollback: the working state, HEAD and the Org files on disk returned to a snapshot.
+
+Rollback never loses what it cannot bring back: it refuses to overwrite or delete a file that
+no snapshot holds (an edit, unless kept or forced; a file that is not Org text, never), it
+writes only under the Org root, whatever a snapshot's tree names or a folder has become, and
+it compares each file with what it read right before replacing it, stopping at an edit saved
+meanwhile.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import orgfile
 from ..backends import Store
 from ..errors import UserError
-from ..files import write_atomically
+from ..files import ChangedMeanwhile, OutsideRoot, confined, remove_leftovers, remove_under, write_under
 from ..hashing import Oid, hash_bytes
-from ..ingest import DOCS_BY_BYTES, WORKING, ingest, org_paths
+from ..ingest import DOCS_BY_BYTES, WORKING, NotOrgText, decode_org, ingest, scan_folder
 from ..objects import Snapshot, Tree
+from ..paths import tree_problems
 from .snapshots import HEAD, resolve, snapshot, snapshots
+
 
 class DirtyWorkingFiles(UserError):
     """Org files on disk hold edits no snapshot has."""
@@ -37,28 +47,81 @@ class RollbackReport:
     kept: Snapshot | None = None
 
 
-def disk_documents(store: Store, root: Path) -> dict[str, bytes | None]:
-    """Each Org file on disk and the document its bytes were parsed into (None if never ingested)."""
+class UnsnapshottableFiles(UserError):
+    """Files a rollback would overwrite or delete that no snapshot holds or can hold."""
+
+    def __init__(self, problems: list[str]):
+        listed = "\n  ".join(problems)
+        super().__init__(
+            f"rollback would overwrite or delete these files, which no snapshot can hold:\n  {listed}\n"
+            "move them out of the Org root (or fix them), then roll back again; nothing was changed"
+        )
+        self.problems = problems
+
+
+class RollbackStopped(UserError):
+    """A file changed on disk while a rollback was restoring the files."""
+
+    def __init__(self, changed: str, restored: list[str], left: list[str]):
+        also = f" and the files after it ({', '.join(left)})" if left else ""
+        done = f"; restored before it: {', '.join(restored)}" if restored else ""
+        super().__init__(
+            f"{changed} changed while rolling back, so the rollback stopped and left it{also} as they are{done}. "
+            "HEAD and the working state did not move and nothing is lost: roll back again (--keep snapshots "
+            "the new edit first)"
+        )
+        self.changed, self.restored, self.left = changed, restored, left
+
+
+@dataclass(frozen=True)
+class OnDisk:
+    """An Org file (or a link not followed) as rollback found it: its bytes' digest, their document, or why
+    no snapshot can hold it."""
+
+    digest: bytes | None
+    document: Oid | None = None
+    problem: str | None = None
+    skipped: bool = False
+
+
+def disk_files(store: Store, root: Path) -> dict[str, OnDisk]:
+    """Each Org file on disk (and each link not followed) by path from the root, as `OnDisk`."""
+    if not root.exists():
+        return {}
+    scan = scan_folder(root)
+    remove_leftovers(scan.leftovers)
     docs = store.table(DOCS_BY_BYTES)
+    found = {p.path: OnDisk(None, problem=p.reason, skipped=True) for p in scan.skipped}
     with store.reading():
-        return {rel: docs.get(hash_bytes(_read(root / rel))) for rel in org_paths(root)} if root.exists() else {}
+        for rel in scan.paths:
+            found[rel] = _on_disk(root / rel, docs)
+    return found
 
 
-def unsnapshotted_edits(store: Store, root: Path, disk: dict[str, bytes | None] | None = None) -> list[str]:
+def _on_disk(path: Path, docs) -> OnDisk:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return OnDisk(None, problem=f"cannot be read: {exc.strerror}")
+    digest = hash_bytes(data)
+    document = docs.get(digest)
+    if document is None:
+        try:
+            decode_org(data)
+        except NotOrgText as exc:
+            return OnDisk(digest, problem=str(exc))
+    return OnDisk(digest, None if document is None else Oid(document))
+
+
+def unsnapshotted_edits(store: Store, root: Path, disk: dict[str, OnDisk] | None = None) -> list[str]:
     """Org files on disk whose bytes no kept snapshot holds at that path."""
-    disk = disk_documents(store, root) if disk is None else disk
+    disk = disk_files(store, root) if disk is None else disk
     recorded: dict[str, set[bytes]] = {}
     for snap in snapshots(store):
         for path, doc in store.objects[snap.root].entries.items():
             recorded.setdefault(path, set()).add(bytes(doc))
-    return [rel for rel, doc in disk.items() if doc is None or bytes(doc) not in recorded.get(rel, ())]
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return b""
+    return [rel for rel, found in disk.items()
+            if found.document is None or bytes(found.document) not in recorded.get(rel, ())]
 
 
 def rollback(store: Store, root: Path, ref: str | int, *, keep: bool = False, force: bool = False) -> RollbackReport:
@@ -69,37 +132,77 @@ def rollback(store: Store, root: Path, ref: str | int, *, keep: bool = False, fo
     """
     root = Path(os.path.abspath(root))
     target = resolve(store, ref)
+    tree: Tree = store.objects[target.root]
+    crafted = tree_problems(tree.entries)
+    if crafted:
+        raise OutsideRoot(f"snapshot {target.oid.hex()[:12]} names files outside the Org root; nothing was "
+                          "written:\n  " + "\n  ".join(crafted))
+    disk = disk_files(store, root)
+    to_write = [path for path, doc in sorted(tree.entries.items()) if disk.get(path, OnDisk(None)).document != doc]
+    to_remove = [rel for rel in disk if rel not in tree.entries and not disk[rel].skipped]
+    # what the scan skipped (a link not followed) is left alone unless the snapshot has a file there
+    unsafe = [f"{rel}: {found.problem}" for rel, found in sorted(disk.items())
+              if found.problem is not None and (rel in tree.entries or not found.skipped)]
+    if unsafe:
+        raise UnsnapshottableFiles(unsafe)
+    for path in to_write:
+        confined(root, path)
+    for path in to_remove:
+        confined(root, path, follow=False)
     report = RollbackReport(target)
-    disk = disk_documents(store, root)
-    dirty = unsnapshotted_edits(store, root, disk)
+    dirty = unsnapshotted_edits(store, root, {rel: disk[rel] for rel in disk if disk[rel].problem is None})
     if dirty and keep:
         ingest(store, root)
         report.kept = snapshot(store, "before rollback to " + target.oid.hex()[:12])
     elif dirty and not force:
         raise DirtyWorkingFiles(dirty)
-    tree: Tree = store.objects[target.root]
-    get = store.objects.__getitem__
-    written: dict[bytes, Oid] = {}
-    for path, doc_oid in sorted(tree.entries.items()):
-        if disk.get(path) == doc_oid:
-            continue
-        data = orgfile.render(get(doc_oid), get).encode("utf-8")
-        write_atomically(root / path, data)
-        written[hash_bytes(data)] = doc_oid
-        report.written.append(path)
-    for rel in disk:
-        if rel not in tree.entries:
-            (root / rel).unlink()
-            report.removed.append(rel)
-    old_working, old_head = store.refs.get(WORKING), store.refs.get(HEAD)
+    written = _restore(store, root, tree, disk, to_write, to_remove, report)
     message = f"rollback to {target.oid.hex()[:12]}"
 
-    def move() -> None:
-        if old_working != target.root:
+    def move() -> None:  # the refs are read inside the write transaction, so no other writer moves them between
+        if (old_working := store.refs.get(WORKING)) != target.root:
             store.refs.set_if_equals(WORKING, target.root, old_working, message)
-        if old_head != target.oid:
+        if (old_head := store.refs.get(HEAD)) != target.oid:
             store.refs.set_if_equals(HEAD, target.oid, old_head, message)
         store.table(DOCS_BY_BYTES).update(written)
 
     store.transact(move)
     return report
+
+
+def _restore(store: Store, root: Path, tree: Tree, disk: dict[str, OnDisk], to_write: list[str],
+             to_remove: list[str], report: RollbackReport) -> dict[bytes, Oid]:
+    """Write and remove files, each only while it holds what was read; return {digest: document} written."""
+    get = store.objects.__getitem__
+    written: dict[bytes, Oid] = {}
+    ours: dict[Path, bytes] = {}  # a file two paths name through a link is seen again after our own write
+    steps = [(path, True) for path in to_write] + [(path, False) for path in to_remove]
+    if to_write:
+        root.mkdir(parents=True, exist_ok=True)
+    for n, (path, write) in enumerate(steps):
+        real = confined(root, path, follow=write)
+        unchanged = _holds({disk[path].digest if path in disk else None, ours.get(real, b"")})
+        try:
+            if write:
+                data = orgfile.render(get(tree.entries[path]), get).encode("utf-8")
+                write_under(root, path, data, unchanged)
+                written[ours.setdefault(real, hash_bytes(data))] = tree.entries[path]
+            else:
+                remove_under(root, path, unchanged)
+        except ChangedMeanwhile:
+            raise RollbackStopped(path, report.written + report.removed, [p for p, _ in steps[n + 1:]]) from None
+        (report.written if write else report.removed).append(path)
+    return written
+
+
+def _holds(digests: set[bytes | None]) -> Callable[[Path], bool]:
+    """Whether a file still holds bytes hashed to one of `digests` (None: that it still does not exist)."""
+
+    def check(path: Path) -> bool:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None in digests
+        return hash_bytes(data) in digests
+
+    return check

@@ -9,7 +9,8 @@ from ..codec import decode, encode
 from ..errors import UserError
 from ..files import write_atomically
 from ..hashing import hash_bytes
-from ..objects import Snapshot
+from ..paths import tree_problems
+from ..objects import Document, Headline, OrgObject, Snapshot, Tree
 from ..objects import decode as decode_object
 from ..query import references
 from .gc import reach
@@ -33,37 +34,76 @@ def export_snapshot(store: Store, ref: str | int, path: Path) -> tuple[Snapshot,
 
 
 def import_snapshot(store: Store, path: Path) -> Snapshot:
-    """Verify an export file completely, then add its objects and list its snapshot (HEAD does not move)."""
-    data = Path(path).read_bytes()
+    """Verify an export file completely, then add its snapshot and what it reaches (HEAD does not move).
+
+    An export is a file anyone can craft: every object must hash to its oid, decode, be of
+    the kind its referrer expects, and every tree may name only Org files under the root.
+    """
     where = str(path)
-    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 32:
-        raise DamagedExport(f"{where}: not a cortex snapshot export")
-    body, digest = data[len(MAGIC):-32], data[-32:]
-    if hash_bytes(body) != digest:
-        raise DamagedExport(f"{where}: damaged or truncated (checksum does not match)")
+    snap_oid, objects = _read_export(Path(path))
     try:
-        version, snap_oid, pairs = decode(body)
-    except Exception:
-        raise DamagedExport(f"{where}: unreadable export") from None
-    if version > EXPORT_VERSION:
-        raise DamagedExport(f"{where}: written by a newer cortex (export format {version})")
-    objects: dict[bytes, bytes] = {}
-    for oid, raw in pairs:
-        if hash_bytes(raw) != oid:
-            raise DamagedExport(f"{where}: object {oid.hex()} does not match its content")
-        objects[oid] = raw
-    decoded = {oid: decode_object(raw) for oid, raw in objects.items()}
+        decoded = {oid: decode_object(raw) for oid, raw in objects.items()}
+    except Exception as exc:  # a crafted object can fail anywhere in decoding
+        raise DamagedExport(f"{where}: an object cannot be decoded ({exc})") from None
     snap = decoded.get(snap_oid)
     if not isinstance(snap, Snapshot):
         raise DamagedExport(f"{where}: the snapshot object is missing")
-    for oid, obj in decoded.items():
-        for ref in references(obj):
-            if ref not in objects and ref not in store.objects:
-                raise DamagedExport(f"{where}: object {oid.hex()[:12]} refers to {ref.hex()[:12]}, which is missing")
+    reached = _reached(store, where, snap, decoded)
 
     def add() -> None:
-        store.objects.add_raw(objects.items())
+        store.objects.add_raw((oid, objects[oid]) for oid in reached)
         store.table(SNAPSHOTS)[snapshot_key(snap)] = snap.oid
 
     store.transact(add)
     return snap
+
+
+def _read_export(path: Path) -> tuple[bytes, dict[bytes, bytes]]:
+    """The snapshot oid and the objects (oid -> bytes) of an export file whose checksums all hold."""
+    data = path.read_bytes()
+    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 32:
+        raise DamagedExport(f"{path}: not a cortex snapshot export")
+    body, digest = data[len(MAGIC):-32], data[-32:]
+    if hash_bytes(body) != digest:
+        raise DamagedExport(f"{path}: damaged or truncated (checksum does not match)")
+    try:
+        version, snap_oid, pairs = decode(body)
+        if version > EXPORT_VERSION:
+            raise DamagedExport(f"{path}: written by a newer cortex (export format {version})")
+        objects = {bytes(oid): bytes(raw) for oid, raw in pairs}
+    except (ValueError, TypeError):
+        raise DamagedExport(f"{path}: unreadable export") from None
+    for oid, raw in objects.items():
+        if hash_bytes(raw) != oid:
+            raise DamagedExport(f"{path}: object {oid.hex()} does not match its content")
+    return bytes(snap_oid), objects
+
+
+_CHILD_KIND = {Snapshot: Tree, Tree: Document, Document: Headline, Headline: Headline}
+
+
+def _reached(store: Store, where: str, snap: Snapshot, decoded: dict[bytes, OrgObject]) -> set[bytes]:
+    """The exported objects `snap` reaches, each checked to be what its referrer expects."""
+    seen: set[bytes] = set()
+    wanted = [(bytes(snap.oid), snap, Snapshot)]
+    while wanted:
+        referrer, obj, kind = wanted.pop()
+        for ref in references(obj):
+            ref = bytes(ref)
+            if ref in seen:
+                continue
+            child = decoded.get(ref)
+            if child is None:
+                if ref not in store.objects:
+                    raise DamagedExport(f"{where}: object {referrer.hex()[:12]} refers to {ref.hex()[:12]}, "
+                                        "which is missing")
+                continue  # the store's own objects were checked when they entered it
+            if not isinstance(child, _CHILD_KIND[kind]):
+                raise DamagedExport(f"{where}: object {referrer.hex()[:12]} refers to {ref.hex()[:12]}, a "
+                                    f"{child.kind} where a {_CHILD_KIND[kind].kind} belongs")
+            if isinstance(child, Tree) and (problems := tree_problems(child.entries)):
+                raise DamagedExport(f"{where}: its tree names files that cannot be under an Org root:\n  "
+                                    + "\n  ".join(problems))
+            seen.add(ref)
+            wanted.append((ref, child, type(child)))
+    return seen | {bytes(snap.oid)}

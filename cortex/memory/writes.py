@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import UserError
-from ..files import write_atomically
+from ..files import ChangedMeanwhile, write_atomically
 from .layout import LOCK_FILE
 
 LOCK_TIMEOUT = 60.0
@@ -92,8 +92,8 @@ def replace_file(path: Path, compute: Callable[[bytes | None], bytes | None], ex
     """Write `compute(current bytes)` over `path` atomically, unless the file changes meanwhile; True if written.
 
     `compute` returns None (or the same bytes) when there is nothing to write. The bytes it
-    was given are compared with the file just before replacing it; when they differ, the step
-    is repeated on the file's new bytes. `expected` is what the caller last read or wrote
+    was given are compared with the file right before the new version is renamed over it; when
+    they differ, the step is repeated on the file's new bytes. `expected` is what the caller last read or wrote
     there: the first step computes from it, so the file is read only when it has changed.
     """
     old = expected if expected is not None else read_or_none(path)
@@ -105,11 +105,14 @@ def replace_file(path: Path, compute: Callable[[bytes | None], bytes | None], ex
                 raise
             old = read_or_none(path)  # the error came from bytes the file no longer holds
             continue
-        if not holds(path, old):
-            old = read_or_none(path)
-            continue
         if new is None or new == old:
-            return False
-        write_atomically(path, new)
-        return True
+            if holds(path, old):
+                return False
+        else:
+            try:
+                write_atomically(path, new, unchanged=lambda real: holds(real, old))
+                return True
+            except ChangedMeanwhile:
+                pass
+        old = read_or_none(path)
     raise MemoryBusy(f"{path}: changed {ATTEMPTS} times while it was being saved; nothing was written")

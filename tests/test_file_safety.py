@@ -1,0 +1,343 @@
+"""Org files are written only under the root, never lost to a rollback, and read only inside the root."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import cortex.api as cx
+from cortex import orgfile
+from cortex.codec import encode
+from cortex.errors import UserError
+from cortex.files import OutsideRoot, write_under
+from cortex.hashing import hash_bytes
+from cortex.history import (DamagedExport, DirtyWorkingFiles, RollbackStopped, SNAPSHOTS, UnsnapshottableFiles,
+                            snapshot_key)
+from cortex.history.transfer import MAGIC
+from cortex.objects import Snapshot, Tree
+from cortex.paths import path_problem
+from cortex.query import render_file
+
+PROJECTS = "notes/projects.org"
+READING = "notes/reading.org"
+
+
+# --- tree paths are untrusted -------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["../victim.org", "/etc/victim.org", "C:/victim.org", "notes/../../v.org",
+                                  "a//b.org", "./a.org", "notes/", ".git/hooks.org", "a\0b.org", "a\nb.org",
+                                  "a\\b.org", "victim.sh", "", "x" * 300 + ".org"])
+def test_a_path_that_cannot_name_an_org_file_under_the_root_is_refused(path):
+    assert path_problem(path) is not None
+
+
+@pytest.mark.parametrize("path", ["a.org", "notes/projects.org", "agents/assistant/logs/2026-11-20.org",
+                                  "café/ünïcode file.org"])
+def test_paths_ingest_writes_are_accepted(path):
+    assert path_problem(path) is None
+
+
+def crafted_export(cortex, tmp_path, entries) -> Path:
+    """An export whose snapshot's tree names `entries` (path -> a real document), checksums all valid."""
+    doc = orgfile.parse("* Payload\n#!/bin/sh\nrm -rf ~\n").document
+    objects = [*orgfile.parse("* Payload\n#!/bin/sh\nrm -rf ~\n").objects]
+    tree = Tree({path: doc.oid for path in entries})
+    snap = Snapshot(root=tree.oid, parent=None, time_ns=1, message="crafted")
+    pairs = [[o.oid, o.encoded] for o in (*objects, tree, snap)]
+    body = encode([1, snap.oid, pairs])
+    path = tmp_path / "crafted.cortex"
+    path.write_bytes(MAGIC + body + hash_bytes(body))
+    return path
+
+
+@pytest.mark.parametrize("bad", ["../victim.org", "/tmp/victim.org", "notes/../../victim.org", ".x/a.org",
+                                 "evil.sh", "a\x1bb.org"])
+def test_import_refuses_a_crafted_tree_and_adds_nothing(cortex, tmp_path, bad):
+    objects, snaps = cortex.object_count, cortex.snapshot_count
+    with pytest.raises(DamagedExport, match="cannot be under an Org root"):
+        cortex.import_(crafted_export(cortex, tmp_path, ["notes/fine.org", bad]))
+    assert cortex.object_count == objects and cortex.snapshot_count == snaps
+
+
+def test_import_refuses_objects_of_the_wrong_kind(cortex, tmp_path):
+    doc = orgfile.parse("* A\n").document
+    snap = Snapshot(root=doc.oid, parent=None, time_ns=1)  # a document where a tree belongs
+    body = encode([1, snap.oid, [[doc.oid, doc.encoded], [snap.oid, snap.encoded]]])
+    (tmp_path / "x.cortex").write_bytes(MAGIC + body + hash_bytes(body))
+    with pytest.raises(DamagedExport, match="a document where a tree belongs"):
+        cortex.import_(tmp_path / "x.cortex")
+
+
+def test_rollback_to_a_crafted_tree_already_in_the_store_writes_nothing(cortex, org, tmp_path):
+    """A store that took a crafted export before imports were checked: rollback still refuses."""
+    doc = orgfile.parse("* Payload\n").document
+    tree = Tree({"notes/fine.org": doc.oid, "../victim.org": doc.oid})
+    snap = Snapshot(root=tree.oid, parent=None, time_ns=1, message="crafted")
+    cortex.store.objects.add_many([*orgfile.parse("* Payload\n").objects, tree, snap])
+    cortex.store.table(SNAPSHOTS)[snapshot_key(snap)] = snap.oid
+    cortex.snapshot("mine")
+    with pytest.raises(OutsideRoot, match="victim"):
+        cortex.rollback(snap.oid.hex())
+    assert not (tmp_path / "victim.org").exists() and not (org / "notes" / "fine.org").exists()
+    assert cortex.resolve("HEAD").message == "mine"
+
+
+def test_rollback_refuses_a_folder_that_became_a_link_out_of_the_root(cortex, org, tmp_path):
+    cortex.snapshot("first")
+    outside = tmp_path / "outside"
+    shutil.move(org / "notes", outside)
+    os.symlink(outside, org / "notes")
+    before = {p: p.read_bytes() for p in outside.iterdir()}
+    cortex.ingest()
+    cortex.snapshot("without notes")  # ingest does not follow a link to a folder
+    with pytest.raises(OutsideRoot, match="leads outside the Org root"):
+        cortex.rollback("HEAD~1")
+    assert {p: p.read_bytes() for p in outside.iterdir()} == before
+    assert cortex.resolve("HEAD").message == "without notes"
+
+
+def test_a_folder_swapped_for_a_link_while_writing_is_refused(org, tmp_path, monkeypatch):
+    """The folders are walked without following links, so a swap after the check is caught too."""
+    import cortex.files as files
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    checked = files.confined(org, PROJECTS)  # the check passes; then the folder becomes a link
+    shutil.rmtree(org / "notes")
+    os.symlink(outside, org / "notes")
+    monkeypatch.setattr(files, "confined", lambda root, rel, follow=True: checked)
+    with pytest.raises(OutsideRoot, match="became a symbolic link"):
+        write_under(org, PROJECTS, b"* attacker's bytes\n")
+    assert list(outside.iterdir()) == []
+
+
+def test_a_memory_write_never_follows_a_link_out_of_the_root(cortex, org, tmp_path):
+    outside = tmp_path / "elsewhere.org"
+    memory = org / "agents" / "reviewer" / "memory.org"
+    shutil.move(memory, outside)
+    os.symlink(outside, memory)
+    before = outside.read_bytes()
+    with pytest.raises(UserError, match="out of the Org root"):
+        cortex.memory.add_item("reviewer", "fact", "written through a link")
+    assert outside.read_bytes() == before and memory.is_symlink()
+
+
+# --- rollback never deletes or overwrites what no snapshot holds ------------------------------------
+
+@pytest.mark.parametrize("options", [{"keep": True}, {"force": True}, {}])
+def test_rollback_refuses_files_no_snapshot_can_hold_and_names_them(cortex, org, options):
+    cortex.snapshot("first")
+    (org / "binary.org").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0")
+    (org / "latin1.org").write_bytes(b"* caf\xe9\n")
+    head = cortex.head_oid
+    with pytest.raises(UnsnapshottableFiles) as err:
+        cortex.rollback("HEAD", **options)
+    assert "binary.org: line 3: binary file" in str(err.value) and "latin1.org: line 1: not UTF-8" in str(err.value)
+    assert (org / "binary.org").read_bytes().startswith(b"\x89PNG") and (org / "latin1.org").exists()
+    assert cortex.head_oid == head and cortex.snapshot_count == 1
+
+
+def test_rollback_leaves_a_link_it_does_not_follow_alone(cortex, org, tmp_path):
+    cortex.snapshot("first")
+    (tmp_path / "outside.org").write_text("* Not mine\n")
+    os.symlink(tmp_path / "outside.org", org / "linked.org")
+    os.symlink("loop.org", org / "loop.org")
+    cortex.rollback("HEAD")
+    assert (org / "linked.org").is_symlink() and (org / "loop.org").is_symlink()
+    assert (tmp_path / "outside.org").read_text() == "* Not mine\n"
+
+
+def test_an_edit_saved_while_rollback_runs_is_never_overwritten(cortex, org, monkeypatch):
+    import cortex.history.checkout as checkout
+
+    cortex.snapshot("first")
+    for path in (PROJECTS, READING):
+        (org / path).write_text((org / path).read_text() + "* Later\n")
+    cortex.ingest()
+    cortex.snapshot("second")
+    render, calls = checkout.orgfile.render, []
+
+    def render_then_edit(*args):  # the person saves reading.org once rollback has checked every file
+        if not calls:
+            (org / READING).write_text((org / READING).read_text() + "* Saved meanwhile\n")
+        calls.append(args)
+        return render(*args)
+
+    monkeypatch.setattr(checkout.orgfile, "render", render_then_edit)
+    with pytest.raises(RollbackStopped) as err:
+        cortex.rollback("HEAD~1")
+    assert err.value.changed == READING and err.value.restored == [PROJECTS]
+    assert "Saved meanwhile" in (org / READING).read_text()
+    assert cortex.resolve("HEAD").message == "second"
+    monkeypatch.undo()
+    with pytest.raises(DirtyWorkingFiles, match=READING):
+        cortex.rollback("HEAD~1")
+    report = cortex.rollback("HEAD~1", keep=True)
+    kept = cortex.store.objects[report.kept.root]
+    assert "Saved meanwhile" in render_file(cortex.store, kept, READING)
+
+
+def test_an_edit_saved_in_a_file_rollback_removes_is_kept(cortex, org, monkeypatch):
+    import cortex.history.checkout as checkout
+
+    cortex.snapshot("first")
+    (org / "notes" / "new.org").write_text("* New\n")
+    cortex.ingest()
+    cortex.snapshot("second")
+    holds = checkout._holds
+
+    def edited_first(digest):
+        (org / "notes" / "new.org").write_text("* New, edited meanwhile\n")
+        return holds(digest)
+
+    monkeypatch.setattr(checkout, "_holds", edited_first)
+    with pytest.raises(RollbackStopped, match="notes/new.org changed"):
+        cortex.rollback("HEAD~1")
+    assert (org / "notes" / "new.org").read_text() == "* New, edited meanwhile\n"
+
+
+# --- links, loops and other things in the Org folder ------------------------------------------------
+
+def test_a_looping_link_is_skipped_with_one_line(cortex, org):
+    os.symlink("loop.org", org / "loop.org")
+    report = cortex.ingest()
+    assert [str(p) for p in report.problems] == ["loop.org: a symbolic link that loops"]
+    cortex.snapshot("with a loop beside")
+    cortex.memory.add_item("assistant", "fact", "Loops are skipped.")
+    assert "Loops are skipped." in cortex.show("agents/assistant/memory.org")
+
+
+def test_the_cli_warns_of_a_looping_link_and_goes_on(tmp_path, org):
+    os.symlink("loop.org", org / "agents" / "assistant" / "loop.org")
+    env = {**os.environ, "CORTEX_STORE": str(tmp_path / "store")}
+    cortex_bin = Path(sys.executable).parent / "cortex"
+    for args in (["ingest", str(org)], ["memory", "add", "assistant", "Still works."],
+                 ["snapshot", "-m", "x"], ["rollback", "HEAD"]):
+        proc = subprocess.run([str(cortex_bin), *args, "--org", str(org)], capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+def test_a_link_out_of_the_root_is_not_followed(cortex, org, tmp_path):
+    (tmp_path / "secret.org").write_text("* The neighbour's secret\n")
+    os.symlink(tmp_path / "secret.org", org / "peek.org")
+    os.symlink(org / "notes" / "projects.org", org / "alias.org")  # inside the root: followed
+    report = cortex.ingest()
+    assert [str(p) for p in report.problems] == [
+        f"peek.org: a symbolic link out of the Org root (to {tmp_path / 'secret.org'}): not followed"]
+    assert "peek.org" not in cortex.working().entries and "alias.org" in cortex.working().entries
+
+
+def test_a_fifo_named_like_an_org_file_does_not_hang_ingest(cortex, org):
+    os.mkfifo(org / "pipe.org")
+    report = cortex.ingest()
+    assert [str(p) for p in report.problems] == ["pipe.org: not a regular file"]
+
+
+def test_a_file_name_with_a_control_character_is_not_ingested(cortex, org):
+    (org / "bell\a.org").write_text("* Ring\n")
+    report = cortex.ingest()
+    assert [p.path for p in report.problems] == ["bell\a.org"]
+    assert "bell\a.org" not in cortex.working().entries
+
+
+# --- what a rewrite keeps -------------------------------------------------------------------------------
+
+def test_a_rewritten_file_keeps_its_mode_and_owner(cortex, org):
+    cortex.snapshot("first")
+    file = org / PROJECTS
+    file.write_text(file.read_text() + "* Later\n")
+    os.chmod(file, 0o640)
+    if os.geteuid() == 0:
+        os.chown(file, 4321, 4321)
+    cortex.ingest()
+    cortex.snapshot("second")
+    cortex.rollback("HEAD~1")
+    assert file.stat().st_mode & 0o7777 == 0o640
+    if os.geteuid() == 0:
+        assert (file.stat().st_uid, file.stat().st_gid) == (4321, 4321)
+
+
+def test_a_new_file_follows_the_umask_not_0600(cortex, org):
+    cortex.snapshot("first")
+    (org / "notes" / "projects.org").unlink()
+    cortex.ingest()
+    cortex.rollback("HEAD", force=True)
+    assert (org / PROJECTS).stat().st_mode & 0o777 == 0o666 & ~current_umask()
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_rollback_writes_through_a_link_inside_the_root(cortex, org):
+    (org / "real").mkdir()
+    shutil.move(org / READING, org / "real" / "reading.org")
+    os.symlink(org / "real" / "reading.org", org / READING)
+    cortex.ingest()
+    cortex.snapshot("first")
+    (org / READING).write_text("* Changed through the link\n")
+    cortex.ingest()
+    cortex.snapshot("second")
+    cortex.rollback("HEAD~1")
+    assert (org / READING).is_symlink()
+    assert (org / "real" / "reading.org").read_bytes() == (org / READING).read_bytes()
+    assert b"Changed through" not in (org / READING).read_bytes()
+
+
+def test_rollback_removes_the_folders_it_emptied(cortex, org):
+    cortex.snapshot("first")
+    (org / "extra" / "deeper").mkdir(parents=True)
+    (org / "extra" / "deeper" / "new.org").write_text("* New\n")
+    (org / "kept").mkdir()
+    cortex.ingest()
+    cortex.snapshot("second")
+    cortex.rollback("HEAD~1")
+    assert not (org / "extra").exists() and (org / "kept").is_dir()  # kept: rollback did not empty it
+
+
+# --- temporary files of killed writes ------------------------------------------------------------------
+
+def test_temporary_files_of_killed_writes_are_removed_by_the_next_ingest(cortex, org):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)
+    leftover = org / "notes" / f".projects.org.{pid}.0123abcd.tmp"
+    old_style = org / ".memory.org.k2j4_x9q.tmp"
+    live = org / f".reading.org.{os.getpid()}.89abcdef.tmp"
+    mine = org / ".my-notes.tmp"
+    for file in (leftover, old_style, live, mine):
+        file.write_text("half")
+    os.utime(old_style, (1, 1))
+    cortex.ingest()
+    assert not leftover.exists() and not old_style.exists() and live.exists() and mine.exists()
+
+
+def test_a_memory_write_killed_before_its_rename_leaves_nothing_after_the_next_run(tmp_path, org):
+    store = tmp_path / "store"
+    with cx.open(store, org) as c:
+        c.ingest()
+    script = textwrap.dedent(f"""
+        import os, signal
+        import cortex.api as cx
+        real_replace = os.replace
+        def die(*args, **kwargs):
+            os.kill(os.getpid(), signal.SIGKILL)
+        os.replace = die
+        cx.open({str(store)!r}, {str(org)!r}).memory.add_item("assistant", "fact", "Never written.")
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+    folder = org / "agents" / "assistant"
+    assert [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]  # the killed write's file
+    with cx.open(store, org) as c:
+        c.ingest()
+        assert c.fsck() == []
+        assert "Never written." not in c.show("agents/assistant/memory.org")
+    assert not [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
