@@ -10,6 +10,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+from contextlib import nullcontext
 from datetime import timedelta
 from functools import cached_property
 from importlib import import_module
@@ -18,6 +20,7 @@ from pathlib import Path
 from . import history, ingest as ingesting, query
 from .files import write_atomically
 from .backends import MemoryEngine, Store, open_store
+from .backends.base import TABLES
 from .errors import NotFound, UserError, located
 from .hashing import Oid
 from .history import Change, DirtyWorkingFiles, LogEntry, RollbackReport, Version  # noqa: F401 - re-exported
@@ -222,9 +225,22 @@ class Cortex:
         """Files, headlines, ids, objects, refs, snapshots and bytes."""
         return {**query.stats(self.store, self.working()), "snapshots": len(history.snapshots(self.store))}
 
-    def fsck(self) -> list[query.FsckProblem]:
-        """Re-hash every object; list damage (empty when the store is sound)."""
-        return query.fsck(self.store)
+    def fsck(self, repair: bool = False) -> list[history.FsckProblem]:
+        """Check every object, ref and table; list the damage (empty when the store is sound).
+
+        With `repair`, damaged derived tables are dropped (cortex rebuilds them) and entries nothing
+        can read are removed, then the store is checked again: the problems fixed come first, each
+        saying what was done (`repaired`), then whatever damage remains.
+        """
+        problems = history.fsck(self.store)
+        if repair and (fixed := history.repair(self.store, problems)):
+            return fixed + history.fsck(self.store)
+        return problems
+
+    @property
+    def table_entry_count(self) -> int:
+        """How many entries the store's named tables hold (fsck checks each)."""
+        return self.store.engine.count(TABLES)
 
     # --- history -----------------------------------------------------------------------
 
@@ -268,10 +284,38 @@ class Cortex:
         """Versions of one headline across snapshots."""
         return history.headline_history(self.store, org_id)
 
-    def gc(self, keep_last: int | None = 20, max_age: timedelta | None = None) -> tuple[int, int]:
-        """Apply retention, then delete unreachable objects; return (snapshots dropped, objects deleted)."""
-        dropped = history.apply_retention(self.store, keep_last, max_age)
-        return len(dropped), history.gc(self.store)
+    def gc(self, keep_last: int | None = 20, max_age: timedelta | None = None, *,
+           compact: bool = False) -> tuple[int, int]:
+        """Apply retention, then delete unreachable objects; return (snapshots dropped, objects deleted).
+
+        Kept: the newest `keep_last` snapshots and those younger than `max_age` (HEAD always), what
+        refs point at, and what reflog entries within that retention name. With `compact` the data
+        file is rewritten without the freed pages, which still hold deleted bytes; that needs the
+        store alone, so it is refused (before anything changes) while another process has it open.
+        """
+        with self.store.engine.exclusively() if compact else nullcontext():
+            dropped = history.apply_retention(self.store, keep_last, max_age)
+            deleted = history.gc(self.store)
+            if compact:
+                self.store.engine.compact()
+        return len(dropped), deleted
+
+    def purges(self) -> list[history.Tombstone]:
+        """Every purge of history recorded (what, which files, when, by whom; never the content), newest first."""
+        return history.purges(self.store)
+
+    def erase(self, rewrite, what: str) -> history.Forgotten | None:
+        """Rewrite every kept state with `rewrite` (a Tree -> Tree function) and remove every trace of what it
+        dropped: its objects, its texts' cached embeddings, the saved search indexes; record a tombstone naming
+        `what` and compact the file. None when `rewrite` changes nothing.
+
+        Refused (before anything changes) while another process has the store open.
+        """
+        from .search.service import forget_embeddings
+
+        with self.store.engine.exclusively():
+            self._drop_search_indexes()  # first: a crash halfway must not leave them holding the text
+            return history.forget(self.store, rewrite, what, lambda replaced: forget_embeddings(self.store, replaced))
 
     def export(self, ref: str | int = "HEAD", path: str | os.PathLike | None = None) -> tuple[Path, int]:
         """Write a snapshot and what it reaches to one file (default in the store folder); return it and the count."""
@@ -299,8 +343,22 @@ class Cortex:
     def _search_index(self):
         from .search.service import SearchIndex, cached_embedder
 
-        folder = None if isinstance(self.store.engine, MemoryEngine) else self.store_folder() / "index"
-        return SearchIndex.load(self.store, cached_embedder(self.store), folder)
+        return SearchIndex.load(self.store, cached_embedder(self.store), self._index_folder())
+
+    def _index_folder(self) -> Path | None:
+        """Where the search indexes are saved: beside the store (nowhere for an in-memory store)."""
+        return None if isinstance(self.store.engine, MemoryEngine) else self.store_folder() / "index"
+
+    def _drop_search_indexes(self) -> None:
+        """Forget the search indexes held here and saved beside the store (they are rebuilt on the next search).
+
+        After a purge they hold its text: a removal only masks it, and a save would write it back.
+        """
+        self.__dict__.pop("_search_index", None)
+        self._past_indexes.clear()
+        folder = self._index_folder()
+        if folder is not None and folder.exists():
+            shutil.rmtree(folder)
 
     def search(self, query: str, *, limit: int = 10, agent: str | None = None, type: str | None = None,
                source: str | None = None, path: str | None = None, tag: str | None = None,

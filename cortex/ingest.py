@@ -27,7 +27,7 @@ from .backends import Store
 from .codec import decode, encode
 from .errors import CortexError, RefConflict, UserError, located
 from .files import is_leftover, remove_leftovers
-from .hashing import Oid, hash_bytes
+from .hashing import OID_SIZE, Oid, hash_bytes
 from .objects import EMPTY_TREE, OrgObject, Tree
 from .paths import ORG_SUFFIX, path_problem
 
@@ -299,8 +299,12 @@ class _Batch:
         seen = self.stats.get(os.fsencode(path))
         if seen is None:
             return None
-        *signature, digest = decode(seen)
-        return self._known(digest) if tuple(signature) == _signature(os.stat(path)) else None
+        try:
+            *signature, digest = decode(seen)
+        except (TypeError, ValueError):  # a damaged entry is a miss: reading the file rewrites it
+            return None
+        fresh = tuple(signature) == _signature(os.stat(path))
+        return self._known(digest) if fresh and isinstance(digest, bytes) and len(digest) == OID_SIZE else None
 
     def read(self, path: str, stat: os.stat_result, read_at: int, digest: bytes) -> None:
         """Note that the bytes of the file at `path` hashed to `digest` when it had `stat`."""
@@ -360,9 +364,12 @@ class _Batch:
         return None if oid is None else Oid(oid)
 
     def _stored(self, table, key: bytes) -> bytes | None:
+        """The oid a cache table holds for `key` if it names a stored object: a damaged entry is a miss,
+        so the file is parsed again and the entry overwritten, at the cost of one lookup per hit."""
         oid = table.get(key)
-        if oid is not None:
-            self.reused.add(oid)
+        if oid is None or len(oid) != OID_SIZE or oid not in self.store.objects:
+            return None
+        self.reused.add(oid)
         return oid
 
     def add(self, obj: OrgObject) -> None:

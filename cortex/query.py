@@ -1,4 +1,4 @@
-"""Reading a state: walk its headlines, look up by :ID:, find, outline paths, show, stats, fsck."""
+"""Reading a state: walk its headlines, look up by :ID:, find, outline paths, show, stats, references."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from . import orgfile
 from .backends import Store
 from .bounded import BoundedDict
-from .errors import ChecksumMismatch, FormatError, NotFound
-from .hashing import Oid, hash_bytes
+from .errors import NotFound
+from .hashing import Oid
 from .objects import Document, Headline, Tree
-from .objects import decode as decode_object
 
 
 @dataclass(frozen=True)
@@ -175,41 +174,6 @@ def stats(store: Store, tree: Tree) -> dict[str, int]:
         "refs": len(store.refs.names()),
         "bytes": store.engine.size_bytes(),
     }
-
-
-@dataclass(frozen=True)
-class FsckProblem:
-    """One damaged or missing object."""
-
-    oid: str
-    problem: str
-
-    def __str__(self) -> str:
-        return f"{self.oid}: {self.problem}"
-
-
-def fsck(store: Store) -> list[FsckProblem]:
-    """Re-hash every object and check every reference; list what is wrong."""
-    problems = []
-    with store.reading():
-        for oid, data in store.objects.items_raw():
-            found = hash_bytes(data)
-            if found != oid:
-                problems.append(FsckProblem(oid.hex(), str(ChecksumMismatch(oid.hex(), found.hex()))))
-                continue
-            try:
-                obj = decode_object(data)
-            except (FormatError, ValueError, TypeError) as exc:
-                problems.append(FsckProblem(oid.hex(), f"cannot decode: {exc}"))
-                continue
-            for ref in references(obj):
-                if ref not in store.objects:
-                    problems.append(FsckProblem(oid.hex(), f"refers to missing object {ref.hex()}"))
-        for name in store.refs.names():
-            target = store.refs.get(name)
-            if target not in store.objects:
-                problems.append(FsckProblem(target.hex(), f"ref {name} points at a missing object"))
-    return problems
 
 
 def references(obj) -> list[Oid]:

@@ -85,6 +85,7 @@ def test_rollback_to_a_crafted_tree_already_in_the_store_writes_nothing(cortex, 
         cortex.rollback(snap.oid.hex())
     assert not (tmp_path / "victim.org").exists() and not (org / "notes" / "fine.org").exists()
     assert cortex.resolve("HEAD").message == "mine"
+    assert [p.key for p in cortex.fsck() if "cannot be under an Org root" in p.problem] == [tree.oid.hex()]
 
 
 def test_rollback_refuses_a_folder_that_became_a_link_out_of_the_root(cortex, org, tmp_path):
@@ -122,7 +123,7 @@ def test_a_memory_write_never_follows_a_link_out_of_the_root(cortex, org, tmp_pa
     shutil.move(memory, outside)
     os.symlink(outside, memory)
     before = outside.read_bytes()
-    with pytest.raises(UserError, match="out of the Org root"):
+    with pytest.raises(UserError, match="leads outside the Org root"):
         cortex.memory.add_item("reviewer", "fact", "written through a link")
     assert outside.read_bytes() == before and memory.is_symlink()
 

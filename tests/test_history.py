@@ -271,3 +271,60 @@ def test_head_oid_and_snapshot_count_follow_snapshots_rollback_and_retention(cor
     cortex.rollback("HEAD@{1}")
     cortex.gc(keep_last=1)
     assert cortex.head_oid == second.oid and cortex.snapshot_count == len(cortex.snapshots()) == 1
+
+
+SECRET = "The backup key is hunter2-correct-horse-7731."
+
+
+def test_gc_keep_1_drops_a_deleted_secret_the_working_reflog_kept(cortex, org, tmp_path):
+    notes = org / "notes" / "secret.org"
+    notes.write_text(f"* Credentials\n{SECRET}\n")
+    cortex.ingest()
+    cortex.snapshot("with the secret")
+    notes.unlink()
+    cortex.ingest()
+    cortex.snapshot("without it")
+    assert cortex.gc(keep_last=1, compact=True)[0] == 1
+    assert SECRET.encode() not in (tmp_path / "store" / "data.mdb").read_bytes()
+    assert [s.message for s in cortex.snapshots()] == ["without it"] and cortex.fsck() == []
+    assert cortex.show(PROJECTS) == (org / PROJECTS).read_text()
+
+
+def test_gc_without_snapshots_keeps_the_newest_working_reflog_entries(cortex, org):
+    for n in range(4):
+        edit(org, PROJECTS, "Blocked on" if n == 0 else f"Draft {n - 1}", f"Draft {n}")
+        cortex.ingest()
+    assert len(cortex.store.refs.reflog("working")) == 5
+    cortex.gc(keep_last=2)
+    assert [e.message for e in cortex.store.refs.reflog("working")] == ["ingest .", "ingest ."]
+    assert cortex.show(PROJECTS) == (org / PROJECTS).read_text()
+    assert cortex.fsck() == []
+    cortex.gc(keep_last=None)  # no rule: nothing expires
+    assert len(cortex.store.refs.reflog("working")) == 2
+
+
+def test_concurrent_snapshots_from_four_processes_all_land(cortex, org, tmp_path):
+    cortex.close()  # each process opens the store itself
+    start = tmp_path / "start"
+    script = textwrap.dedent(f"""
+        import sys, time
+        from pathlib import Path
+        import cortex.api as cx
+        with cx.open({str(tmp_path / "store")!r}, {str(org)!r}) as c:
+            while not Path({str(start)!r}).exists():
+                time.sleep(0.001)
+            for n in range(10):
+                c.snapshot(f"{{sys.argv[1]}}-{{n}}")
+    """)
+    workers = [subprocess.Popen([sys.executable, "-c", script, f"p{n}"], stderr=subprocess.PIPE) for n in range(4)]
+    start.touch()
+    for worker in workers:
+        assert worker.wait(timeout=120) == 0, worker.stderr.read().decode()
+    with cx.open(tmp_path / "store", org) as c:
+        listed = c.snapshots()
+        assert sorted(s.message for s in listed) == sorted(f"p{p}-{n}" for p in range(4) for n in range(10))
+        chain, snap = [], c.resolve("HEAD")
+        while snap is not None:
+            chain.append(snap.oid)
+            snap = snap.parent and c.store.objects[snap.parent]
+        assert sorted(chain) == sorted(s.oid for s in listed)

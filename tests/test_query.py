@@ -1,8 +1,7 @@
-"""Reading a state: lookup, find, outline, show, stats and fsck."""
+"""Reading a state: lookup, find, outline, show and stats."""
 
 import pytest
 
-from cortex.backends.base import OBJECTS
 from cortex.errors import NotFound, UserError
 
 
@@ -40,16 +39,6 @@ def test_stats_count_what_is_there(cortex, org):
     cortex.ingest()
     again = cortex.stats()
     assert again["ids"] > stats["ids"] and again["duplicate ids"] == again["ids"] - stats["ids"]
-
-
-def test_fsck_reports_damage_with_expected_and_found(cortex):
-    assert cortex.fsck() == []
-    node = cortex.lookup("read-rrf")
-    other = cortex.lookup("read-rag").headline
-    cortex.store.transact(lambda: cortex.store.engine.put(OBJECTS, node.oid, other.encoded))
-    problems = cortex.fsck()
-    assert [p.oid for p in problems] == [node.oid.hex()]
-    assert f"hashes to {other.oid.hex()}" in problems[0].problem
 
 
 def test_working_oid_moves_only_when_the_working_state_changes(cortex, org):

@@ -1,6 +1,7 @@
 """Where bytes live: key-value engines (memory, LMDB) under one object/ref/table layer."""
 
-from .base import Engine, ObjectStore, RefLogEntry, RefStore, Store, Table
+from .base import (Engine, ObjectStore, RefLogEntry, RefStore, Store, StoreBusy, StoreDamaged, StoreFull,
+                   StoreLocked, Table)
 from .memory import MemoryEngine
 
 
@@ -14,5 +15,6 @@ def open_store(location=None, **options) -> Store:
 
 
 __all__ = [
-    "Engine", "MemoryEngine", "ObjectStore", "RefLogEntry", "RefStore", "Store", "Table", "open_store",
+    "Engine", "MemoryEngine", "ObjectStore", "RefLogEntry", "RefStore", "Store", "StoreBusy", "StoreDamaged",
+    "StoreFull", "StoreLocked", "Table", "open_store",
 ]

@@ -12,12 +12,12 @@ import struct
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
 from ..codec import FORMAT_VERSION, decode, encode
-from ..errors import ChecksumMismatch, FormatError, NotFound, RefConflict
+from ..errors import ChecksumMismatch, FormatError, IntegrityError, NotFound, RefConflict, UserError
 from ..hashing import OID_SIZE, Oid, hash_bytes
 from ..objects import OrgObject
 from ..objects import decode as decode_object
@@ -26,6 +26,30 @@ T = TypeVar("T")
 
 OBJECTS, REFS, REFLOG, META, TABLES = "objects", "refs", "reflog", "meta", "tables"
 ENGINE_TABLES = (OBJECTS, REFS, REFLOG, META, TABLES)
+
+
+class StoreLocked(UserError):
+    """The store folder cannot be opened (missing permissions, not a folder, already open here, ...)."""
+
+
+class StoreBusy(StoreLocked):
+    """Other processes have the store open, so this one cannot hold it alone (to compact it, say)."""
+
+    def __init__(self, message: str, pids: tuple[int, ...] = ()):
+        super().__init__(message)
+        self.pids = pids
+
+
+class StoreDamaged(IntegrityError):
+    """The store's files are not what the engine wrote: truncated, or overwritten with other bytes."""
+
+
+class StoreFull(UserError):
+    """A write found no room on the disk (or could not be written); it was rolled back."""
+
+    def __init__(self, message: str, free: int | None = None):
+        super().__init__(message)
+        self.free = free
 
 
 class Engine(ABC):
@@ -66,6 +90,18 @@ class Engine(ABC):
     def size_bytes(self) -> int:
         """Bytes the engine occupies (0 when not on disk)."""
         return 0
+
+    @contextmanager
+    def exclusively(self) -> Iterator[None]:
+        """Hold the store alone for the block (no other process has it open); raise StoreBusy if others do."""
+        yield
+
+    def compact(self) -> None:
+        """Give the space of deleted data back to the disk; a no-op where nothing is on disk."""
+
+    def verify(self) -> list[str]:
+        """Problems in how the engine's files are laid out, found without trusting them; [] when sound."""
+        return []
 
 
 class ObjectStore:

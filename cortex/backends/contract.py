@@ -131,3 +131,16 @@ class StoreContract:
             assert table[b"k"] == first == b"old"
         writer.join()
         assert table[b"k"] == b"new"
+
+    def test_exclusive_block_nests_and_compacts(self, store):
+        objs = [_headline(n) for n in range(60)]
+        store.objects.add_many(objs)
+        store.refs.set_if_equals("HEAD", objs[0].oid, None)
+        store.objects.delete_many(o.oid for o in objs[30:])
+        with store.engine.exclusively():
+            with store.engine.exclusively():
+                store.engine.compact()
+            store.objects.add(_headline(99))
+        store.engine.compact()
+        assert len(store.objects) == 31 and store.objects[objs[1].oid] == objs[1]
+        assert store.refs.get("HEAD") == objs[0].oid and store.engine.verify() == []

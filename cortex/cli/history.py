@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from rich.text import Text
 
 from .common import console, duration, err_console, short, table, when, with_cortex
 
@@ -68,13 +69,26 @@ def diff(cx, a, b):
 @click.option("-n", "--limit", type=click.IntRange(min=0), help="Show only the newest N.")
 @with_cortex
 def log(cx, limit):
-    """Snapshots with what changed in each."""
+    """Snapshots with what changed in each, and the purges that rewrote history, newest first."""
     t = table("snapshot", "time", "headlines", "changes", "message")
-    for entry in cx.log(limit):
-        counts = " ".join(f"[{KIND_STYLE[k]}]{v} {k}[/]" for k, v in sorted(entry.changes.items())) or "-"
-        t.add_row(short(entry.snapshot.oid), when(entry.snapshot.time_ns),
-                  str(entry.snapshot.counts.get("headlines", "")), counts, entry.snapshot.message)
+    rows = [(entry.snapshot.time_ns, _snapshot_row(entry)) for entry in cx.log(limit)]
+    rows += [(purge.time_ns, _purge_row(purge)) for purge in cx.purges()]
+    for _, cells in sorted(rows, key=lambda row: row[0], reverse=True)[:limit]:
+        t.add_row(*cells)
     console.print(t)
+
+
+def _snapshot_row(entry) -> tuple:
+    counts = " ".join(f"[{KIND_STYLE[k]}]{v} {k}[/]" for k, v in sorted(entry.changes.items())) or "-"
+    return (short(entry.snapshot.oid), when(entry.snapshot.time_ns), str(entry.snapshot.counts.get("headlines", "")),
+            counts, entry.snapshot.message)
+
+
+def _purge_row(purge) -> tuple:
+    """A purge as a log row: it rewrote history rather than adding to it, so it names no snapshot."""
+    return ("[red]purge[/]", when(purge.time_ns), "",
+            f"rewrote {purge.snapshots} snapshots, removed {purge.objects} objects",
+            Text(f"purged {purge.what} ({', '.join(purge.paths)}) by {purge.by}"))
 
 
 @click.command(name="history")
@@ -93,12 +107,21 @@ def history_(cx, org_id):
 @click.option("--keep", "keep_last", type=click.IntRange(min=0), default=20, show_default=True,
               help="Keep the newest N snapshots.")
 @click.option("--max-age", help="Also keep snapshots younger than this (e.g. 30d, 2w).")
+@click.option("--compact", is_flag=True, help="Then rewrite the data file without the freed pages "
+                                              "(needs the store alone: close other cortex processes).")
 @with_cortex
-def gc(cx, keep_last, max_age):
-    """Drop snapshots beyond retention and delete objects nothing reaches."""
+def gc(cx, keep_last, max_age, compact):
+    """Drop snapshots beyond retention and delete objects nothing reaches.
+
+    Kept: the snapshots retention keeps (the newest --keep, those younger than --max-age, and
+    HEAD), what refs point at (HEAD, the working state), and what the reflog entries within
+    that retention name: HEAD's entries that name a kept snapshot, and the working state's
+    entries no older than the oldest kept snapshot. Everything else is deleted, but its bytes
+    stay in the data file's free pages until --compact (or a hard purge) rewrites the file.
+    """
     age = duration(max_age, "--max-age") if max_age else None
-    dropped, deleted = cx.gc(keep_last, age)
-    console.print(f"dropped {dropped} snapshots, deleted {deleted} objects")
+    dropped, deleted = cx.gc(keep_last, age, compact=compact)
+    console.print(f"dropped {dropped} snapshots, deleted {deleted} objects" + (", compacted" if compact else ""))
 
 
 @click.command()

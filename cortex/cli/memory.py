@@ -1,4 +1,4 @@
-"""`cortex memory`: inspect, search, compact, purge, list and add to agents' memory."""
+"""`cortex memory`: inspect, search, compact, purge, forget, list and add to agents' memory."""
 
 from __future__ import annotations
 
@@ -64,17 +64,50 @@ def compact(cx, agent, max_age):
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @with_cortex
 def purge(cx, agent, hard, yes):
-    """Remove AGENT's files and its items from the working state (--hard: from history too)."""
+    """Remove AGENT's files and its items from the working state (--hard: from history too).
+
+    A hard purge needs the store alone: close other cortex processes first. It is recorded
+    (what, when, by whom, never the content): see `cortex log`.
+    """
     what = "files and every trace in history (this cannot be undone)" if hard else "files (history keeps them)"
     if not yes:
         click.confirm(f"purge {agent}'s {what}?", abort=True)
     report = cx.memory.purge(agent, hard=hard)
     for path in report.files:
         console.print(f"  removed  {path}", markup=False)
-    if report.history:
-        console.print(f"  rewrote {report.history.snapshots} snapshots, collected "
-                      f"{report.history.objects} objects", markup=False)
+    _print_history(report.history)
     console.print(f"purged {agent}", markup=False)
+
+
+@memory_group.command()
+@click.argument("agent")
+@click.argument("item")
+@click.option("--hard", is_flag=True, help="Also remove it from every snapshot and from the store file.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@with_cortex
+def forget(cx, agent, item, hard, yes):
+    """Remove ITEM (its :ID:, key or text) from AGENT's memory.org and logs (--hard: from history too).
+
+    Without --hard a snapshot is taken first, so `cortex rollback` brings the item back. A hard
+    forget needs the store alone, cannot be undone and is recorded like a hard purge.
+    """
+    if hard and not yes:
+        click.confirm(f"erase this item of {agent} from the files and every snapshot? This cannot be undone.",
+                      abort=True)
+    report = cx.memory.forget(agent, item, hard=hard)
+    for path in report.files:
+        console.print(f"  rewrote  {path}", markup=False)
+    _print_history(report.history)
+    if report.before is not None:
+        console.print(f"forgot {agent}'s item; undo with `cortex rollback {short(report.before.oid)}`", markup=False)
+    else:
+        console.print(f"forgot {agent}'s item", markup=False)
+
+
+def _print_history(forgotten) -> None:
+    if forgotten is not None:
+        console.print(f"  rewrote {forgotten.snapshots} snapshots, collected {forgotten.objects} objects",
+                      markup=False)
 
 
 @memory_group.command(name="list")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import click
+from rich.markup import escape
 from rich.progress import Progress
 
 from .common import console, err_console, table, with_cortex
@@ -81,15 +82,25 @@ def stats(cx):
 
 
 @click.command()
+@click.option("--repair", is_flag=True,
+              help="Drop damaged derived tables (cortex rebuilds them) and remove entries nothing can read.")
 @with_cortex
-def fsck(cx):
-    """Re-hash every object and check every reference."""
-    problems = cx.fsck()
+def fsck(cx, repair):
+    """Check every object, ref, reflog entry and table entry; exit 1 if damage remains."""
+    problems = cx.fsck(repair=repair)
+    remaining = [p for p in problems if not p.repaired]
     for problem in problems:
-        err_console.print(f"[red]damaged[/] {problem}")
-    if problems:
+        if problem.repaired:
+            console.print(f"[green]repaired[/] {escape(str(problem))}", soft_wrap=True)
+        else:
+            err_console.print(f"[red]damaged[/] {escape(str(problem))}")
+    if remaining:
+        fixable = sum(p.repairable for p in remaining)
+        told = "1 problem remains" if len(remaining) == 1 else f"{len(remaining)} problems remain"
+        hint = f"; `cortex fsck --repair` fixes {fixable} of them" if fixable and not repair else ""
+        err_console.print(told + hint)
         raise SystemExit(1)
-    console.print(f"ok: {cx.object_count:,} objects verified")
+    console.print(f"ok: {cx.object_count:,} objects, {cx.table_entry_count:,} table entries verified")
 
 
 store_commands = (ingest, show, find, ls, stats, fsck)

@@ -5,9 +5,11 @@ files were last ingested into. Each concern lives in its own module; this packag
 the public parts of them all.
 """
 
-from .checkout import DirtyWorkingFiles, RollbackReport, disk_documents, rollback, unsnapshotted_edits
+from .checkout import DirtyWorkingFiles, RollbackReport, RollbackStopped, UnsnapshottableFiles, disk_files, rollback, \
+    unsnapshotted_edits
 from .diff import Change, LogEntry, Version, diff, headline_history, log, tree_of
-from .forget import Forgotten, forget
+from .forget import PURGES, Forgotten, Tombstone, forget, purges, rewrite_documents
+from .fsck import FsckProblem, fsck, repair
 from .gc import apply_retention, gc, reach
 from .snapshots import DEFAULT_KEEP, HEAD, SNAPSHOTS, SUMMARIES, head, resolve, snapshot, snapshot_key, \
     snapshots, summary
@@ -15,7 +17,9 @@ from .transfer import DamagedExport, export_snapshot, import_snapshot
 
 __all__ = [
     "DEFAULT_KEEP", "HEAD", "SNAPSHOTS", "SUMMARIES", "Change", "DamagedExport", "DirtyWorkingFiles", "Forgotten",
-    "LogEntry", "RollbackReport", "Version", "apply_retention", "diff", "disk_documents", "export_snapshot", "forget",
+    "LogEntry", "RollbackReport", "RollbackStopped", "UnsnapshottableFiles", "Version", "apply_retention", "diff", "disk_files", "export_snapshot", "forget",
     "gc", "head", "headline_history", "import_snapshot", "log", "reach", "resolve", "rollback", "snapshot",
     "snapshot_key", "snapshots", "summary", "tree_of", "unsnapshotted_edits",
+    "FsckProblem", "fsck", "repair",
+    "PURGES", "Tombstone", "purges", "rewrite_documents",
 ]

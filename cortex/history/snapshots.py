@@ -10,17 +10,20 @@ from __future__ import annotations
 import re
 import struct
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from ..backends import Store
 from ..codec import decode, encode
-from ..errors import NotFound, UserError
-from ..ingest import WORKING
+from ..errors import NotFound, RefConflict, UserError
+from ..ingest import WORKING, working_tree
 from ..objects import EMPTY_TREE, Snapshot, Tree
 
 HEAD = "HEAD"
 SNAPSHOTS = "history.snapshots"
 SUMMARIES = "history.summaries"
 DEFAULT_KEEP = 20
+T = TypeVar("T")
 
 
 def head(store: Store) -> Snapshot | None:
@@ -56,18 +59,34 @@ def _count_headlines(store: Store, node) -> int:
 
 def snapshot(store: Store, message: str = "", now_ns: int | None = None) -> Snapshot:
     """Record the working state as a snapshot and move HEAD to it (compare-and-swap)."""
-    root = store.refs.get(WORKING) or store.objects.add(EMPTY_TREE)
-    parent = store.refs.get(HEAD)
-    snap = Snapshot(root=root, parent=parent, time_ns=now_ns or time.time_ns(), message=message,
-                    counts=summary(store, store.objects[root]))
+    summary(store, working_tree(store))  # counted before the write lock is taken: inside, a cached read
 
-    def record() -> None:
+    def record() -> Snapshot:
+        # HEAD and the working state are read inside the write transaction: writers take turns, so
+        # the compare-and-swap below cannot lose to a concurrent snapshot.
+        root = store.refs.get(WORKING) or store.objects.add(EMPTY_TREE)
+        parent = store.refs.get(HEAD)
+        snap = Snapshot(root=root, parent=parent, time_ns=now_ns or time.time_ns(), message=message,
+                        counts=summary(store, store.objects[root]))
         store.objects.add(snap)
         store.table(SNAPSHOTS)[snapshot_key(snap)] = snap.oid
         store.refs.set_if_equals(HEAD, snap.oid, parent, f"snapshot: {message}")
+        return snap
 
-    store.transact(record)
-    return snap
+    return retrying(lambda: store.transact(record))
+
+
+def retrying(operation: Callable[[], T], attempts: int = 3) -> T:
+    """Run `operation`, again when it loses a compare-and-swap race: it must re-read whatever it moves.
+
+    LMDB serialises writers, so this matters only on an engine that does not (the PostgreSQL plan).
+    """
+    for _ in range(attempts - 1):
+        try:
+            return operation()
+        except RefConflict:
+            continue
+    return operation()
 
 
 def snapshot_key(snap: Snapshot) -> bytes:

@@ -1,4 +1,4 @@
-"""Agent memory in Org files: save, load and delete an agent's context, compact its logs, purge it.
+"""Agent memory in Org files: save, load and delete an agent's context, compact its logs, forget an item, purge it.
 
     agents/<agent-id>/memory.org            * Facts / * Procedures / * Learned Patterns
     agents/<agent-id>/logs/YYYY-MM-DD.org   * HH:MM — title   (one entry per session)
@@ -16,7 +16,8 @@ while nobody else touches the file it is neither read nor merged whole again.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from itertools import compress
@@ -26,25 +27,26 @@ from typing import NamedTuple
 from ..bounded import BoundedDict
 from ..errors import NotFound, UserError, located
 from ..hashing import Oid, hash_bytes
-from ..history import head
+from ..history import Forgotten, head, rewrite_documents
 from ..ingest import DOCS_BY_BYTES, WORKING, NotOrgText, decode_org, org_files
-from ..objects import Document, Snapshot
-from ..orgfile import parse
-from ..history import Forgotten, forget
-from .items import BadItemText, MemoryItem, check_text
+from ..objects import Document, Snapshot, Tree
+from ..orgfile import parse, render_headline
+from .items import BadItemText, MemoryItem, check_text, item_from_headline, normalise
 from .layout import (
     AGENTS,
     ITEM_TYPES,
     LOGS,
+    MEMORY_FILE,
     SECTION_TITLES,
     agent_folder,
     check_agent_id,
     log_date,
     log_path,
     memory_path,
+    tagged_type,
 )
 from .logs import Marked, append_entry, mark_compacted, marked_items, render_entry
-from .memoryfile import MemoryFile, Typed, merge
+from .memoryfile import Getter, MemoryFile, Typed, merge
 from .retention import RetentionPolicy
 from .writes import agent_lock, replace_file
 
@@ -107,6 +109,35 @@ class PurgeReport:
 
     files: list[str]
     history: Forgotten | None = None
+
+
+@dataclass(frozen=True)
+class ForgetReport:
+    """What forgetting an item removed: the :ID:s of the items memory.org held, the files changed, the snapshot
+    taken first (soft) and, when hard, what history lost."""
+
+    ids: list[str]
+    files: list[str]
+    before: Snapshot | None = None
+    history: Forgotten | None = None
+
+
+@dataclass(frozen=True)
+class _Named:
+    """The items a name given to `forget` stands for: by :ID: or key, or by normalised text."""
+
+    names: frozenset[str]
+    texts: frozenset[str]
+    ids: tuple[str, ...]  # the :ID:s of the items memory.org holds now
+    found: int  # how many items memory.org holds now
+
+    @property
+    def label(self) -> str:
+        """How a tombstone names the items: by :ID:, never by text."""
+        return ", ".join(self.ids) or "(no :ID:)"
+
+    def __call__(self, key: str, item: MemoryItem) -> bool:
+        return key in self.names or item.id in self.names or item.normalised in self.texts
 
 
 class _Known(NamedTuple):
@@ -242,7 +273,7 @@ class AgentMemory:
             self._write_memory(agent, {}, _keyed(moved))
             for path, day in logs.items():
                 if marked[path]:
-                    replace_file(self.root / path, lambda old, p=path, d=day: self._marked_text(p, d, old, now))
+                    replace_file(self.root, path, lambda old, p=path, d=day: self._marked_text(p, d, old, now))
             deleted = [path for path, day in logs.items() if policy.expired(day, now.date())]
             for path in deleted:
                 (self.root / path).unlink(missing_ok=True)
@@ -253,28 +284,91 @@ class AgentMemory:
     def purge(self, agent: str, hard: bool = False) -> PurgeReport:
         """Remove the agent's files and its items from the working state; `hard` also from every snapshot.
 
-        A soft purge snapshots first (rollback brings the agent back). A hard purge rewrites
-        every kept snapshot without the agent's files and collects their objects, so the text
-        is gone from the store.
+        A soft purge snapshots first (rollback brings the agent back). A hard purge holds the
+        store alone from start to end (refused while another process has it open), rewrites
+        every kept snapshot without the agent's files, collects their objects and their cached
+        embeddings, drops the saved search indexes and compacts the file, so the text is gone
+        from the store; a tombstone records the purge.
         """
         folder = agent_folder(self.root, agent)
         prefix = f"{AGENTS}/{agent}/"
-        tracked = [p for p in self.cortex.working().entries if p.startswith(prefix)]
-        if not folder.exists() and not tracked and not hard:
-            raise NotFound(f"agent {agent!r} has no memory under {self.root / AGENTS}")
-        files: list[str] = []
-        if folder.exists():
-            with agent_lock(folder):
-                if not hard:
-                    self._checkpoint(folder, f"before purging the memory of {agent}")
-                files = sorted(p.relative_to(self.root).as_posix() for p in _org_files(folder))
-                shutil.rmtree(folder)
-        self._sync(folder)
-        forgotten = forget(self.cortex.store, lambda p: p.startswith(prefix),
-                           f"purge {agent}") if hard else None
-        if not files and not tracked and (forgotten is None or not forgotten.snapshots):
+        with self.cortex.store.engine.exclusively() if hard else nullcontext():
+            tracked = [p for p in self.cortex.working().entries if p.startswith(prefix)]
+            if not folder.exists() and not tracked and not hard:
+                raise NotFound(f"agent {agent!r} has no memory under {self.root / AGENTS}")
+            files: list[str] = []
+            if folder.exists():
+                with agent_lock(folder):
+                    if not hard:
+                        self._checkpoint(folder, f"before purging the memory of {agent}")
+                    files = sorted(p.relative_to(self.root).as_posix() for p in _org_files(folder))
+                    shutil.rmtree(folder)
+            self._sync(folder)
+            forgotten = self.cortex.erase(_without_files(prefix), f"agent {agent}") if hard else None
+        if not files and not tracked and forgotten is None:
             raise NotFound(f"agent {agent!r} has no memory here or in any kept snapshot")
         return PurgeReport(sorted(set(files) | set(tracked)), forgotten)
+
+    def forget(self, agent: str, item: str, hard: bool = False) -> ForgetReport:
+        """Remove one item, named by its :ID:, key or text, from memory.org and from the daily logs (a headline
+        marked with its text); `hard` also from every snapshot.
+
+        A soft forget snapshots first (rollback brings the item back). A hard forget rewrites every
+        kept snapshot's version of the agent's files without the item and leaves no trace of it in
+        the store, as a hard purge does.
+        """
+        folder = agent_folder(self.root, agent)
+        with self.cortex.store.engine.exclusively() if hard else nullcontext():
+            with agent_lock(folder) if folder.is_dir() else nullcontext():
+                self._sync(folder)
+                named = self._named(agent, item)
+                if not named.found and not hard:
+                    raise NotFound(f"agent {agent!r} has no memory item {item!r}")
+                before = None if hard else self._checkpoint(folder, f"before forgetting an item of {agent}")
+                files = self._forget_in_files(agent, named)
+                if files and not hard:  # so that a rollback to `before` finds no unsnapshotted edit
+                    self.cortex.snapshot(f"forgot an item of {agent}")
+            forgotten = self.cortex.erase(rewrite_documents(self._forget_in_document(agent, named)),
+                                          f"memory item {named.label} of agent {agent}") if hard else None
+        if not files and forgotten is None:
+            raise NotFound(f"agent {agent!r} has no memory item {item!r} here or in any kept snapshot")
+        return ForgetReport(list(named.ids), files, before, forgotten)
+
+    def _named(self, agent: str, name: str) -> _Named:
+        """What `name` stands for, with the keys, :ID:s and texts of the items it names in memory.org now."""
+        text = normalise(name)
+        found = [(item.key(kind), item) for kind, item in self.load_context(agent).items()
+                 if name in (item.key(kind), item.id) or item.normalised == text]
+        return _Named(names=frozenset({name, *(key for key, _ in found)}),
+                      texts=frozenset({text, *(item.normalised for _, item in found)}),
+                      ids=tuple(item.id for _, item in found if item.id), found=len(found))
+
+    def _forget_in_files(self, agent: str, named: _Named) -> list[str]:
+        """Rewrite the agent's files on disk without the named items and ingest them; return the paths changed."""
+        changed = []
+        for path in sorted(self.cortex.working().entries):
+            if _holds_items(agent, path) and replace_file(self.root, path,
+                                                          lambda old, p=path: _bytes_without(p, old, named)):
+                self._known.pop(path, None)
+                changed.append(path)
+        if changed:
+            self._sync(agent_folder(self.root, agent))
+        return changed
+
+    def _forget_in_document(self, agent: str, named: _Named) -> Callable[[str, Oid], Oid]:
+        """A document rewrite for history: the agent's files without the named items, stored."""
+        store = self.cortex.store
+
+        def rewrite(path: str, oid: Oid) -> Oid:
+            text = _text_without(path, store.objects[oid], store.objects.__getitem__, named) \
+                if _holds_items(agent, path) else None
+            if text is None:
+                return oid
+            parsed = parse(text)
+            store.objects.add_many(parsed.objects)
+            return parsed.document.oid
+
+        return rewrite
 
     # --- steps ----------------------------------------------------------------------------
 
@@ -294,7 +388,7 @@ class AgentMemory:
             return data
 
         known = self._known.get(path)
-        if not replace_file(self.root / path, merged, known and known.data):
+        if not replace_file(self.root, path, merged, known and known.data):
             return {}
         data, model = written[-1]
         if model is not None:
@@ -342,7 +436,7 @@ class AgentMemory:
                                          f"{agent} — {day.isoformat()}")
             return written[path]
 
-        replace_file(self.root / path, appended)
+        replace_file(self.root, path, appended)
         return written
 
     def _document(self, path: str, data: bytes) -> Document:
@@ -504,3 +598,64 @@ def _valid(agent: str) -> bool:
 
 def _org_files(folder: Path) -> list[Path]:
     return org_files(folder) if folder.is_dir() else []
+
+
+def _without_files(prefix: str) -> Callable[[Tree], Tree]:
+    """A tree rewrite that drops every file under `prefix`."""
+    return lambda tree: Tree({path: oid for path, oid in tree.entries.items() if not path.startswith(prefix)})
+
+
+def _holds_items(agent: str, path: str) -> bool:
+    """Whether `path` is the agent's memory.org or one of its daily logs."""
+    logs = f"{AGENTS}/{agent}/{LOGS}/"
+    return path == memory_path(agent) or (path.startswith(logs) and log_date(path[len(logs):]) is not None)
+
+
+def _bytes_without(path: str, data: bytes | None, named: _Named) -> bytes | None:
+    """A file's bytes without the named items; None when it holds none."""
+    if data is None:
+        return None
+    text = _text_without(path, *_parsed(_decoded(path, data)), named)
+    return None if text is None else text.encode("utf-8")
+
+
+def _text_without(path: str, doc: Document, get: Getter, named: _Named) -> str | None:
+    """The text of memory.org without the named items, or of a daily log without the headlines marked with
+    them; None when it holds none."""
+    if not path.endswith("/" + MEMORY_FILE):
+        return _log_without(doc, get, named)
+    text = None
+    while True:  # a repeat of an item is read (and removed) once the first is gone: read it again
+        model = MemoryFile.read(path, doc, get)
+        keys = [key for key, (_, item) in model.entries.items() if named(key, item)]
+        if not keys:
+            return text
+        text = model.rewrite(dict.fromkeys(keys), [], "")[0].decode("utf-8")
+        doc, get = _parsed(text)
+
+
+def _log_without(doc: Document, get: Getter, named: _Named) -> str | None:
+    """A log's text without the headlines marked with a memory type that hold a named item; None if none does."""
+    dropped = []
+
+    def kept(children) -> str:
+        parts = []
+        for oid in children:
+            headline = get(oid)
+            kind = tagged_type(headline)
+            item = item_from_headline(headline, render_headline(headline, get)) if kind else None
+            if item is not None and named(item.key(kind), item):
+                dropped.append(oid)
+            else:
+                parts.append(headline.raw + kept(headline.children))
+        return "".join(parts)
+
+    text = doc.preamble + kept(doc.children)
+    return text if dropped else None
+
+
+def _parsed(text: str) -> tuple[Document, Getter]:
+    """A text's document and a getter of the objects parsed from it."""
+    parsed = parse(text)
+    objects = {obj.oid: obj for obj in parsed.objects}
+    return parsed.document, objects.__getitem__

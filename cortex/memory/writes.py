@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import UserError
-from ..files import ChangedMeanwhile, write_atomically
+from ..files import ChangedMeanwhile, confined, write_under
 from .layout import LOCK_FILE
 
 LOCK_TIMEOUT = 60.0
@@ -88,14 +88,17 @@ def holds(path: Path, data: bytes | None) -> bool:
         return data is None
 
 
-def replace_file(path: Path, compute: Callable[[bytes | None], bytes | None], expected: bytes | None = None) -> bool:
-    """Write `compute(current bytes)` over `path` atomically, unless the file changes meanwhile; True if written.
+def replace_file(root: Path, rel: str, compute: Callable[[bytes | None], bytes | None],
+                 expected: bytes | None = None) -> bool:
+    """Write `compute(current bytes)` over the Org file `rel` under `root` atomically, unless the file changes
+    meanwhile; True if written. Nothing is read or written outside the root.
 
-    `compute` returns None (or the same bytes) when there is nothing to write. The bytes it
-    was given are compared with the file right before the new version is renamed over it; when
-    they differ, the step is repeated on the file's new bytes. `expected` is what the caller last read or wrote
-    there: the first step computes from it, so the file is read only when it has changed.
+    `compute` returns None (or the same bytes) when there is nothing to write. The bytes it was
+    given are compared with the file right before the new version is renamed over it; when they
+    differ, the step is repeated on the file's new bytes. `expected` is what the caller last read
+    or wrote there: the first step computes from it, so the file is read only when it has changed.
     """
+    path = confined(root, rel)
     old = expected if expected is not None else read_or_none(path)
     for _ in range(ATTEMPTS):
         try:
@@ -110,7 +113,7 @@ def replace_file(path: Path, compute: Callable[[bytes | None], bytes | None], ex
                 return False
         else:
             try:
-                write_atomically(path, new, unchanged=lambda real: holds(real, old))
+                write_under(root, rel, new, unchanged=lambda real: holds(real, old))
                 return True
             except ChangedMeanwhile:
                 pass

@@ -77,14 +77,31 @@ def memory_purge(session, agent, *, hard=False, yes=False):
     snapshot without the agent and cannot be undone: the REPL asks first unless :yes True, and where
     nothing can ask (cortex eval, piped forms) it needs :yes True.
     """
-    if hard and not yes:
-        if session.ask is None:
-            raise UserError(f"a hard purge erases {agent} from every snapshot and cannot be undone; "
-                            "nothing can ask for confirmation here, so add :yes True")
-        if not session.ask(f"erase {agent}'s memory from the Org files and from every snapshot? "
-                           "This cannot be undone."):
-            return Message(f"nothing purged: {agent}'s memory is as it was")
+    if hard and not _confirmed(session, yes, f"erase {agent}'s memory from the Org files and from every snapshot?"):
+        return Message(f"nothing purged: {agent}'s memory is as it was")
     return session.cortex.memory.purge(agent, hard=hard)
+
+
+@form
+def memory_forget(session, agent, item, *, hard=False, yes=False):
+    """Remove one item (its :ID:, key or text) from an agent's memory.org and logs; :hard True from history too.
+
+    (memory-forget "assistant" "mem-assistant-dark-mode"); a plain forget snapshots first, so
+    (rollback (. *1 before)) undoes it. A hard forget cannot be undone and asks first, as a hard purge does.
+    """
+    if hard and not _confirmed(session, yes, f"erase this item of {agent} from the Org files and from every snapshot?"):
+        return Message(f"nothing forgotten: {agent}'s memory is as it was")
+    return session.cortex.memory.forget(agent, item, hard=hard)
+
+
+def _confirmed(session, yes: bool, question: str) -> bool:
+    """Whether an erasure that cannot be undone may go ahead: :yes True, or the person says so."""
+    if yes:
+        return True
+    if session.ask is None:
+        raise UserError(f"{question.rstrip('?')} cannot be undone; nothing can ask for confirmation here, "
+                        "so add :yes True")
+    return session.ask(f"{question} This cannot be undone.")
 
 
 # --- conversation memory ----------------------------------------------------------------------

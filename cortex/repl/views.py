@@ -31,6 +31,8 @@ def render(renderer, value):
         return Text(compaction(value))
     if is_a(value, "cortex.memory.agents.PurgeReport"):
         return Text(purge(value))
+    if is_a(value, "cortex.memory.agents.ForgetReport"):
+        return Text(forget(value))
     if is_a(value, "cortex.dsl.definitions.Definitions"):
         rows = definition_rows(renderer, [*value.memories, *value.webhooks])
         return renderer.records(rows) if rows else Text("no definitions")
@@ -109,11 +111,23 @@ def compaction(report) -> str:
 
 def purge(report) -> str:
     """What a purge removed, from the files and, when hard, from history."""
-    lines = [f"removed {files(report.files)}"]
-    if report.history:
-        lines.append(f"rewrote {counted(report.history.snapshots, 'snapshot')}, "
-                     f"collected {counted(report.history.objects, 'object')}")
+    return "\n".join([f"removed {files(report.files)}", *erased(report.history)])
+
+
+def forget(report) -> str:
+    """What forgetting an item changed, in the files and, when hard, in history; how to undo a plain one."""
+    lines = [f"forgot {', '.join(report.ids) or 'an item without :ID:'}; rewrote {files(report.files)}",
+             *erased(report.history)]
+    if report.before is not None:
+        lines.append(f'(rollback "{short(report.before.oid)}") undoes it')
     return "\n".join(lines)
+
+
+def erased(forgotten) -> list[str]:
+    """What a hard purge or forget took from history (nothing when it was not hard)."""
+    if forgotten is None:
+        return []
+    return [f"rewrote {counted(forgotten.snapshots, 'snapshot')}, collected {counted(forgotten.objects, 'object')}"]
 
 
 def context_patch(renderer, patch):

@@ -16,7 +16,7 @@ import os
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
@@ -28,7 +28,7 @@ import blake3
 from ..backends import Store
 from ..codec import decode, encode
 from ..errors import UserError
-from ..hashing import Oid
+from ..hashing import OID_SIZE, Oid, hash_text
 from ..memory.layout import classify
 from ..objects import EMPTY_TREE, Document, Headline, OrgObject, Tree
 from ..query import walk_document
@@ -440,6 +440,34 @@ def _admits(f: Filters, item: Item) -> bool:
             and (f.type is None or item.type == f.type)
             and (f.tag is None or f.tag in item.tags)
             and (f.todo is None or item.todo == f.todo))
+
+
+def forget_embeddings(store: Store, replaced: Mapping[tuple[str, bytes], bytes | None]) -> int:
+    """Delete the cached vectors, under every embedder, of the texts that replaced documents held and their
+    replacements do not (`replaced`: (path, document) -> its replacement or None); return how many.
+
+    Texts are the units search indexes; call this while the replaced documents are still stored.
+    A cached vector would confirm a guess of the text it was computed from.
+    """
+    get = store.objects.__getitem__
+    before: set[str] = set()
+    after: set[str] = set()
+    for (path, old), new in replaced.items():
+        before |= _texts(get, path, old)
+        if new is not None:
+            after |= _texts(get, path, new)
+    digests = {hash_text(text) for text in before - after}
+    table = store.table(EMBEDDINGS)
+    # a key is the embedder's name, NUL, and the text's digest: scan them all to reach every embedder's
+    gone = [key for key in table.keys_in_order() if key[-OID_SIZE:] in digests]
+    for key in gone:
+        del table[key]
+    return len(gone)
+
+
+def _texts(get: Callable[[bytes], OrgObject], path: str, doc: bytes) -> set[str]:
+    """The texts of every unit of a document, as search indexes them."""
+    return {unit.text for unit in changed_units(get, path, None, get(doc))[1].values()}
 
 
 @lru_cache(maxsize=1)
