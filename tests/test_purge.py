@@ -124,7 +124,7 @@ def test_hard_forget_of_one_item_removes_it_from_memory_logs_and_every_snapshot(
     assert {s.message: cortex.state(s.oid.hex()).entries["notes/projects.org"] for s in cortex.snapshots()} == unrelated
     assert cached(cortex, SECRET) == []
     [tombstone] = cortex.purges()
-    assert tombstone.what.startswith("memory item mem-assistant-") and tombstone.what.endswith("of agent assistant")
+    assert tombstone.what == "1 memory item of agent assistant"  # not its :ID:, made of the item's first words
     assert cortex.fsck() == []
     cortex.close()
     assert traces(tmp_path / "store", SECRET) == []
@@ -139,7 +139,7 @@ def test_hard_forget_by_id_removes_every_version_of_the_item(cortex, org, tmp_pa
     cortex.snapshot("second version")
     report = cortex.memory.forget("assistant", "mem-vault", hard=True)
     assert report.ids == ["mem-vault"] and report.history.snapshots == 2
-    assert cortex.purges()[0].what == "memory item mem-vault of agent assistant"
+    assert cortex.purges()[0].what == "1 memory item of agent assistant"
     cortex.close()
     assert traces(tmp_path / "store", SECRET) == [] and traces(tmp_path / "store", "rosebud-99") == []
 
@@ -150,7 +150,7 @@ def test_hard_forget_of_a_hand_written_list_item(cortex, org, tmp_path):
     cortex.ingest()
     cortex.snapshot("by hand")
     report = cortex.memory.forget("assistant", SECRET.upper(), hard=True)  # text compares as items do
-    assert report.ids == [] and cortex.purges()[0].what == "memory item (no :ID:) of agent assistant"
+    assert report.ids == [] and cortex.purges()[0].what == "1 memory item of agent assistant"
     assert "- The staging cluster lives in eu-west-1." in memory.read_text()
     cortex.close()
     assert traces(tmp_path / "store", SECRET) == []
@@ -215,8 +215,8 @@ def test_cli_forget_purge_log_and_gc_compact(tmp_path, org):
     run("memory", "purge", "reviewer", "--hard", "--yes")
     log = " ".join(run("log").split())
     assert "purged agent reviewer (agents/reviewer/memory.org) by" in log
-    assert "purged memory item mem-assistant-dark-mode of agent assistant" in log
-    assert log.index("agent reviewer") < log.index("mem-assistant-dark-mode")  # newest first
+    assert "purged 1 memory item of agent assistant" in log
+    assert log.index("agent reviewer") < log.index("1 memory item")  # newest first
     assert "compacted" in run("gc", "--keep", "1", "--compact")
     shown = " ".join(run("gc", "--help").split())
     assert "reflog entries within that retention" in shown and "--compact" in shown

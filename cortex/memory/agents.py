@@ -133,8 +133,8 @@ class _Named:
 
     @property
     def label(self) -> str:
-        """How a tombstone names the items: by :ID:, never by text."""
-        return ", ".join(self.ids) or "(no :ID:)"
+        """How a tombstone names the items: by count, as even an :ID: may be made of the item's words."""
+        return "1 memory item" if self.found <= 1 else f"{self.found} memory items"
 
     def __call__(self, key: str, item: MemoryItem) -> bool:
         return key in self.names or item.id in self.names or item.normalised in self.texts
@@ -329,7 +329,7 @@ class AgentMemory:
                 if files and not hard:  # so that a rollback to `before` finds no unsnapshotted edit
                     self.cortex.snapshot(f"forgot an item of {agent}")
             forgotten = self.cortex.erase(rewrite_documents(self._forget_in_document(agent, named)),
-                                          f"memory item {named.label} of agent {agent}") if hard else None
+                                          f"{named.label} of agent {agent}") if hard else None
         if not files and forgotten is None:
             raise NotFound(f"agent {agent!r} has no memory item {item!r} here or in any kept snapshot")
         return ForgetReport(list(named.ids), files, before, forgotten)
