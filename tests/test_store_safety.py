@@ -26,6 +26,7 @@ except ImportError:  # fsck lived in cortex.query before history grew it
     from cortex.query import fsck
 
 PSIZE = 4096
+P_LEAF = 0x02
 FSCK_IMPORT = """
 try:
     from cortex.history import fsck
@@ -302,11 +303,18 @@ def test_truncated_data_file_is_one_line(store_dir, org, size):
 
 
 def _garble(data: Path, pages, seed: int = 7) -> None:
+    """Overwrite pages with random bytes that still claim to be B-tree leaves.
+
+    A page claiming no B-tree type makes LMDB abort the process when a scan steps onto it (a
+    failed assertion no error can report); `verify()` is what finds those, see below.
+    """
     rng = random.Random(seed)
     with open(data, "r+b") as f:
         for page in pages:
+            garbage = bytearray(rng.randbytes(PSIZE))
+            garbage[10:12] = P_LEAF.to_bytes(2, sys.byteorder)  # the page header's flags
             f.seek(page * PSIZE)
-            f.write(rng.randbytes(PSIZE))
+            f.write(garbage)
 
 
 @pytest.fixture
@@ -336,13 +344,15 @@ def test_garbage_in_every_page_is_one_line_at_open(dense_store, org):
         open_store(store_dir)
 
 
-def test_verify_finds_a_zeroed_page_without_crashing(dense_store):
+def test_verify_finds_a_zeroed_page_without_crashing(dense_store, org):
     store_dir, pages = dense_store
     with open(store_dir / "data.mdb", "r+b") as f:
         f.seek(pages // 2 * PSIZE)
         f.write(bytes(PSIZE))
     with open_store(store_dir) as store:
         assert store.engine.verify()
+    result = _cortex("fsck", "--store", store_dir, "--org", org)  # fsck verifies before it walks the B-trees
+    assert result.returncode == 1 and "damaged data file" in result.stderr and "Traceback" not in result.stderr
 
 
 # --- C: a full disk is one clear line and loses nothing ---------------------------------------
@@ -394,6 +404,9 @@ def test_full_disk_is_one_clear_error_and_loses_nothing(small_disk, tmp_path):
         assert fsck(store) == []
         with pytest.raises(StoreFull):
             store.objects.add_many([_big(-1, i) for i in range(4)])
+        with pytest.raises(StoreFull, match="compaction was abandoned, the store is unchanged"):
+            store.engine.compact()
+        assert list(path.glob(".compact-*")) == [] and fsck(store) == []
         ballast.unlink()
         store.objects.add_many([_big(-1, i) for i in range(4)])  # room again: writes work
         assert len(store.objects) == len(acknowledged) + 4

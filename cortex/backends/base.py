@@ -185,10 +185,6 @@ class ObjectStore:
     def __iter__(self) -> Iterator[Oid]:
         return (Oid(key) for key, _ in self._engine.scan(OBJECTS))
 
-    def items_raw(self) -> Iterator[tuple[Oid, bytes]]:
-        """Every (oid, encoded bytes) pair, unverified (fsck verifies)."""
-        return ((Oid(key), value) for key, value in self._engine.scan(OBJECTS))
-
     def __len__(self) -> int:
         return self._engine.count(OBJECTS)
 
@@ -215,8 +211,9 @@ class RefStore:
         value = self._engine.get(REFS, name.encode())
         return None if value is None else Oid(value)
 
-    def set_if_equals(self, name: str, new: bytes | None, expected: bytes | None, message: str = "") -> None:
-        """Move `name` from `expected` to `new` atomically, or raise RefConflict."""
+    def set_if_equals(self, name: str, new: bytes | None, expected: bytes | None, message: str = "",
+                      logged: bool = True) -> None:
+        """Move `name` from `expected` to `new` atomically, or raise RefConflict; `logged`: add a reflog entry."""
 
         def move() -> None:
             actual = self.get(name)
@@ -226,15 +223,15 @@ class RefStore:
                 self._engine.delete(REFS, name.encode())
             else:
                 self._engine.put(REFS, name.encode(), bytes(new))
-            self._log(RefLogEntry(name, actual, _as_oid(new), time.time_ns(), message))
+            if logged:
+                self._log(RefLogEntry(name, actual, _as_oid(new), time.time_ns(), message))
 
         self._engine.transact(move)
 
     def _log(self, entry: RefLogEntry) -> None:
         prefix = entry.name.encode() + b"\0"
         seq = self._next_seq(prefix)
-        record = [entry.old and bytes(entry.old), entry.new and bytes(entry.new), entry.time_ns, entry.message]
-        self._engine.put(REFLOG, prefix + struct.pack(">Q", seq), encode(record))
+        self._engine.put(REFLOG, prefix + struct.pack(">Q", seq), _record(entry))
 
     def _next_seq(self, prefix: bytes) -> int:
         counter = b"seq\0" + prefix
@@ -255,6 +252,21 @@ class RefStore:
             return len(dropped)
 
         return self._engine.transact(prune)
+
+    def rewrite_log(self, name: str, fn: Callable[[RefLogEntry], RefLogEntry]) -> int:
+        """Replace each reflog entry of `name` by `fn(entry)`, in place and order; return how many changed."""
+
+        def rewrite() -> int:
+            changed = 0
+            for key, value in list(self._engine.scan(REFLOG, name.encode() + b"\0")):
+                entry = RefLogEntry(name, *_entry(value))
+                new = fn(entry)
+                if new != entry:
+                    self._engine.put(REFLOG, key, _record(new))
+                    changed += 1
+            return changed
+
+        return self._engine.transact(rewrite)
 
     def reflog(self, name: str) -> list[RefLogEntry]:
         """Every move of `name`, oldest first."""
@@ -364,6 +376,10 @@ class Store:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _record(entry: RefLogEntry) -> bytes:
+    return encode([entry.old and bytes(entry.old), entry.new and bytes(entry.new), entry.time_ns, entry.message])
 
 
 def _entry(value: bytes) -> tuple:

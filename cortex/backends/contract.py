@@ -7,6 +7,7 @@ fresh, empty `Store`; pytest then runs every test below against that backend.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -70,6 +71,16 @@ class StoreContract:
         assert store.refs.get("tmp") is None and store.refs.names() == []
         assert store.refs.reflog("tmp")[-1].new is None
         assert set(store.refs.reflog_oids()) == {a}
+
+    def test_reflog_rewritten_in_place(self, store):
+        a, b, c = (_headline(n).oid for n in (1, 2, 3))
+        store.refs.set_if_equals("HEAD", a, None, "first")
+        store.refs.set_if_equals("HEAD", b, a, "second")
+        store.refs.set_if_equals("HEAD", c, b, "quiet", logged=False)
+        assert store.refs.rewrite_log("HEAD", lambda e: replace(e, new=c) if e.new == b else e) == 1
+        store.refs.set_if_equals("HEAD", a, c, "third")
+        assert [(e.old, e.new, e.message) for e in store.refs.reflog("HEAD")] == [
+            (None, a, "first"), (a, c, "second"), (c, a, "third")]
 
     def test_racing_writers_one_wins(self, store):
         start = _headline(0).oid

@@ -69,6 +69,9 @@ class LmdbEngine(Engine):
             _open_envs[str(self.path)] = self
         try:
             self._hold = _Hold(self.path)
+        except OSError as exc:  # a read-only folder, say
+            self._unregister()
+            raise self._open_failure(exc) from None
         except BaseException:
             self._unregister()
             raise
@@ -424,23 +427,31 @@ def _try_flock(fd: int, mode: int) -> bool:
 
 def _holders(fd: int) -> tuple[tuple[int, ...], str]:
     """The other processes holding a flock on the file open as `fd`: their pids, and pids with command lines."""
-    inode, me = os.fstat(fd).st_ino, os.getpid()
-    pids = []
-    try:
-        with open("/proc/locks") as locks:
-            for line in locks:
-                # "1: FLOCK ADVISORY READ 1234 fd:01:5678 0 EOF"; waiters show "->" and hold nothing. Only the
-                # inode is compared: on overlay filesystems the device differs from what stat() says.
-                fields = line.split()
-                if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].rsplit(":", 1)[-1] == str(inode):
-                    pid = int(fields[4])
-                    if pid not in (me, 0) and pid not in pids:
-                        pids.append(pid)
-    except (OSError, ValueError):
-        pass
+    st, me = os.fstat(fd), os.getpid()
+    flocks = [(pid, where) for pid, where in _flocks() if pid not in (me, 0)]
+    exact = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    # On overlay filesystems /proc/locks names the device underneath, not the one stat() reports:
+    # then match the inode alone.
+    pids = [pid for pid, where in flocks if where == exact] or \
+        [pid for pid, where in flocks if where.rsplit(":", 1)[-1] == str(st.st_ino)]
+    pids = list(dict.fromkeys(pids))
     if not pids:
         return (), "other processes"
     return tuple(pids), ", ".join(f"pid {pid}{_command(pid)}" for pid in pids)
+
+
+def _flocks() -> list[tuple[int, str]]:
+    """(pid, "major:minor:inode") of every flock held on this machine, from /proc/locks (Linux)."""
+    found = []
+    try:
+        with open("/proc/locks") as locks:
+            for line in locks:
+                fields = line.split()  # "1: FLOCK ADVISORY READ 1234 fd:01:5678 0 EOF"; waiters show "->"
+                if len(fields) >= 6 and fields[1] == "FLOCK":
+                    found.append((int(fields[4]), fields[5]))
+    except (OSError, ValueError):
+        pass
+    return found
 
 
 def _command(pid: int) -> str:

@@ -153,23 +153,16 @@ class _History:
         return oid  # nothing, or an object already collected: it holds nothing to forget
 
     def relog(self, name: str) -> int:
-        """Move ref `name` to its rewrite and rewrite its reflog in order; return how many entries changed."""
+        """Move ref `name` to its rewrite and rewrite its reflog in place; return how many entries changed.
+
+        The move is left out of the reflog: the ref names the same moment as before, rewritten,
+        and the tombstone records the purge.
+        """
         refs = self.store.refs
-        entries = refs.reflog(name)
-        rewritten = [replace(e, old=self.mapped(e.old), new=self.mapped(e.new)) for e in entries]
-        changed = sum(a != b for a, b in zip(entries, rewritten))
         target = refs.get(name)
-        moved = self.mapped(target)
-        if moved != target:
-            refs.set_if_equals(name, moved, target)
-        elif not changed:
-            return 0
-        # The move above is left out of the reflog: the ref names the same moment as before, rewritten,
-        # and the tombstone records the purge. RefStore has no public way to rewrite an entry: `_log`.
-        refs.expire(name, lambda e: False)
-        for entry in rewritten:
-            refs._log(entry)
-        return changed
+        if (moved := self.mapped(target)) != target:
+            refs.set_if_equals(name, moved, target, logged=False)
+        return refs.rewrite_log(name, lambda e: replace(e, old=self.mapped(e.old), new=self.mapped(e.new)))
 
 
 def _record(store: Store, tombstone: Tombstone) -> None:

@@ -87,6 +87,9 @@ class FsckProblem:
 
 def fsck(store: Store) -> list[FsckProblem]:
     """Check every object, ref, reflog and meta entry and every table entry; list what is wrong."""
+    layout = store.engine.verify()
+    if layout:  # walking a damaged B-tree can abort the process: report it and read no further
+        return [FsckProblem("store", "", f"damaged data file: {problem}") for problem in layout]
     problems: list[FsckProblem] = []
     with store.reading():
         for table, check in ENGINE_CHECKS.items():
