@@ -18,6 +18,7 @@ import errno
 import os
 import re
 import secrets
+import shutil
 import stat as stats
 import time
 from collections.abc import Callable, Iterator
@@ -117,6 +118,25 @@ def remove_leftovers(paths: list[str]) -> None:
         try:
             os.unlink(path)
         except FileNotFoundError:
+            pass
+
+
+def remove_stale(folder: Path, now: float | None = None) -> None:
+    """Remove the hidden files and folders a killed save left in `folder`, one cortex alone writes to
+    (the search indexes): any older than a save could take."""
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.startswith(".")]
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if (now or time.time()) - entry.stat(follow_symlinks=False).st_mtime <= LEFTOVER_SECONDS:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+        except FileNotFoundError:  # another process cleaned it first
             pass
 
 

@@ -342,3 +342,19 @@ def test_a_memory_write_killed_before_its_rename_leaves_nothing_after_the_next_r
         assert c.fsck() == []
         assert "Never written." not in c.show("agents/assistant/memory.org")
     assert not [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_leftovers_of_a_killed_index_save_are_removed_when_the_index_is_loaded(cortex):
+    cortex.search("staging")
+    cortex.close()
+    index = cortex.store_folder() / "index"
+    stale_folder, stale_file, fresh = index / ".keyword.k2j4x9q1", index / ".vectors.usearch.ab12cd34", index / ".x"
+    stale_folder.mkdir()
+    (stale_folder / "meta.json").write_text("{}")
+    for file in (stale_file, fresh):
+        file.write_bytes(b"half an index")
+    for path in (stale_folder, stale_file):
+        os.utime(path, (1, 1))
+    with cx.open(cortex.store_folder(), cortex.root) as again:
+        assert again.search("staging")
+    assert not stale_folder.exists() and not stale_file.exists() and fresh.exists()

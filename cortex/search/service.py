@@ -12,7 +12,6 @@ they say which root they match; otherwise they are updated from that root or reb
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from collections import defaultdict
@@ -28,6 +27,7 @@ import blake3
 from ..backends import Store
 from ..codec import decode, encode
 from ..errors import UserError
+from ..files import remove_stale, write_atomically
 from ..hashing import OID_SIZE, Oid, hash_text
 from ..memory.layout import classify
 from ..objects import EMPTY_TREE, Document, Headline, OrgObject, Tree
@@ -405,16 +405,17 @@ class SearchIndex:
             self.vector.save(self.folder / "vectors.usearch")
             state = encode([STATE_VERSION, self.embedder.name, bytes(self.root),
                             [i.record() for i in self.items.values()]])
-            tmp = self.folder / ".state.tmp"
-            tmp.write_bytes(state)
-            os.replace(tmp, self.folder / "state.msgpack")
+            write_atomically(self.folder / "state.msgpack", state)
             self.dirty = False
 
     @classmethod
     def load(cls, store: Store, embedder: CachedEmbedder, folder: Path | None) -> "SearchIndex":
         """The saved indexes if they are whole and made by this embedder, else an empty index to build."""
         index = cls(store, embedder, folder)
-        if folder is None or not (folder / "state.msgpack").exists():
+        if folder is None:
+            return index
+        remove_stale(folder)
+        if not (folder / "state.msgpack").exists():
             return index
         try:
             version, name, root, records = decode((folder / "state.msgpack").read_bytes())
