@@ -31,6 +31,7 @@ from .paths import path_problem
 LEFTOVER_SECONDS = 600  # no write takes this long: an older temporary file was abandoned
 # `.NAME.PID.RANDOM.tmp`, and `.NAME.RANDOM.tmp` as earlier versions (mkstemp) named them
 _TEMPORARY = re.compile(r"^\..+\.org\.(?:(\d+)\.[0-9a-f]{8}|[a-z0-9_]{8})\.tmp$")
+_FULL = (errno.ENOSPC, errno.EDQUOT)
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -43,6 +44,18 @@ class ChangedMeanwhile(UserError):
 
     def __init__(self, path: Path):
         super().__init__(f"{path}: changed while it was being replaced; it was left as it is")
+        self.path = path
+
+
+class DiskFull(UserError):
+    """The disk refused a file's new bytes; the file keeps its old ones."""
+
+    def __init__(self, path: Path):
+        try:
+            free = f"{shutil.disk_usage(path.parent).free:,} bytes free"
+        except OSError:
+            free = "no space left"
+        super().__init__(f"{path}: the disk is full ({free}); the file was left as it was")
         self.path = path
 
 
@@ -194,8 +207,11 @@ def _replace(folder: int, target: Path, data: bytes, unchanged: Check | None) ->
     if old is not None and not stats.S_ISREG(old.st_mode):
         raise OutsideRoot(f"{target}: not a regular file; nothing was written")
     temporary = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666,
-                 dir_fd=folder)
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666,
+                     dir_fd=folder)
+    except OSError as exc:
+        raise DiskFull(target) if exc.errno in _FULL else exc
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
@@ -206,11 +222,13 @@ def _replace(folder: int, target: Path, data: bytes, unchanged: Check | None) ->
         if unchanged is not None and not unchanged(target):
             raise ChangedMeanwhile(target)
         os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(temporary, dir_fd=folder)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.errno in _FULL:
+            raise DiskFull(target) from None
         raise
     os.fsync(folder)
 

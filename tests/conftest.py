@@ -1,6 +1,7 @@
 """Shared fixtures: a copy of the bundled Org examples and an open cortex over it."""
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,22 @@ def cortex(tmp_path, org):
 def corpus_files():
     """Every Org file of the shared corpus (empty when the corpus is absent)."""
     return sorted(CORPUS.rglob("*.org")) if CORPUS.is_dir() else []
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MiB tmpfs to fill (needs root: skipped where mounting is not permitted)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    try:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                              capture_output=True, text=True)
+    except FileNotFoundError:
+        pytest.skip("no mount command to make a small disk to fill")
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a 1 MiB tmpfs to fill (needs root): {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        if subprocess.run(["umount", str(mount)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(mount)], capture_output=True)

@@ -358,3 +358,45 @@ def test_leftovers_of_a_killed_index_save_are_removed_when_the_index_is_loaded(c
     with cx.open(cortex.store_folder(), cortex.root) as again:
         assert again.search("staging")
     assert not stale_folder.exists() and not stale_file.exists() and fresh.exists()
+
+
+# --- a full disk under the Org root -----------------------------------------------------------------
+
+def fill(disk: Path) -> None:
+    """Leave no byte free on `disk`."""
+    fd = os.open(disk / "ballast", os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"\1" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def test_a_full_disk_under_the_org_root_is_one_line_and_loses_nothing(small_disk, tmp_path):
+    org = small_disk / "org"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "org", org)
+    store = tmp_path / "store"  # the store has room: only the Org files' disk is full
+    with cx.open(store, org) as c:
+        c.ingest()
+        c.snapshot("first")
+        (org / PROJECTS).write_text((org / PROJECTS).read_text() + "* Later\n")
+        c.ingest()
+        c.snapshot("second")
+    memory = (org / "agents/assistant/memory.org").read_bytes()
+    fill(small_disk)
+    cortex_bin = Path(sys.executable).parent / "cortex"
+    for args, said in ((["memory", "add", "assistant", "A fact with nowhere to go."], "the disk is full"),
+                       (["rollback", "HEAD~1"], "could not be written: the disk is full")):
+        proc = subprocess.run([str(cortex_bin), *args, "--store", str(store), "--org", str(org)],
+                              capture_output=True, text=True)
+        assert proc.returncode == 1 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert (org / "agents/assistant/memory.org").read_bytes() == memory
+    assert "* Later" in (org / PROJECTS).read_text()
+    assert not [p for p in org.rglob(".*.tmp")]
+    (small_disk / "ballast").unlink()
+    with cx.open(store, org) as c:
+        assert c.fsck() == [] and c.resolve("HEAD").message == "second"
+        c.rollback("HEAD~1")
+        assert "* Later" not in (org / PROJECTS).read_text()

@@ -358,25 +358,6 @@ def test_verify_finds_a_zeroed_page_without_crashing(dense_store, org):
 # --- C: a full disk is one clear line and loses nothing ---------------------------------------
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 1 MiB tmpfs to fill (needs root: skipped where mounting is not permitted)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    try:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
-                              capture_output=True, text=True)
-    except FileNotFoundError:
-        pytest.skip("no mount command to make a small disk to fill")
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a 1 MiB tmpfs to fill (needs root): {done.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        if subprocess.run(["umount", str(mount)], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", str(mount)], capture_output=True)
-
-
 def _big(n: int, i: int) -> Headline:
     return Headline(level=1, title=f"{n}-{i}", raw=f"* {n}-{i}\n" + "x" * 6000)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import orgfile
 from ..backends import Store
 from ..errors import UserError
-from ..files import ChangedMeanwhile, OutsideRoot, confined, remove_leftovers, remove_under, write_under
+from ..files import ChangedMeanwhile, DiskFull, OutsideRoot, confined, remove_leftovers, remove_under, write_under
 from ..hashing import Oid, hash_bytes
 from ..ingest import DOCS_BY_BYTES, WORKING, NotOrgText, decode_org, ingest, scan_folder
 from ..objects import Snapshot, Tree
@@ -60,15 +60,15 @@ class UnsnapshottableFiles(UserError):
 
 
 class RollbackStopped(UserError):
-    """A file changed on disk while a rollback was restoring the files."""
+    """A rollback stopped at a file: it changed on disk meanwhile, or the disk was full."""
 
-    def __init__(self, changed: str, restored: list[str], left: list[str]):
+    def __init__(self, changed: str, restored: list[str], left: list[str], why: str = "changed while rolling back",
+                 then: str = "roll back again (--keep snapshots the new edit first)"):
         also = f" and the files after it ({', '.join(left)})" if left else ""
         done = f"; restored before it: {', '.join(restored)}" if restored else ""
         super().__init__(
-            f"{changed} changed while rolling back, so the rollback stopped and left it{also} as they are{done}. "
-            "HEAD and the working state did not move and nothing is lost: roll back again (--keep snapshots "
-            "the new edit first)"
+            f"{changed} {why}, so the rollback stopped and left it{also} as they are{done}. "
+            f"HEAD and the working state did not move and nothing is lost: {then}"
         )
         self.changed, self.restored, self.left = changed, restored, left
 
@@ -191,6 +191,10 @@ def _restore(store: Store, root: Path, tree: Tree, disk: dict[str, OnDisk], to_w
                 remove_under(root, path, unchanged)
         except ChangedMeanwhile:
             raise RollbackStopped(path, report.written + report.removed, [p for p, _ in steps[n + 1:]]) from None
+        except DiskFull:
+            raise RollbackStopped(path, report.written + report.removed, [p for p, _ in steps[n + 1:]],
+                                  "could not be written: the disk is full", "free some space and roll back again"
+                                  ) from None
         (report.written if write else report.removed).append(path)
     return written
 
