@@ -15,6 +15,7 @@ removed by the next scan of its folder (`is_leftover`).
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import re
 import secrets
@@ -151,6 +152,17 @@ def remove_stale(folder: Path, now: float | None = None) -> None:
                 os.unlink(entry.path)
         except FileNotFoundError:  # another process cleaned it first
             pass
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock (flock) on the file `path` (created if missing) for the block."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def _alive(pid: int) -> bool:

@@ -6,6 +6,9 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+from contextlib import suppress
+import time
 from pathlib import Path
 
 import pytest
@@ -400,3 +403,40 @@ def test_a_full_disk_under_the_org_root_is_one_line_and_loses_nothing(small_disk
         assert c.fsck() == [] and c.resolve("HEAD").message == "second"
         c.rollback("HEAD~1")
         assert "* Later" not in (org / PROJECTS).read_text()
+
+
+def test_two_saves_of_one_index_folder_take_turns(cortex, monkeypatch):
+    """Two processes closing one store save its index folder at once: they must not interleave."""
+    import cortex.search.keyword as keyword
+    from cortex.search.service import SearchIndex
+
+    cortex.search("staging")
+    index = cortex._search_index
+    index.save()  # a saved index, to be replaced by two saves at once
+    other = SearchIndex(cortex.store, index.embedder, index.folder)
+    other.follow(cortex.working())
+    index.dirty = True
+    replace, both_aside = os.replace, threading.Barrier(2, timeout=1)
+
+    def waiting_replace(source, target, **kwargs):
+        replace(source, target, **kwargs)
+        if Path(source).name == "keyword":  # the old index moved aside: let the other save catch up, if it can
+            with suppress(threading.BrokenBarrierError):
+                both_aside.wait()
+
+    monkeypatch.setattr(keyword.os, "replace", waiting_replace)
+    errors = []
+
+    def save(index):
+        try:
+            index.save()
+        except Exception as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=save, args=(i,)) for i in (index, other)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert SearchIndex.load(cortex.store, index.embedder, index.folder).root == cortex.working().oid

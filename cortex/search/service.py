@@ -27,7 +27,7 @@ import blake3
 from ..backends import Store
 from ..codec import decode, encode
 from ..errors import UserError
-from ..files import remove_stale, write_atomically
+from ..files import locked, remove_stale, write_atomically
 from ..hashing import OID_SIZE, Oid, hash_text
 from ..memory.layout import classify
 from ..objects import EMPTY_TREE, Document, Headline, OrgObject, Tree
@@ -39,6 +39,7 @@ from .vector import VectorIndex
 
 EMBEDDINGS = "search.embeddings"
 STATE_VERSION = 1
+SAVE_LOCK = "save.lock"  # held while the indexes are written (not hidden: leftovers of saves are)
 MASKS_KEPT = 8  # filters whose keys are kept up to date across changes
 LINES_KEPT = 200_000  # subtrees whose line counts are kept
 OFFSETS_KEPT = 4096  # headlines whose children's line offsets are kept
@@ -399,8 +400,8 @@ class SearchIndex:
         if self.folder is None or not self.dirty:
             return
         self.wait()
-        with self._lock:
-            self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with self._lock, locked(self.folder / SAVE_LOCK):  # another process closing the same store saves too
             self.keyword.save(self.folder / "keyword")
             self.vector.save(self.folder / "vectors.usearch")
             state = encode([STATE_VERSION, self.embedder.name, bytes(self.root),
