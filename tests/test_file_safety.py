@@ -8,7 +8,6 @@ import sys
 import textwrap
 import threading
 from contextlib import suppress
-import time
 from pathlib import Path
 
 import pytest
