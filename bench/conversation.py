@@ -48,10 +48,11 @@ def bare_commits_per_second(folder: Path, count: int) -> float:
         return count / (time.perf_counter() - start)
 
 
-def add_turn_rate(folder: Path, identities: int, count: int) -> float:
+def add_turn_rate(folder: Path, identities: int, count: int, strategy: str = "truncation") -> float:
     """add_turn calls per second on the lmdb driver, round-robin over `identities` identities."""
     who = [Identity("bench", f"user{k}", "session") for k in range(identities)]
-    with open_memory(MemoryConfig(driver="lmdb", path=str(folder))) as memory:
+    config = MemoryConfig(driver="lmdb", path=str(folder), strategy=strategy, recent_turns=6)
+    with open_memory(config, Deps(summarizer=ExtractiveSummarizer())) as memory:
         start = time.perf_counter()
         for n in range(count):
             memory.add_turn(who[n % identities], make_turn(n))
@@ -93,6 +94,9 @@ def main() -> None:
         for identities in (10, 1000):
             report(f"add_turn lmdb, {identities} identities, vs 1 identity", rates[identities], rates[1], "/s",
                    "target ~1")
+        # Every call past the window folds a turn: the summarizer, then a second commit.
+        rolling = add_turn_rate(root / "rolling", 1, args.turns, "rolling_summary")
+        report("add_turn lmdb rolling_summary (extractive), vs truncation", rolling, rates[1], "/s")
 
         strategies = [(MemoryConfig(driver="lmdb", strategy="truncation", budget_tokens=400), Deps()),
                       (MemoryConfig(driver="lmdb", strategy="rolling_summary", recent_turns=6),

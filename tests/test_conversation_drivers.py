@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 
+import cortex.api as cx
 from cortex.backends import open_store
 from cortex.memory.conversation import (
     ConfigError,
@@ -25,7 +26,9 @@ from cortex.memory.conversation.conformance import (
     WHO,
     JoiningSummarizer,
     MemoryStoreContract,
+    assert_no_turn_lost,
     make_turn,
+    write_concurrently,
 )
 from cortex.memory.conversation.drivers import memory_driver
 
@@ -35,12 +38,26 @@ class TestMemoryDriver(MemoryStoreContract):
     def memory_factory(self):
         return lambda config, deps: open_memory(replace(config, driver="memory"), deps)
 
+    @pytest.fixture
+    def shared_store(self):
+        return open_store(None)
+
 
 class TestLmdbDriver(MemoryStoreContract):
     @pytest.fixture
     def memory_factory(self, tmp_path):
         folders = (tmp_path / f"store{n}" for n in itertools.count())
-        return lambda config, deps: open_memory(replace(config, driver="lmdb", path=str(next(folders))), deps)
+
+        def factory(config, deps):
+            path = None if deps.store is not None else str(next(folders))
+            return open_memory(replace(config, driver="lmdb", path=path), deps)
+
+        return factory
+
+    @pytest.fixture
+    def shared_store(self, tmp_path):
+        with open_store(tmp_path / "shared") as store:
+            yield store
 
 
 def test_lmdb_memory_survives_closing_and_reopening(tmp_path):
@@ -86,6 +103,25 @@ def test_snapshots_are_portable_across_drivers(tmp_path, source, target):
         assert b.snapshot(WHO) == a.snapshot(WHO)
 
 
+@pytest.mark.parametrize("driver", ["lmdb", "memory"])
+def test_two_cortex_conversation_handles_lose_no_turn(tmp_path, org, driver):
+    # Each conversations() call makes a handle with locks of its own, over the Cortex's one store.
+    with cx.open(tmp_path / "store", org, in_memory=driver == "memory") as c:
+        summarizer = JoiningSummarizer(pause=0.002)
+        memories = [c.conversations("rolling_summary", driver=driver, summarizer=summarizer, recent_turns=2)
+                    for _ in range(2)]
+        written, puts = write_concurrently(memories, WHO, 30)
+        assert_no_turn_lost(memories, WHO, written, puts, "rolling_summary")
+
+
+def test_the_memory_driver_never_writes_to_disk(tmp_path):
+    with open_store(tmp_path / "store") as store:
+        memory = open_memory(MemoryConfig(driver="memory"), Deps(store=store))
+        memory.add_turn(WHO, make_turn(1))
+        assert memory.get_llm_context(WHO).turns == (make_turn(1),) and len(store.table("conversation")) == 0
+        memory.close()
+
+
 def test_registry_opens_the_default_driver():
     memory = open_memory()
     assert registry.default == "memory" and memory.strategy == "truncation"
@@ -123,6 +159,10 @@ def test_config_errors_say_what_is_wrong(tmp_path):
         open_memory({"budget": 10})
     with pytest.raises(ConfigError, match="budget_tokens must be a positive integer"):
         MemoryConfig(budget_tokens=0)
+    for timeout in (0, -1.0, float("inf"), "10", True):
+        with pytest.raises(ConfigError, match="summarizer_timeout must be a positive number of seconds"):
+            MemoryConfig(summarizer_timeout=timeout)
+    assert MemoryConfig.from_mapping({"summarizer_timeout": 2.5}).summarizer_timeout == 2.5
     with pytest.raises(ConfigError, match="needs a store"):
         open_memory(MemoryConfig(driver="lmdb"))
     with open_store(tmp_path / "s") as store, pytest.raises(ConfigError, match="not both"):

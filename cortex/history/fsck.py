@@ -348,7 +348,7 @@ def _conversation_entry(store: Store, key: bytes, value: bytes) -> str | None:
         return None if isinstance(turn, dict) and _TURN_FIELDS <= set(turn) else "value is not a turn record"
     if kind == b"k" and len(identity) == OID_SIZE and len(rest) == OID_SIZE and _number(value) is not None:
         if store.table(CONVERSATION).get(b"t" + identity + value) is None:
-            # a dangling index entry makes the turn look stored, so it could never be added again
+            # a dangling index entry names a turn that is gone: delete(key) would find nothing to remove
             return Unusable(f"indexes turn #{_number(value)}, which is not stored")
         return None
     return "not a conversation state, turn or turn index entry"

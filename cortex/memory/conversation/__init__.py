@@ -12,10 +12,12 @@ Open one through the driver registry and pass a full identity at every call:
 Strategies: `none` keeps nothing; `truncation` shows the newest turns that fit
 `budget_tokens`; `rolling_summary` shows `recent_turns` turns verbatim and folds older
 ones into a summary through a `Summarizer`, walking the health state machine
-(healthy -> retry -> degraded -> recovering -> healthy) when the summarizer fails.
-Every turn stays in the store until `flush`, which returns them; `turns_to_org_log`
-renders them as an entry of the agent's daily Org log, so a finished session
-becomes versioned, searchable long-term memory.
+(healthy <-> retry <-> degraded <-> recovering -> healthy) when the summarizer fails.
+Every turn stays in the store until `flush`, which returns them (identical turns are
+kept apart: `add_turn` always appends, and `put` returns a key no other turn ever
+gets, so `delete(key)` removes exactly that turn); `turns_to_org_log` renders them as
+an entry of the agent's daily Org log, so a finished session becomes versioned,
+searchable long-term memory.
 
 Token counts are estimates: ceil(characters / 4) (see `turns.estimate_tokens`).
 
@@ -26,13 +28,19 @@ Build the prompt from the previous summary and each turn's `user_message` and
 timeout, a refusal, an empty answer) rather than returning a placeholder: the
 strategy retries on the next write, degrades to truncation after `retry_attempts`
 failures, and drains the queued turns through the summarizer once it answers again.
-The call happens on the writing thread, outside any store transaction, while other
-identities carry on. Pass it as `Deps(summarizer=...)`; `ExtractiveSummarizer` is
-a model-free one for demos and tests.
+The call runs on a worker thread, outside any store transaction, while other
+identities carry on; an answer later than `summarizer_timeout` seconds counts as a
+failure, and `close()` stops waiting for calls in flight. The answer is committed
+only if the state it summarised is still the state, so handles and processes
+sharing a store never lose each other's turns. Pass it as `Deps(summarizer=...)`;
+`ExtractiveSummarizer` is a model-free one for demos and tests.
 
 Writing a driver: a driver is a factory `(MemoryConfig, Deps) -> MemoryStore` given
-to `register(name, factory)`. Most drivers need only a cortex `Store` (any engine)
-and return `ConversationMemory(store, make_strategy(config, deps.summarizer), deps.bus)`.
+to `register(name, factory)`. The `memory` driver shares a conversation between the
+handles given one in-process store in `Deps(store=...)` (and only then); the `lmdb`
+driver between every handle and process on one store folder. Most drivers need only
+a cortex `Store` (any engine) and return
+`ConversationMemory(store, make_strategy(config, deps.summarizer), deps.bus)`.
 `conformance.MemoryStoreContract` is the test suite every driver passes.
 """
 

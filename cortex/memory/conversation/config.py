@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
@@ -23,8 +24,9 @@ class MemoryConfig:
     while degraded); `recent_turns` is how many turns the rolling summary keeps
     verbatim; a summarizer that fails `retry_attempts` writes in a row degrades the
     identity; `backlog_max` bounds the batches queued for recovery; while degraded,
-    every `recovery_every`-th write tries to drain the backlog; `path` is where the
-    lmdb driver keeps its store when it is not given one.
+    every `recovery_every`-th write tries to drain the backlog; a summarizer call that
+    has not answered after `summarizer_timeout` seconds counts as a failure; `path` is
+    where the lmdb driver keeps its store when it is not given one.
     """
 
     driver: str | None = None
@@ -34,6 +36,7 @@ class MemoryConfig:
     retry_attempts: int = 3
     backlog_max: int = 16
     recovery_every: int = 1
+    summarizer_timeout: float = 30.0
     path: str | None = None
 
     def __post_init__(self):
@@ -41,6 +44,10 @@ class MemoryConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"memory config: {name} must be a positive integer, got {value!r}")
+        timeout = self.summarizer_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+            raise ConfigError(f"memory config: summarizer_timeout must be a positive number of seconds, "
+                              f"got {timeout!r}")
         for name in ("driver", "path"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):

@@ -2,13 +2,17 @@
 
 Subclass `MemoryStoreContract` in a test module and give it a `memory_factory` fixture
 returning a function `(MemoryConfig, Deps) -> MemoryStore` that opens a fresh, empty
-store of your driver at each call; pytest then runs every test below against it, and
-the suite closes every store it opened.
+store of your driver at each call (or, when `deps.store` is set, a handle over that
+store), and a `shared_store` fixture: a cortex `Store` that several handles of your
+driver share through `Deps(store=...)`. pytest then runs every test below against it,
+and the suite closes every handle it opened.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Sequence
 from dataclasses import fields
 
 import pytest
@@ -24,7 +28,7 @@ from .events import (
     Reason,
     RecoveryDropped,
 )
-from .health import Health
+from .health import Health, check_transition
 from .identity import Identity, IdentityRequired
 from .protocol import InvalidSnapshot, MemoryStore, Snapshot, StoreClosed
 from .strategies import StrategyNotImplemented, SummarizerRequired
@@ -44,19 +48,97 @@ def make_turn(n: int, who: str = "ada", secret: str = "") -> Turn:
                 (f"shown-{n}",), (f"hidden-{n}",), timestamp_ns=1_700_000_000_000_000_000 + n)
 
 
-class JoiningSummarizer:
-    """Appends each folded turn's number to the summary, and fails while `down` is set."""
+def number(turn: Turn) -> int:
+    """The number `make_turn` gave a turn."""
+    return int(turn.user_message.split()[3])
 
-    def __init__(self):
+
+class JoiningSummarizer:
+    """Appends each folded turn's number to the summary, and fails while `down` is set.
+
+    `pause` seconds of sleep per call stand in for a model's latency, which is when
+    concurrent writers overtake each other.
+    """
+
+    def __init__(self, pause: float = 0.0):
         self.down = False
+        self.pause = pause
         self.calls: list[tuple[str, list[Turn]]] = []
 
     def summarize(self, previous_summary, turns):
         """Fold `turns` by appending their numbers; raise when down."""
         self.calls.append((previous_summary, list(turns)))
+        time.sleep(self.pause)
         if self.down:
             raise ConnectionError("summarizer unreachable")
-        return " ".join([previous_summary] + [t.user_message.split()[3] for t in turns]).strip()
+        return " ".join([previous_summary] + [str(number(t)) for t in turns]).strip()
+
+
+class StallingSummarizer:
+    """Hangs like a model that stopped answering: each call waits for `release` (at most `limit` seconds)."""
+
+    def __init__(self, limit: float = 3.0):
+        self.limit = limit
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def summarize(self, previous_summary, turns):
+        """Wait, then fold like JoiningSummarizer."""
+        self.entered.set()
+        self.release.wait(self.limit)
+        return " ".join([previous_summary] + [str(number(t)) for t in turns]).strip()
+
+
+def assert_no_turn_lost(memories: Sequence[MemoryStore], identity: Identity, written: Sequence[Sequence[Turn]],
+                        puts: Sequence[tuple[Oid, Turn]], strategy: str) -> None:
+    """Check what concurrent writers left, then flush it: every turn kept exactly once, each writer's turns in
+    its order, every handle seeing the same, distinct keys, and a delete removing exactly the turn it names.
+
+    `written[w]` are the turns of writer w in the order it added them (all distinct, from `make_turn`);
+    `puts` the (key, turn) pairs their `put` calls returned.
+    """
+    patches = [memory.get_llm_context(identity) for memory in memories]
+    assert all(patch == patches[0] for patch in patches)
+    if strategy == "none":
+        assert patches[0].turns == () and memories[0].flush(identity) == []
+        return
+    everything = sorted(number(t) for turns in written for t in turns)
+    shown = [number(t) for t in patches[0].turns] + [int(n) for n in patches[0].summary.split()]
+    # Each turn summarized or shown, exactly once (messages: pytest does not rewrite asserts in this module).
+    assert sorted(shown) == everything, f"{strategy}: {len(set(shown))} of {len(everything)} turns kept"
+    assert len({key for key, _ in puts}) == len(puts), f"{strategy}: keys repeat"
+    key, victim = puts[0]
+    assert memories[-1].delete(identity, key) is True and memories[0].delete(identity, key) is False
+    kept = memories[0].flush(identity)
+    assert sorted(map(number, kept)) == [n for n in everything if n != number(victim)], \
+        f"{strategy}: deleting turn {number(victim)} by its key did not remove exactly that turn"
+    for turns in written:
+        mine = set(turns)
+        assert [t for t in kept if t in mine] == [t for t in turns if t != victim], f"{strategy}: order differs"
+
+
+def write_concurrently(memories: Sequence[MemoryStore], identity: Identity, count: int) -> tuple[list, list]:
+    """Each memory adds `count` turns from a thread of its own, every other one by `put`; (written, puts)."""
+    written = [[make_turn(1000 * w + n) for n in range(count)] for w in range(len(memories))]
+    puts, errors = [], []
+
+    def write(memory: MemoryStore, turns: list[Turn]) -> None:
+        try:
+            for n, turn in enumerate(turns):
+                if n % 2:
+                    puts.append((memory.put(identity, turn), turn))
+                else:
+                    memory.add_turn(identity, turn)
+        except Exception as exc:  # surfaced below: a thread's failure must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=pair) for pair in zip(memories, written)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    return written, puts
 
 
 def health_moves(events) -> list[tuple[str, str, str]]:
@@ -81,17 +163,19 @@ class MemoryStoreContract:
 
     @pytest.fixture
     def open_memory(self, memory_factory, bus):
-        """open_memory(strategy, summarizer, **limits) -> a fresh store of the driver under test."""
+        """open_memory(strategy, summarizer, store=None, **limits) -> a fresh store of the driver under test,
+        or a handle over `store`."""
         opened = []
 
-        def open_(strategy="truncation", summarizer=None, **options) -> MemoryStore:
-            store = memory_factory(MemoryConfig(strategy=strategy, **options), Deps(bus=bus, summarizer=summarizer))
-            opened.append(store)
-            return store
+        def open_(strategy="truncation", summarizer=None, store=None, **options) -> MemoryStore:
+            deps = Deps(bus=bus, summarizer=summarizer, store=store)
+            memory = memory_factory(MemoryConfig(strategy=strategy, **options), deps)
+            opened.append(memory)
+            return memory
 
         yield open_
-        for store in opened:
-            store.close()
+        for memory in opened:
+            memory.close()
 
     def test_is_a_memory_store(self, open_memory):
         assert isinstance(open_memory(), MemoryStore)
@@ -282,8 +366,7 @@ class MemoryStoreContract:
         memory = open_memory()
         turn = make_turn(1)
         key = memory.put(WHO, turn)
-        assert key == turn.key and isinstance(key, Oid)
-        assert memory.put(WHO, turn) == key
+        assert isinstance(key, Oid)
         assert memory.get_llm_context(WHO).turns == (turn,)
         assert events == [ItemPut(WHO.key.hex(), key.hex())]
         assert memory.delete(WHO, key.hex()) is True
@@ -291,11 +374,24 @@ class MemoryStoreContract:
         assert memory.get_llm_context(WHO).turns == ()
         assert events == [ItemPut(WHO.key.hex(), key.hex()), ItemDeleted(WHO.key.hex(), key.hex())]
 
-    def test_adding_the_same_turn_twice_stores_it_once(self, open_memory):
+    def test_identical_turns_are_both_kept_under_keys_of_their_own(self, open_memory):
         memory = open_memory()
-        memory.add_turn(WHO, make_turn(1))
-        memory.add_turn(WHO, make_turn(1))
-        assert memory.get_llm_context(WHO).turns == (make_turn(1),)
+        turn = make_turn(1)
+        memory.add_turn(WHO, turn)
+        memory.add_turn(WHO, turn)
+        first, second = memory.put(WHO, turn), memory.put(WHO, turn)
+        assert memory.get_llm_context(WHO).turns == (turn,) * 4 and first != second
+        assert memory.delete(WHO, second) is True and memory.delete(WHO, second) is False
+        assert memory.flush(WHO) == [turn] * 3
+
+    def test_a_key_never_names_a_later_turn(self, open_memory):
+        memory = open_memory()
+        turn = make_turn(1)
+        old = memory.put(WHO, turn)
+        memory.flush(WHO)
+        new = memory.put(WHO, turn)  # the same turn again, at the same place of a new conversation
+        assert new != old and memory.delete(WHO, old) is False
+        assert memory.get_llm_context(WHO).turns == (turn,)
 
     def test_bad_turns_are_refused(self, open_memory):
         memory = open_memory()
@@ -388,3 +484,102 @@ class MemoryStoreContract:
             for field in fields(event):
                 value = str(getattr(event, field.name))
                 assert [w for w in words if w in value] == [], event
+
+    @pytest.mark.parametrize("strategy", ["none", "truncation", "rolling_summary"])
+    def test_two_handles_on_one_store_lose_no_turn(self, open_memory, shared_store, strategy):
+        # Each handle has its own locks: only the store can keep them from overwriting each other.
+        summarizer = JoiningSummarizer(pause=0.002)
+        memories = [open_memory(strategy, summarizer, store=shared_store, recent_turns=2, budget_tokens=10**6)
+                    for _ in range(2)]
+        written, puts = write_concurrently(memories, WHO, 24)
+        assert_no_turn_lost(memories, WHO, written, puts, strategy)
+
+    def test_the_summarizer_runs_outside_write_transactions(self, open_memory, shared_store):
+        other = open_memory(store=shared_store)
+        finished = []
+
+        class WritingSummarizer(JoiningSummarizer):
+            def summarize(self, previous_summary, turns):
+                # Another thread writes while the summarizer works: it would wait if a transaction were open.
+                writer = threading.Thread(target=other.add_turn, args=(OTHER, make_turn(len(finished), "bob")))
+                writer.start()
+                writer.join(5)
+                finished.append(not writer.is_alive())
+                return super().summarize(previous_summary, turns)
+
+        memory = open_memory("rolling_summary", WritingSummarizer(), store=shared_store, recent_turns=1)
+        for n in range(3):
+            memory.add_turn(WHO, make_turn(n))
+        assert finished == [True, True] and memory.get_llm_context(WHO).summary == "0 1"
+
+    def test_none_restores_only_an_empty_snapshot(self, open_memory):
+        memory = open_memory("none")
+        memory.add_turn(WHO, make_turn(1))
+        snap = memory.snapshot(WHO)
+        assert snap == Snapshot("none", b"")
+        memory.restore(WHO, snap)
+        truncation = open_memory()
+        truncation.add_turn(WHO, make_turn(1))
+        full = Snapshot("none", truncation.snapshot(WHO).data)
+        empty = open_memory().snapshot(OTHER)  # an empty snapshot in the encoded form
+        memory.restore(WHO, Snapshot("none", empty.data))
+        with pytest.raises(InvalidSnapshot, match="none strategy keeps nothing.*1 turn"):
+            memory.restore(WHO, full)
+        for refused in (truncation.snapshot(WHO), Snapshot("none", b"\xc1garbage"), Snapshot("truncation", b"")):
+            with pytest.raises(InvalidSnapshot):
+                memory.restore(WHO, refused)
+
+    def test_none_flush_touches_nothing(self, open_memory, shared_store):
+        kept = open_memory(store=shared_store)
+        kept.add_turn(WHO, make_turn(1))
+        none = open_memory("none", store=shared_store)
+        assert none.flush(WHO) == [] and none.health(WHO) is Health.HEALTHY
+        assert kept.get_llm_context(WHO).turns == (make_turn(1),)
+
+    @pytest.mark.parametrize("reset", ["flush", "restore"])
+    def test_resetting_a_degraded_identity_announces_only_allowed_moves(self, open_memory, events, reset):
+        summarizer = JoiningSummarizer()
+        memory = open_memory("rolling_summary", summarizer, recent_turns=1, retry_attempts=1)
+        memory.add_turn(WHO, make_turn(0))
+        snap = memory.snapshot(WHO)
+        summarizer.down = True
+        memory.add_turn(WHO, make_turn(1))
+        assert memory.health(WHO) is Health.DEGRADED
+        del events[:]
+        memory.flush(WHO) if reset == "flush" else memory.restore(WHO, snap)
+        moves = [(e.prior, e.new) for e in events if isinstance(e, HealthChanged)]
+        assert all(check_transition(prior, new) for prior, new in moves)
+        assert moves[0][0] is Health.DEGRADED and moves[-1][1] is Health.HEALTHY
+        assert memory.health(WHO) is Health.HEALTHY
+
+    def test_a_summarizer_timeout_is_a_failure(self, open_memory, events):
+        summarizer = StallingSummarizer()
+        memory = open_memory("rolling_summary", summarizer, recent_turns=1, summarizer_timeout=0.05)
+        try:
+            memory.add_turn(WHO, make_turn(0))
+            started = time.monotonic()
+            memory.add_turn(WHO, make_turn(1))
+            assert time.monotonic() - started < summarizer.limit / 2
+            assert memory.health(WHO) is Health.RETRY
+            assert health_moves(events) == [("healthy", "retry", "summarizer_failed")]
+            assert memory.get_llm_context(WHO).turns == (make_turn(0), make_turn(1))  # nothing lost meanwhile
+        finally:
+            summarizer.release.set()
+
+    def test_close_gives_up_on_a_summarizer_in_flight(self, open_memory, shared_store):
+        summarizer = StallingSummarizer()
+        memory = open_memory("rolling_summary", summarizer, store=shared_store, recent_turns=1)
+        memory.add_turn(WHO, make_turn(0))
+        writer = threading.Thread(target=memory.add_turn, args=(WHO, make_turn(1)))
+        writer.start()
+        try:
+            assert summarizer.entered.wait(5)
+            started = time.monotonic()
+            memory.close()
+            writer.join(5)
+            assert time.monotonic() - started < summarizer.limit / 2 and not writer.is_alive()
+        finally:
+            summarizer.release.set()
+        again = open_memory("rolling_summary", JoiningSummarizer(), store=shared_store, recent_turns=1)
+        assert again.health(WHO) is Health.HEALTHY  # a close is not a summarizer failure
+        assert again.get_llm_context(WHO).turns == (make_turn(0), make_turn(1))  # the turn was kept

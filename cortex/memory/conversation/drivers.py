@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 
-from ...backends import open_store
+from ...backends import MemoryEngine, open_store
 from ...errors import CortexError, UserError
 from .config import ConfigError, Deps, MemoryConfig
 from .protocol import MemoryStore
@@ -66,8 +66,12 @@ class DriverRegistry:
 
 
 def memory_driver(config: MemoryConfig, deps: Deps) -> ConversationMemory:
-    """In-process memory: gone when the process ends."""
+    """In-process memory, gone when the process ends: in `deps.store` when that store is in process, so
+    handles given the same one share their conversations; else in a private store of its own."""
     strategy = make_strategy(config, deps.summarizer)
+    # An on-disk store is not shared: this driver's promise is that nothing outlives the process.
+    if deps.store is not None and isinstance(deps.store.engine, MemoryEngine):
+        return ConversationMemory(deps.store, strategy, deps.bus)
     return ConversationMemory(open_store(None), strategy, deps.bus, owns_store=True)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import ClassVar
 
-from .health import Health
+from .health import Health, check_transition
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,10 @@ class HealthChanged(Event):
     new: Health
     reason: Reason
 
+    def __post_init__(self):
+        super().__post_init__()
+        check_transition(self.prior, self.new)  # so no event can announce a move the machine forbids
+
 
 @dataclass(frozen=True)
 class RecoveryDropped(Event):
@@ -82,7 +86,7 @@ class RecoveryDropped(Event):
 
 @dataclass(frozen=True)
 class ItemPut(Event):
-    """An administrator stored one turn, named by its content-addressed key."""
+    """An administrator stored one turn, named by its key."""
 
     name: ClassVar[str] = "memory.item_put"
     identity_key: str
@@ -91,7 +95,7 @@ class ItemPut(Event):
 
 @dataclass(frozen=True)
 class ItemDeleted(Event):
-    """An administrator deleted one turn, named by its content-addressed key."""
+    """An administrator deleted one turn, named by its key."""
 
     name: ClassVar[str] = "memory.item_deleted"
     identity_key: str

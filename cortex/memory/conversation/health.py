@@ -16,13 +16,13 @@ class Health(StrEnum):
     RECOVERING = "recovering"  # draining the backlog through the summarizer
 
 
-# A retry can succeed (back to healthy) and a recovery can fail (back to degraded);
-# nothing else skips a step of the cycle.
+# Harbor's machine: healthy <-> retry <-> degraded <-> recovering, and a recovery can end healthy.
+# Staying put is a valid move (it announces nothing); nothing else skips a step.
 TRANSITIONS: dict[Health, frozenset[Health]] = {
-    Health.HEALTHY: frozenset({Health.RETRY}),
-    Health.RETRY: frozenset({Health.HEALTHY, Health.DEGRADED}),
-    Health.DEGRADED: frozenset({Health.RECOVERING}),
-    Health.RECOVERING: frozenset({Health.HEALTHY, Health.DEGRADED}),
+    Health.HEALTHY: frozenset({Health.HEALTHY, Health.RETRY}),
+    Health.RETRY: frozenset({Health.RETRY, Health.HEALTHY, Health.DEGRADED}),
+    Health.DEGRADED: frozenset({Health.DEGRADED, Health.RETRY, Health.RECOVERING}),
+    Health.RECOVERING: frozenset({Health.RECOVERING, Health.HEALTHY, Health.DEGRADED}),
 }
 
 

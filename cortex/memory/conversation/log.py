@@ -4,17 +4,22 @@ Keys start with a kind byte and the identity's hashed key, so one identity's dat
 one key range; turns are numbered in append order, so the newest ones are read by
 counting down from the head, one exact lookup each: reading a window costs the
 window, however long the conversation.
+
+Every change is made inside one write transaction that reads the state it changes:
+two handles or two processes on one store then append one after the other, never
+over each other.
 """
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from ...backends import Store
 from ...codec import decode, encode
-from ...hashing import Oid
+from ...hashing import Oid, hash_bytes
 from .turns import Turn
 
 T = TypeVar("T")
@@ -48,15 +53,16 @@ class TurnLog:
         """Write the identity's state."""
         self._table[_STATE + self.identity_key] = encode(state)
 
-    def append(self, state: dict, turn: Turn) -> int | None:
-        """Store `turn` as the newest and advance `state`; None (nothing written) if it is already stored."""
-        if self.seq_of(turn.key) is not None:
-            return None
+    def append(self, state: dict, turn: Turn) -> Oid:
+        """Store `turn` as the newest and advance `state`; return its key, which no other turn ever gets."""
         seq = state["next"]
         state["next"] = seq + 1
+        # Drawn when a conversation starts: turn numbers restart after a flush, keys do not repeat.
+        epoch = state.setdefault("epoch", os.urandom(8))
+        key = hash_bytes(_KEY + self.identity_key + epoch + _number(seq))
         self._table[self._turn_key(seq)] = encode(turn.record())
-        self._table[_KEY + self.identity_key + turn.key] = _number(seq)
-        return seq
+        self._table[_KEY + self.identity_key + key] = _number(seq)
+        return key
 
     def turn(self, seq: int) -> Turn | None:
         """The turn numbered `seq`, or None if it was deleted."""
@@ -70,19 +76,26 @@ class TurnLog:
             if turn is not None:
                 yield seq, turn
 
-    def between(self, low: int, high: int) -> list[Turn]:
-        """The turns numbered low <= n < high that still exist, oldest first."""
-        return [t for t in map(self.turn, range(low, high)) if t is not None]
+    def between(self, low: int, high: int) -> list[tuple[int, Turn]]:
+        """(number, turn) pairs numbered low <= n < high that still exist, oldest first."""
+        return [(seq, turn) for seq in range(low, high) if (turn := self.turn(seq)) is not None]
+
+    def has(self, seq: int) -> bool:
+        """Whether the turn numbered `seq` is stored."""
+        return self._table.get(self._turn_key(seq)) is not None
 
     def seq_of(self, key: bytes) -> int | None:
-        """The number of the turn with content key `key`, or None."""
+        """The number of the turn with key `key`, or None."""
         data = self._table.get(_KEY + self.identity_key + bytes(key))
         return None if data is None else struct.unpack(">Q", data)[0]
 
-    def remove(self, seq: int, turn: Turn) -> None:
-        """Delete one turn and its key."""
-        del self._table[self._turn_key(seq)]
-        del self._table[_KEY + self.identity_key + turn.key]
+    def remove(self, key: bytes) -> bool:
+        """Delete the turn with key `key` and its index entry (inside the caller's transaction); True if stored."""
+        seq = self.seq_of(key)
+        if seq is None:
+            return False
+        del self._table[_KEY + self.identity_key + bytes(key)]
+        return self._table.pop(self._turn_key(seq), None) is not None
 
     def all(self) -> list[tuple[int, Turn]]:
         """Every stored (number, turn) pair, oldest first."""
@@ -91,16 +104,15 @@ class TurnLog:
                 for key, value in self._table.items(_TURN + self.identity_key)]
 
     def clear(self) -> list[Turn]:
-        """Delete every turn, key and state of the identity; return the turns, oldest first."""
-
-        def wipe() -> list[Turn]:
-            pairs = self.all()
-            for seq, turn in pairs:
-                self.remove(seq, turn)
-            self._table.pop(_STATE + self.identity_key, None)
-            return [turn for _, turn in pairs]
-
-        return self.transact(wipe)
+        """Delete every turn, key and the state of the identity (inside the caller's transaction); return the
+        turns, oldest first."""
+        turns = [turn for _, turn in self.all()]
+        # By key range, not by recomputing keys: index entries written by older versions go too.
+        for kind in (_TURN, _KEY):
+            for key, _ in self._table.items(kind + self.identity_key):
+                del self._table[key]
+        self._table.pop(_STATE + self.identity_key, None)
+        return turns
 
     def _turn_key(self, seq: int) -> bytes:
         return _TURN + self.identity_key + _number(seq)

@@ -61,7 +61,8 @@ class MemoryStore(Protocol):
         """The token estimate of `get_llm_context(identity)`."""
 
     def flush(self, identity: Identity) -> list[Turn]:
-        """End the conversation: forget its turns, summary and backlog; return the turns, oldest first."""
+        """End the conversation: forget its turns, summary and backlog; return the turns, oldest first (the
+        none strategy touches nothing)."""
 
     def health(self, identity: Identity) -> Health:
         """Where the identity's memory stands in the health state machine."""
@@ -70,13 +71,15 @@ class MemoryStore(Protocol):
         """The identity's memory as a portable snapshot."""
 
     def restore(self, identity: Identity, snapshot: Snapshot) -> None:
-        """Replace the identity's memory by a snapshot of the same strategy."""
+        """Replace the identity's memory by a snapshot of the same strategy (none: only an empty one)."""
 
     def put(self, identity: Identity, turn: Turn) -> Oid:
-        """Administer: store one turn as the newest (the none strategy keeps nothing); return its key."""
+        """Administer: store one turn as the newest (the none strategy keeps nothing); return its key, which
+        no other turn ever gets."""
 
     def delete(self, identity: Identity, key: Oid | str) -> bool:
-        """Administer: delete one turn by key; True if it was there."""
+        """Administer: delete the turn `key` names; True if it was there."""
 
     def close(self) -> None:
-        """Release the store; idempotent; every later call raises StoreClosed."""
+        """Give up on summarizer calls in flight and release the store; idempotent; every later call raises
+        StoreClosed."""

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ...backends import Store
-from ...codec import decode, encode
 from ...errors import UserError
 from ...hashing import Oid
 from .events import Event, EventBus, HealthChanged, ItemDeleted, ItemPut, Reason
@@ -18,7 +17,9 @@ from .protocol import ContextPatch, InvalidSnapshot, Snapshot, StoreClosed
 from .strategies import Strategy
 from .turns import InvalidTurn, Turn
 
-SNAPSHOT_VERSION = 1
+# A flushed or restored identity starts over healthy; observers follow it there by allowed moves only.
+RESET_PATH = {Health.RETRY: (Health.HEALTHY,), Health.DEGRADED: (Health.RECOVERING, Health.HEALTHY),
+              Health.RECOVERING: (Health.HEALTHY,)}
 
 
 class ConversationMemory:
@@ -26,7 +27,9 @@ class ConversationMemory:
 
     Writes to one identity are serialized by a lock of its own, writes to different
     identities only share the store's write transactions, and reads run in a
-    consistent read view without locks.
+    consistent read view without locks. Other handles and processes on the same store
+    are kept apart by the store alone: every write re-reads what it changes inside its
+    transaction (see `strategies`), so the locks only spare duplicate summarizer calls.
     """
 
     def __init__(self, store: Store, strategy: Strategy, bus: EventBus | None = None, *, owns_store: bool = False):
@@ -45,7 +48,7 @@ class ConversationMemory:
         return self._strategy.name
 
     def add_turn(self, identity: Identity, turn: Turn) -> None:
-        """Remember one exchange."""
+        """Remember one exchange, as the newest turn (an identical earlier one is kept too)."""
         with self._call("add_turn", identity, write=True) as (turn_log, events):
             _require_turn(turn, "add_turn")
             self._strategy.add(turn_log, turn, events)
@@ -63,8 +66,7 @@ class ConversationMemory:
     def flush(self, identity: Identity) -> list[Turn]:
         """End the conversation: forget its turns, summary and backlog; return the turns, oldest first."""
         with self._call("flush", identity, write=True) as (turn_log, events):
-            prior = self._strategy.health(turn_log)
-            turns = turn_log.clear()
+            prior, turns = self._strategy.reset(turn_log)
             _announce_reset(turn_log, prior, events)
             return turns
 
@@ -76,53 +78,47 @@ class ConversationMemory:
     def snapshot(self, identity: Identity) -> Snapshot:
         """The identity's memory as portable bytes, restorable by any driver running the same strategy."""
         with self._call("snapshot", identity) as (turn_log, _), turn_log.reading():
-            data = {"v": SNAPSHOT_VERSION, **self._strategy.export(turn_log)}
-            return Snapshot(self.strategy, encode(data))
+            return Snapshot(self.strategy, self._strategy.snapshot(turn_log))
 
     def restore(self, identity: Identity, snapshot: Snapshot) -> None:
         """Replace the identity's memory by `snapshot`; raise InvalidSnapshot if another strategy wrote it."""
         with self._call("restore", identity, write=True) as (turn_log, events):
-            parsed = self._strategy.parse(self._snapshot_data(snapshot))
-            prior = self._strategy.health(turn_log)
-
-            def replace() -> None:
-                turn_log.clear()
-                self._strategy.load(turn_log, parsed)
-
-            turn_log.transact(replace)
+            if not isinstance(snapshot, Snapshot):
+                raise InvalidSnapshot(f"restore: expected a Snapshot, got {type(snapshot).__name__}")
+            if snapshot.strategy != self.strategy:
+                raise InvalidSnapshot(f"restore: this snapshot was taken by the {snapshot.strategy!r} strategy; "
+                                      f"this memory runs {self.strategy!r}")
+            prior, _ = self._strategy.reset(turn_log, self._strategy.read_snapshot(snapshot.data))
             _announce_reset(turn_log, prior, events)
 
     def put(self, identity: Identity, turn: Turn) -> Oid:
-        """Administer: store one turn as the newest, announce it, and return its content-addressed key."""
+        """Administer: store one turn as the newest, announce it, and return its key (never another turn's)."""
         with self._call("put", identity, write=True) as (turn_log, events):
             _require_turn(turn, "put")
-            if self._strategy.add(turn_log, turn, events):
-                events.append(ItemPut(turn_log.identity_key.hex(), turn.key.hex()))
-            return turn.key
+            key = self._strategy.add(turn_log, turn, events)
+            if key is None:
+                return turn.key  # the none strategy keeps nothing: a key that names no stored turn
+            events.append(ItemPut(turn_log.identity_key.hex(), key.hex()))
+            return key
 
     def delete(self, identity: Identity, key: Oid | bytes | str) -> bool:
-        """Administer: delete the turn with content-addressed `key`; True (and announced) if it was there."""
+        """Administer: delete the turn `put` returned `key` for; True (and announced) if it was there."""
         with self._call("delete", identity, write=True) as (turn_log, events):
             oid = _parse_key(key)
-
-            def remove() -> bool:
-                seq = turn_log.seq_of(oid)
-                if seq is None:
-                    return False
-                turn_log.remove(seq, turn_log.turn(seq))
-                return True
-
-            if not turn_log.transact(remove):
+            if not turn_log.transact(lambda: turn_log.remove(oid)):
                 return False
             events.append(ItemDeleted(turn_log.identity_key.hex(), oid.hex()))
             return True
 
     def close(self) -> None:
-        """Wait for calls in flight, then release the store if this memory opened it; idempotent."""
+        """Give up on summarizer calls in flight, wait for the calls they served, then release the store if
+        this memory opened it; idempotent."""
         with self._gate:
             if self._closed:
                 return
             self._closed = True
+        self._strategy.cancel()
+        with self._gate:
             self._gate.wait_for(lambda: self._active == 0)
         if self._owns_store:
             self._store.close()
@@ -174,25 +170,11 @@ class ConversationMemory:
                 if entry[1] == 0:
                     del self._writers[key]
 
-    def _snapshot_data(self, snapshot: Snapshot):
-        if not isinstance(snapshot, Snapshot):
-            raise InvalidSnapshot(f"restore: expected a Snapshot, got {type(snapshot).__name__}")
-        if snapshot.strategy != self.strategy:
-            raise InvalidSnapshot(f"restore: this snapshot was taken by the {snapshot.strategy!r} strategy; "
-                                  f"this memory runs {self.strategy!r}")
-        try:
-            data = decode(snapshot.data)
-        except (ValueError, TypeError) as exc:  # what msgpack raises on damaged or truncated bytes
-            raise InvalidSnapshot(f"restore: snapshot bytes are damaged ({type(exc).__name__})") from None
-        if not isinstance(data, dict) or data.get("v") != SNAPSHOT_VERSION:
-            raise InvalidSnapshot(f"restore: not a version {SNAPSHOT_VERSION} conversation snapshot")
-        return data
-
 
 def _announce_reset(turn_log: TurnLog, prior: Health, events: list[Event]) -> None:
-    # A flushed or restored identity starts a new state machine; observers learn it left the old one.
-    if prior != Health.HEALTHY:
-        events.append(HealthChanged(turn_log.identity_key.hex(), prior, Health.HEALTHY, Reason.STATE_RESET))
+    for new in RESET_PATH.get(prior, ()):
+        events.append(HealthChanged(turn_log.identity_key.hex(), prior, new, Reason.STATE_RESET))
+        prior = new
 
 
 def _require_turn(turn, operation: str) -> None:

@@ -1,26 +1,32 @@
 """What an LLM sees of a conversation: nothing, the newest turns in a budget, or a rolling summary.
 
-A strategy works on one identity's `TurnLog`. It appends the events it causes to the
-list it is given only after the change they report has committed, so the bus never
-announces a write that did not happen.
+A strategy works on one identity's `TurnLog`. Every change it makes is one write
+transaction that re-reads the state it changes, so handles and processes sharing a
+store never write back a state another has moved on from. It appends the events it
+causes to the list it is given only after the change they report has committed, so
+the bus never announces a write that did not happen.
 """
 
 from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from ...codec import decode, encode
 from ...errors import UserError
+from ...hashing import Oid
 from .config import MemoryConfig
 from .events import Event, HealthChanged, Reason, RecoveryDropped
 from .health import Health, check_transition
 from .log import TurnLog
 from .protocol import ContextPatch, InvalidSnapshot
-from .summarizers import Summarizer
+from .summarizers import Summarizer, SummarizerCancelled, TimedSummarizer
 from .turns import InvalidTurn, Turn, estimate_tokens
 
 log = logging.getLogger(__name__)
+
+SNAPSHOT_VERSION = 1
 
 
 class StrategyNotImplemented(UserError):
@@ -40,15 +46,14 @@ class Strategy(ABC):
         """The identity's state with this strategy's defaults filled in."""
         return turn_log.state()
 
-    def add(self, turn_log: TurnLog, turn: Turn, events: list[Event]) -> bool:
-        """Append `turn`; False if it was already stored."""
+    def add(self, turn_log: TurnLog, turn: Turn, events: list[Event]) -> Oid | None:
+        """Append `turn` (identical turns too); return its key, or None when the strategy keeps nothing."""
 
-        def append() -> bool:
+        def append() -> Oid:
             state = self.state(turn_log)
-            if turn_log.append(state, turn) is None:
-                return False
+            key = turn_log.append(state, turn)
             turn_log.save(state)
-            return True
+            return key
 
         return turn_log.transact(append)
 
@@ -59,6 +64,36 @@ class Strategy(ABC):
     def health(self, turn_log: TurnLog) -> Health:
         """Only a summarizing strategy can be unhealthy."""
         return Health.HEALTHY
+
+    def reset(self, turn_log: TurnLog, parsed: dict | None = None) -> tuple[Health, list[Turn]]:
+        """In one transaction: forget the identity's memory, then load `parsed` snapshot data if given;
+        return the health it had and the turns forgotten."""
+
+        def replace() -> tuple[Health, list[Turn]]:
+            prior = self.health(turn_log)
+            turns = turn_log.clear()
+            if parsed is not None:
+                self.load(turn_log, parsed)
+            return prior, turns
+
+        return turn_log.transact(replace)
+
+    def snapshot(self, turn_log: TurnLog) -> bytes:
+        """The identity's memory as snapshot bytes."""
+        return encode({"v": SNAPSHOT_VERSION, **self.export(turn_log)})
+
+    def read_snapshot(self, data: bytes) -> dict:
+        """Decode and check snapshot bytes; raise InvalidSnapshot when they do not fit."""
+        try:
+            decoded = decode(data)
+        except (ValueError, TypeError) as exc:  # what msgpack raises on damaged or truncated bytes
+            raise InvalidSnapshot(f"restore: snapshot bytes are damaged ({type(exc).__name__})") from None
+        if not isinstance(decoded, dict) or decoded.get("v") != SNAPSHOT_VERSION:
+            raise InvalidSnapshot(f"restore: not a version {SNAPSHOT_VERSION} conversation snapshot")
+        return self.parse(decoded)
+
+    def cancel(self) -> None:
+        """Give up on slow work in flight (the memory is closing)."""
 
     def export(self, turn_log: TurnLog) -> dict:
         """The identity's memory as plain data for a snapshot."""
@@ -82,21 +117,35 @@ class Strategy(ABC):
 
 
 class NoMemory(Strategy):
-    """Remember nothing: adding is a no-op and the context is empty."""
+    """Remember nothing and touch nothing: adding and flushing are no-ops and the context is empty."""
 
     name = "none"
 
-    def add(self, turn_log: TurnLog, turn: Turn, events: list[Event]) -> bool:
+    def add(self, turn_log: TurnLog, turn: Turn, events: list[Event]) -> None:
         """Keep nothing."""
-        return False
+        return None
 
     def context(self, turn_log: TurnLog) -> ContextPatch:
         """Always empty."""
         return ContextPatch(self.name, "", (), 0)
 
-    def export(self, turn_log: TurnLog) -> dict:
-        """Nothing to carry over."""
-        return {"turns": []}
+    def reset(self, turn_log: TurnLog, parsed: dict | None = None) -> tuple[Health, list[Turn]]:
+        """Nothing is kept, so nothing is forgotten (turns another strategy stored stay theirs)."""
+        return Health.HEALTHY, []
+
+    def snapshot(self, turn_log: TurnLog) -> bytes:
+        """The empty snapshot, as Harbor writes it."""
+        return b""
+
+    def read_snapshot(self, data: bytes) -> dict:
+        """Accept only an empty snapshot: b"" or one holding no turns."""
+        if data == b"":
+            return {"turns": []}
+        parsed = super().read_snapshot(data)
+        if parsed["turns"]:
+            raise InvalidSnapshot(f"restore: the none strategy keeps nothing, so it restores only an empty "
+                                  f"snapshot; this one holds {len(parsed['turns'])} turn(s)")
+        return parsed
 
 
 class Truncation(Strategy):
@@ -124,6 +173,9 @@ def newest_within(turn_log: TurnLog, state: dict, budget: int) -> tuple[tuple[Tu
     return tuple(reversed(kept)), tokens
 
 
+Change = Callable[[dict, list[Event]], None]
+
+
 class RollingSummary(Strategy):
     """The last `recent_turns` turns verbatim, older ones folded into a summary by a `Summarizer`.
 
@@ -132,11 +184,17 @@ class RollingSummary(Strategy):
     A failing summarizer moves the identity healthy -> retry; `retry_attempts`
     failures in a row move it to degraded, where the context is plain truncation and
     evicted turns queue in the bounded backlog until a recovery drains it.
+
+    The summarizer runs outside any transaction, on what a read saw; its answer is
+    committed only if that is still the state (same summary, folded mark, backlog,
+    health and conversation, and every turn it read still stored). Otherwise another
+    writer got there first: read again and redo what is left. Turns appended
+    meanwhile lie past what was read, so none is lost.
     """
 
     name = "rolling_summary"
 
-    def __init__(self, summarizer: Summarizer, recent_turns: int, budget_tokens: int, retry_attempts: int,
+    def __init__(self, summarizer: TimedSummarizer, recent_turns: int, budget_tokens: int, retry_attempts: int,
                  backlog_max: int, recovery_every: int):
         self.summarizer = summarizer
         self.recent_turns = recent_turns
@@ -156,29 +214,26 @@ class RollingSummary(Strategy):
         """The stored health state."""
         return Health(self.state(turn_log)["health"])
 
-    def add(self, turn_log: TurnLog, turn: Turn, events: list[Event]) -> bool:
+    def add(self, turn_log: TurnLog, turn: Turn, events: list[Event]) -> Oid:
         """Append, then fold what leaves the window (or, while degraded, try recovering and queue it)."""
 
-        def append() -> dict | None:
+        def append() -> tuple[Oid, bool]:
             state = self.state(turn_log)
-            if turn_log.append(state, turn) is None:
-                return None
+            key = turn_log.append(state, turn)
             if _degraded(state):
                 state["degraded_writes"] += 1
             turn_log.save(state)
-            return state
+            return key, _degraded(state) and state["degraded_writes"] % self.recovery_every == 0
 
-        state = turn_log.transact(append)
-        if state is None:
-            return False
-        # Recover first: a summarizer that answers again folds this write's eviction normally.
-        if _degraded(state) and state["degraded_writes"] % self.recovery_every == 0:
-            self._recover(turn_log, state, events)
-        if _degraded(state):
-            self._queue_overflow(turn_log, state, events)
-        else:
-            self._fold_overflow(turn_log, state, events)
-        return True
+        key, recover = turn_log.transact(append)
+        try:
+            # Recover first: a summarizer that answers again folds this write's eviction normally.
+            if recover:
+                self._recover(turn_log, events)
+            self._settle(turn_log, events)
+        except SummarizerCancelled:
+            pass  # the memory is closing: the turn is stored and the next write folds it
+        return key
 
     def context(self, turn_log: TurnLog) -> ContextPatch:
         """Summary plus every unfolded turn; plain truncation while degraded or recovering."""
@@ -190,6 +245,10 @@ class RollingSummary(Strategy):
         turns = tuple(turn for _, turn in self._unfolded(turn_log, state))
         tokens = estimate_tokens(state["summary"]) + sum(t.tokens for t in turns)
         return ContextPatch(self.name, state["summary"], turns, tokens, health)
+
+    def cancel(self) -> None:
+        """Stop waiting for the summarizer."""
+        self.summarizer.cancel()
 
     def export(self, turn_log: TurnLog) -> dict:
         """Turns, summary, and how many leading turns the summary accounts for."""
@@ -214,7 +273,7 @@ class RollingSummary(Strategy):
         """Turns, then the summary and folded count; health starts healthy."""
         super().load(turn_log, parsed)
         state = self.state(turn_log)
-        state.update(summary=parsed["summary"], folded=parsed["folded"])
+        state.update(summary=parsed["summary"], folded=parsed["folded"])  # the log was empty: numbers are counts
         turn_log.save(state)
 
     def _unfolded(self, turn_log: TurnLog, state: dict) -> list[tuple[int, Turn]]:
@@ -224,18 +283,31 @@ class RollingSummary(Strategy):
         unfolded = self._unfolded(turn_log, state)
         return unfolded[: max(0, len(unfolded) - self.recent_turns)]
 
-    def _fold_overflow(self, turn_log: TurnLog, state: dict, events: list[Event]) -> None:
-        overflow = self._overflow(turn_log, state)
-        if not overflow:
-            return
-        end = overflow[-1][0] + 1
-        summary = self._summarize(state["summary"], [turn for _, turn in overflow])
-        queued: list[Event] = []
-        if summary is not None:
-            state.update(summary=summary, folded=end, failures=0)
-            if state["health"] == Health.RETRY:
+    def _settle(self, turn_log: TurnLog, events: list[Event]) -> None:
+        """Fold the turns that left the window (queue them while degraded), redoing it if another writer
+        moved first."""
+        while True:
+            with turn_log.reading():
+                state = self.state(turn_log)
+                overflow = self._overflow(turn_log, state)
+            if not overflow:
+                return
+            end = overflow[-1][0] + 1
+            if _degraded(state):
+                change = self._queue(turn_log, end)
+            else:
+                change = self._fold(turn_log, end, self._summarize(state["summary"], [t for _, t in overflow]))
+            if self._commit_if(turn_log, state, overflow, change, events):
+                return
+
+    def _fold(self, turn_log: TurnLog, end: int, summary: str | None) -> Change:
+        """The change a summarizer's answer (None: a failure) makes to the state it was asked about."""
+
+        def change(state: dict, queued: list[Event]) -> None:
+            if summary is not None:
+                state.update(summary=summary, folded=end, failures=0)
                 self._move(turn_log, state, Health.HEALTHY, Reason.SUMMARIZER_SUCCEEDED, queued)
-        else:
+                return
             state["failures"] += 1
             if state["health"] == Health.HEALTHY:
                 self._move(turn_log, state, Health.RETRY, Reason.SUMMARIZER_FAILED, queued)
@@ -243,15 +315,11 @@ class RollingSummary(Strategy):
                 self._move(turn_log, state, Health.DEGRADED, Reason.RETRIES_EXHAUSTED, queued)
                 state.update(failures=0, degraded_writes=0)
                 self._enqueue(turn_log, state, end, queued)
-        _commit(turn_log, state, queued, events)
 
-    def _queue_overflow(self, turn_log: TurnLog, state: dict, events: list[Event]) -> None:
-        overflow = self._overflow(turn_log, state)
-        if not overflow:
-            return
-        queued: list[Event] = []
-        self._enqueue(turn_log, state, overflow[-1][0] + 1, queued)
-        _commit(turn_log, state, queued, events)
+        return change
+
+    def _queue(self, turn_log: TurnLog, end: int) -> Change:
+        return lambda state, queued: self._enqueue(turn_log, state, end, queued)
 
     def _enqueue(self, turn_log: TurnLog, state: dict, end: int, events: list[Event]) -> None:
         state["backlog"].append([state["folded"], end])
@@ -261,50 +329,91 @@ class RollingSummary(Strategy):
             events.append(RecoveryDropped(turn_log.identity_key.hex(), Reason.BACKLOG_OVERFLOW,
                                           len(turn_log.between(low, high))))
 
-    def _recover(self, turn_log: TurnLog, state: dict, events: list[Event]) -> None:
-        def step(new: Health | None = None, reason: Reason | None = None) -> None:
-            queued: list[Event] = []
-            if new is not None:
-                self._move(turn_log, state, new, reason, queued)
-            _commit(turn_log, state, queued, events)
-
-        if state["health"] != Health.RECOVERING:  # a recovery interrupted by a crash resumes as it was
-            step(Health.RECOVERING, Reason.RECOVERY_STARTED)
-        while state["backlog"]:
-            low, high = state["backlog"][0]
-            summary = self._summarize(state["summary"], turn_log.between(low, high))
+    def _recover(self, turn_log: TurnLog, events: list[Event]) -> None:
+        """Drain the backlog through the summarizer batch by batch, each committed only if nobody moved first."""
+        while True:
+            with turn_log.reading():
+                state = self.state(turn_log)
+                batch = turn_log.between(*state["backlog"][0]) if state["backlog"] else []
+            if not _degraded(state):
+                return  # another writer finished the recovery
+            # Already recovering (a recovery cut short, or another writer's): carry on from where it is.
+            if state["health"] == Health.DEGRADED:
+                self._commit_if(turn_log, state, [], self._moving(turn_log, Health.RECOVERING,
+                                                                  Reason.RECOVERY_STARTED), events)
+                continue
+            if not state["backlog"]:
+                if self._commit_if(turn_log, state, [], self._moving(turn_log, Health.HEALTHY,
+                                                                     Reason.BACKLOG_DRAINED), events):
+                    return
+                continue
+            summary = self._summarize(state["summary"], [turn for _, turn in batch])
             if summary is None:
-                step(Health.DEGRADED, Reason.RECOVERY_FAILED)
-                return
-            state["summary"] = summary
-            state["backlog"].pop(0)
-            step()
-        step(Health.HEALTHY, Reason.BACKLOG_DRAINED)
+                if self._commit_if(turn_log, state, batch, self._moving(turn_log, Health.DEGRADED,
+                                                                        Reason.RECOVERY_FAILED), events):
+                    return
+                continue
+            self._commit_if(turn_log, state, batch, _drained(summary), events)
+
+    def _commit_if(self, turn_log: TurnLog, seen: dict, read: list[tuple[int, Turn]], change: Change,
+                   events: list[Event]) -> bool:
+        """Apply `change` in one transaction if the state still is what `seen` and `read` were read from;
+        release its events once committed."""
+
+        def attempt() -> list[Event] | None:
+            state = self.state(turn_log)
+            if _basis(state) != _basis(seen) or not all(turn_log.has(seq) for seq, _ in read):
+                return None
+            queued: list[Event] = []
+            change(state, queued)
+            turn_log.save(state)
+            return queued
+
+        queued = turn_log.transact(attempt)
+        if queued is None:
+            return False
+        events.extend(queued)
+        return True
+
+    def _moving(self, turn_log: TurnLog, new: Health, reason: Reason) -> Change:
+        return lambda state, queued: self._move(turn_log, state, new, reason, queued)
 
     def _move(self, turn_log: TurnLog, state: dict, new: Health, reason: Reason, events: list[Event]) -> None:
         prior = Health(state["health"])
         state["health"] = check_transition(prior, new).value
-        events.append(HealthChanged(turn_log.identity_key.hex(), prior, new, reason))
+        if new != prior:  # staying put is allowed and announces nothing
+            events.append(HealthChanged(turn_log.identity_key.hex(), prior, new, reason))
 
     def _summarize(self, previous: str, turns: Sequence[Turn]) -> str | None:
         # The summarizer is a plug-in at an I/O edge (often a remote model): any failure it
-        # raises is absorbed into the health state machine, which is the failure surface.
+        # raises, or its silence past the timeout, is absorbed into the health state machine.
         try:
             summary = self.summarizer.summarize(previous, list(turns))
+        except SummarizerCancelled:
+            raise
         except Exception as exc:
-            log.warning("summarizer %s failed: %s", type(self.summarizer).__name__, type(exc).__name__)
+            log.warning("summarizer %s failed: %s", type(self.summarizer.summarizer).__name__, type(exc).__name__)
             return None
         if not isinstance(summary, str):
-            log.warning("summarizer %s returned %s, not text", type(self.summarizer).__name__,
+            log.warning("summarizer %s returned %s, not text", type(self.summarizer.summarizer).__name__,
                         type(summary).__name__)
             return None
         return summary
 
 
-def _commit(turn_log: TurnLog, state: dict, queued: list[Event], events: list[Event]) -> None:
-    """Save `state`, then release the events it causes (never before the change they report lands)."""
-    turn_log.save(state)
-    events.extend(queued)
+def _drained(summary: str) -> Change:
+    """The change a recovered batch makes: its summary is in, it leaves the backlog."""
+
+    def change(state: dict, queued: list[Event]) -> None:
+        state["summary"] = summary
+        state["backlog"].pop(0)
+
+    return change
+
+
+def _basis(state: dict) -> tuple:
+    """What a summary is computed from; a commit needs it unchanged (the epoch tells a new conversation)."""
+    return state["summary"], state["folded"], state["backlog"], state["health"], state.get("epoch")
 
 
 def _degraded(state: dict) -> bool:
@@ -326,7 +435,7 @@ def make_strategy(config: MemoryConfig, summarizer: Summarizer | None) -> Strate
                                      "(ExtractiveSummarizer works without a model)")
         if not callable(getattr(summarizer, "summarize", None)):
             raise SummarizerRequired(f"{type(summarizer).__name__} has no summarize(previous_summary, turns) method")
-        return RollingSummary(summarizer, config.recent_turns, config.budget_tokens, config.retry_attempts,
-                              config.backlog_max, config.recovery_every)
+        return RollingSummary(TimedSummarizer(summarizer, config.summarizer_timeout), config.recent_turns,
+                              config.budget_tokens, config.retry_attempts, config.backlog_max, config.recovery_every)
     raise StrategyNotImplemented(f"memory strategy {config.strategy!r} is not implemented; "
                                  f"choose one of {', '.join(STRATEGIES)}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
@@ -18,6 +19,66 @@ class Summarizer(Protocol):
 
     def summarize(self, previous_summary: str, turns: Sequence[Turn]) -> str:
         """Return the new summary."""
+
+
+class SummarizerTimeout(Exception):
+    """A summarizer did not answer in time (the health state machine counts it as a failure)."""
+
+
+class SummarizerCancelled(Exception):
+    """The memory was closed while a summarizer was working; its answer is no longer wanted."""
+
+
+class TimedSummarizer:
+    """Calls a summarizer on a worker thread, waiting at most `timeout` seconds; `cancel()` ends every wait.
+
+    Python cannot stop a thread: a call given up on runs on in its daemon thread and its answer is dropped.
+    """
+
+    def __init__(self, summarizer: Summarizer, timeout: float):
+        self.summarizer = summarizer
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._waits: set[threading.Event] = set()
+        self._cancelled = False
+
+    def summarize(self, previous_summary: str, turns: Sequence[Turn]) -> str:
+        """The summarizer's answer; raise what it raised, SummarizerTimeout, or SummarizerCancelled."""
+        done, outcome = threading.Event(), []
+
+        def run() -> None:
+            try:
+                outcome.append((True, self.summarizer.summarize(previous_summary, turns)))
+            except BaseException as exc:  # handed to the waiting caller, which decides
+                outcome.append((False, exc))
+            finally:
+                done.set()
+
+        with self._lock:
+            if self._cancelled:
+                raise SummarizerCancelled("the memory is closed")
+            self._waits.add(done)
+        try:
+            threading.Thread(target=run, name="memory-summarizer", daemon=True).start()
+            done.wait(self.timeout)
+        finally:
+            with self._lock:
+                self._waits.discard(done)
+        if self._cancelled:
+            raise SummarizerCancelled("the memory was closed while the summarizer was working")
+        if not outcome:
+            raise SummarizerTimeout(f"no answer within {self.timeout} s")
+        answered, value = outcome[0]
+        if not answered:
+            raise value
+        return value
+
+    def cancel(self) -> None:
+        """Give up on every call in flight and refuse later ones."""
+        with self._lock:
+            self._cancelled = True
+            for done in self._waits:
+                done.set()
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")

@@ -1,4 +1,4 @@
-"""One exchange of a conversation, its content-addressed key and its token estimate."""
+"""One exchange of a conversation, its content hash and its token estimate."""
 
 from __future__ import annotations
 
@@ -93,7 +93,8 @@ class Turn:
 
     @cached_property
     def key(self) -> Oid:
-        """The content-addressed key: equal turns (same text, same time) have equal keys."""
+        """The content hash: equal turns (same text, same time) have equal ones; a stored turn's key is
+        what `put` returns, which no other turn shares."""
         return hash_bytes(encode(["turn", self.record()]))
 
     @cached_property
