@@ -1,5 +1,6 @@
-"""Webhook costs: verification per provider against a bare HMAC of the same body, and the receiver over
-loopback HTTP with verification on against off, all measured in one run."""
+"""Webhook costs: verification per provider against a bare HMAC of the same body, the receiver over
+loopback HTTP with verification on against off, and routing into a daily log against accepting only,
+all measured in one run."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import shutil
 import tempfile
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -81,9 +83,9 @@ def verification() -> None:
                    verify_cost(provider, body, rounds) * 1e6, baseline * 1e6, "us")
 
 
-def receiver_run(cortex, verify: bool, body: bytes) -> tuple[float, float, float]:
+def receiver_run(cortex, verify: bool, body: bytes, agent: str | None = None) -> tuple[float, float, float]:
     """Deliveries per second, p50 and p95 in ms, for REQUESTS signed deliveries from CONCURRENCY clients."""
-    hook = WebhookDefinition("bench", "/hooks/bench", Provider.GITHUB, SECRETS["github"])
+    hook = WebhookDefinition("bench", "/hooks/bench", Provider.GITHUB, SECRETS["github"], agent=agent)
     service = WebhookService(cortex, [hook], verify=verify)
     signer = verifier_for("github", SECRETS["github"])
     headers = {"Content-Type": "application/json", "X-GitHub-Event": "push", **signer.sign(body)}
@@ -97,7 +99,9 @@ def receiver_run(cortex, verify: bool, body: bytes) -> tuple[float, float, float
             if time.monotonic() > deadline:
                 return
             start = time.perf_counter()
-            response = client.post("/hooks/bench", content=body, headers=headers)
+            # Each delivery has an id of its own, as GitHub sends them.
+            response = client.post("/hooks/bench", content=body,
+                                   headers={**headers, "X-GitHub-Delivery": str(uuid.uuid4())})
             latencies.append(time.perf_counter() - start)
             assert response.status_code == 200, response.text
 
@@ -123,6 +127,13 @@ def receiver() -> None:
                       f"(verification off: {off_rate:.0f}/s, p50 {off_p50:.1f} ms, p95 {off_p95:.1f} ms)")
                 report("  deliveries per second, verification on vs off", on_rate, off_rate, "/s")
                 report("  p95 latency, verification on vs off", on_p95, off_p95, "ms")
+            body = body_of(SIZES["1 KB"])
+            accepted_rate, _, accepted_p95 = receiver_run(cortex, True, body)
+            routed_rate, routed_p50, routed_p95 = receiver_run(cortex, True, body, agent="bench-agent")
+            print(f"receiver, 1 KB bodies routed into an agent's daily log, {CONCURRENCY} concurrent clients "
+                  f"(routed: {routed_rate:.0f}/s, p50 {routed_p50:.1f} ms, p95 {routed_p95:.1f} ms)")
+            report("  deliveries per second, routed vs accepted only", routed_rate, accepted_rate, "/s")
+            report("  p95 latency, routed vs accepted only", routed_p95, accepted_p95, "ms")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

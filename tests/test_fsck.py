@@ -25,6 +25,7 @@ from cortex.objects import Tree
 from cortex.search.embedders import HashingEmbedder
 from cortex.search.service import EMBEDDINGS
 from cortex.webhooks.deliveries import BODIES, DELIVERIES, Delivery, DeliveryLog, Outcome, id_time_ns, new_id
+from cortex.webhooks.seen import DELIVERY, SEEN, SeenKey
 
 PROJECTS = "notes/projects.org"
 MISSING = b"\x01" * 32  # an oid no object has
@@ -58,9 +59,10 @@ def subtree_keys(c, rel: str = PROJECTS) -> list[bytes]:
 
 def delivery(c) -> Delivery:
     delivery_id = new_id()
-    return DeliveryLog(c.store).record(Delivery(id=delivery_id, webhook="gh", path="/hooks/gh", trigger="live",
-                                                time_ns=id_time_ns(delivery_id), status=200,
-                                                outcome=Outcome.ACCEPTED), b"{}")
+    taken = Delivery(id=delivery_id, webhook="gh", path="/hooks/gh", trigger="live", time_ns=id_time_ns(delivery_id),
+                     status=202, outcome=Outcome.PENDING)
+    DeliveryLog(c.store).claim(taken, b"{}", [SeenKey(DELIVERY, "evt_1", taken.time_ns + 10**12)])
+    return taken
 
 
 @pytest.fixture
@@ -85,7 +87,7 @@ def stocked(cortex, org, hashing_search, monkeypatch):
 
 def test_fsck_knows_the_tables_by_their_owners_names():
     assert {DOCS_BY_BYTES, SUBTREES, STATS, SNAPSHOTS, SUMMARIES, PURGES, EMBEDDINGS, cx.CONFIG, cx.LITERATE,
-            CONVERSATION, DELIVERIES, BODIES} == set(TABLE_CHECKS)
+            CONVERSATION, DELIVERIES, BODIES, SEEN} == set(TABLE_CHECKS)
 
 
 def test_a_store_every_feature_wrote_to_is_clean(stocked):
@@ -225,6 +227,8 @@ DAMAGES = [
     Damage("conversation turn is garbage", _turn_garbage, CONVERSATION, "not a turn record", False),
     Damage("delivery record is garbage", _delivery_garbage, DELIVERIES, "not a delivery record", True),
     Damage("body without a delivery", _body_orphan, BODIES, "without a usable delivery record", True),
+    Damage("seen key is garbage", _set(SEEN, b"k" + MISSING, GARBAGE), SEEN, "value is not [expiry, delivery id]",
+           True),
     Damage("unknown table", _set("mystery", b"k", b"v", ""), "mystery", "unknown table (1 entry)", False),
 ]
 

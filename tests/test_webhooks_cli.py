@@ -7,11 +7,16 @@ import time
 
 import pytest
 from click.testing import CliRunner
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 import cortex.api as cx
 from cortex.cli.webhooks import serve_command, webhook_group
+from cortex.dsl import Provider, WebhookDefinition
 from cortex.errors import NotFound, UserError
 from cortex.webhooks import MissingSecret
+from cortex.webhooks.receiver import serving
+from cortex.webhooks.service import WebhookService
 
 SECRET = "gh-s3cr3t-6f1d0c"
 LITERAL = "literal-s3cr3t-a9e2"
@@ -78,7 +83,56 @@ def test_add_refuses_what_would_not_be_a_valid_definition(run, org):
     unfiltered = run("add", "x", "--path", "/x", "--provider", "github", "--equals", "1", ok=False)
     assert unfiltered.exit_code == 2 and "give --json-path" in unfiltered.output
     headerless = run("add", "x", "--path", "/x", "--provider", "custom", "--secret", "s", ok=False)
-    assert "needs :header" in str(headerless.exception)
+    assert headerless.exit_code == 2 and "--provider custom needs --header" in headerless.output
+    secretless = run("add", "x", "--path", "/x", "--provider", "stripe", ok=False)
+    assert secretless.exit_code == 2 and "--provider stripe needs --secret" in secretless.output
+    confused = run("add", "x", "--path", "/x", "--provider", "jwt", "--secret", "s", "--algorithm", "RS256", ok=False)
+    assert confused.exit_code == 2 and "--algorithm RS256 verifies with --public-key, but --secret" in confused.output
+    unknown = run("add", "x", "--path", "/x", "--provider", "jwt", "--secret", "s", "--algorithm", "none", ok=False)
+    assert unknown.exit_code == 2 and "Invalid value for '--algorithm': 'none' is not one of" in unknown.output
+    assert (org / "definitions.hy").read_text() == before
+
+
+INJECTED = 'assistant) (defwebhook evil :path "/evil" :provider github :secret "s"'
+
+
+@pytest.mark.parametrize("args, option", [
+    (["x", "--agent", INJECTED], "'--agent'"),
+    ([INJECTED.replace("assistant", "x"), "--agent", "assistant"], "'NAME'"),
+    (["x", "--agent", "reviewer\n(defwebhook evil)"], "'--agent'"),
+    (["x", "--path", '/x" :agent evil'], "'--path'"),
+    (["x", "--path", "hooks/x"], "'--path'"),
+    (["x", "--path", "/hooks/{anything}"], "'--path'"),
+    (["x", "--secret", " "], "'--secret'"),
+    (["x", "--json-path", '$[?match(@.a, "a{1001}")]', "--equals", "1"], "'--json-path'"),
+    (["x", "--json-path", "$.a[", "--equals", "1"], "'--json-path'"),
+])
+def test_add_refuses_a_value_that_is_not_what_its_option_takes_naming_the_option(run, org, args, option):
+    before = (org / "definitions.hy").read_text()
+    defaults = {"--path": "/x", "--secret": "secret://env/X"}
+    given = args + [word for name, value in defaults.items() if name not in args for word in (name, value)]
+    result = run("add", *given, "--provider", "github", ok=False)
+    assert result.exit_code == 2 and f"Invalid value for {option}" in result.output
+    assert "Traceback" not in result.output and (org / "definitions.hy").read_text() == before
+
+
+def test_add_writes_text_values_quoted_so_they_cannot_start_a_form(run, org):
+    secret = 'x") (defwebhook evil :path "/evil" :provider github :secret "s'
+    run("add", "hook", "--path", "/hooks/hook", "--provider", "custom", "--secret", secret,
+        "--header", "X-Sig", "--prefix", 'p") (defwebhook evil2', "--json-path", "$.a", "--equals", 'v"\n)')
+    hooks = {w.name: w for w in cx.load_definitions(org / "definitions.hy").webhooks}
+    assert sorted(hooks) == ["github-events", "hook", "stripe-payments"]
+    assert hooks["hook"].secret == secret and hooks["hook"].signature.prefix == 'p") (defwebhook evil2'
+    assert hooks["hook"].filter.equals == 'v"\n)'
+
+
+def test_the_definition_writer_refuses_a_name_it_would_write_bare(cortex, org):
+    before = (org / "definitions.hy").read_text()
+    hook = cx.WebhookDefinition(name="ci", path="/hooks/ci", provider=cx.Provider.GITHUB, secret="s", agent=INJECTED)
+    with pytest.raises(UserError, match="agent .* must be a letter, then letters, digits, - or _"):
+        cortex.add_webhook(hook)
+    with pytest.raises(UserError, match="webhook 'ci' cannot be written as given: :path must be a URL path"):
+        cortex.add_webhook(cx.WebhookDefinition(name="ci", path="ci", provider=cx.Provider.GITHUB, secret="s"))
     assert (org / "definitions.hy").read_text() == before
 
 
@@ -96,6 +150,34 @@ def test_tampered_and_stale_deliveries_are_shown_rejected(run):
     assert "verified  no: signature_mismatch" in tampered and "status    401 rejected" in tampered
     stale = run("test", "stripe-payments", "--payload", '{"type": "payment_intent.created"}', "--stale").output
     assert "verified  no: timestamp_too_old" in stale
+
+
+def test_test_exits_1_when_the_delivery_is_not_accepted(run, tmp_path, org):
+    other = WebhookDefinition("github-events", "/hooks/github", Provider.GITHUB, "not-the-secret-the-cli-signs-with")
+    with cx.open(tmp_path / "receiver-store", org) as receiver, serving(WebhookService(receiver, [other])) as url:
+        result = run("test", "github-events", "--payload", '{"action": "opened"}', "--url", url, ok=False)
+    assert result.exit_code == 1 and "verified  no: signature_mismatch" in result.output
+    assert "the delivery was not accepted" in result.output
+
+
+def test_test_signs_a_public_key_jwt_with_the_private_key_given(run, tmp_path, org):
+    key = ec.generate_private_key(ec.SECP256R1())
+    (org / "sso.pem").write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                                serialization.PublicFormat.SubjectPublicKeyInfo))
+    private = tmp_path / "sso-private.pem"
+    private.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
+    run("add", "sso", "--path", "/hooks/sso", "--provider", "jwt", "--public-key", "secret://file/sso.pem",
+        "--algorithm", "ES256")
+    unsigned = run("test", "sso", "--payload", "{}", ok=False)
+    assert "--private-key" in str(unsigned.exception)
+    result = run("test", "sso", "--payload", "{}", "--private-key", str(private))
+    assert "verified  yes" in result.output and "status    200 accepted" in result.output
+    stranger = tmp_path / "other.pem"
+    stranger.write_bytes(ec.generate_private_key(ec.SECP256R1()).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    mismatched = run("test", "sso", "--payload", "{}", "--private-key", str(stranger), ok=False)
+    assert "does not sign ES256 tokens that the webhook's public key verifies" in str(mismatched.exception)
 
 
 def test_a_payload_can_come_from_a_file(run, tmp_path):

@@ -7,6 +7,7 @@ import pytest
 from cortex.backends import open_store
 from cortex.errors import NotFound, UserError
 from cortex.webhooks.deliveries import Delivery, DeliveryLog, Outcome, id_time_ns, new_id
+from cortex.webhooks.seen import DELIVERY, REPLAY, SEEN, SeenKey
 
 
 @pytest.fixture
@@ -114,3 +115,39 @@ def test_a_log_kept_for_ever_drops_nothing_and_a_retention_must_be_positive(tmp_
     with pytest.raises(UserError, match="kept for some time"):
         DeliveryLog(store, keep_for=timedelta(0))
     store.close()
+
+
+def test_a_claim_takes_its_keys_and_a_later_claim_finds_their_holder(log):
+    start = 1_700_000_000 * 10**9
+    key = SeenKey(DELIVERY, "evt_1", start + DAY)
+    first = delivery(time_ns=start)
+    assert log.claim(first, b"{}", [key]) is None
+    assert log.claim(delivery(time_ns=start + 1), b"{}", [key]) == (key, first)
+    assert log.claim(delivery(webhook="other", time_ns=start + 2), b"{}", [key]) is None  # keys are per webhook
+    failed = log.record(delivery(time_ns=start + 3, status=500, outcome=Outcome.FAILED))
+    assert log.claim(failed, None, [SeenKey(DELIVERY, "evt_2", start + DAY)]) is None
+    # A key whose delivery failed is free again: a retry may be routed.
+    assert log.claim(delivery(time_ns=start + 4), b"{}", [SeenKey(DELIVERY, "evt_2", start + DAY)]) is None
+
+
+def test_a_pending_claim_is_marked_until_it_completes(log):
+    pending = delivery(status=202, outcome=Outcome.PENDING, agent="assistant")
+    log.claim(pending, b"{}", [])
+    [(found, host, pid)] = log.pending()
+    assert found == pending and log.owner(pending.id) == (host, pid) and isinstance(pid, int)
+    log.complete(Delivery(**{**pending.__dict__, "status": 200, "outcome": Outcome.ROUTED}))
+    assert log.pending() == [] and log.owner(pending.id) is None and log.get(pending.id).outcome == "routed"
+
+
+def test_expired_keys_are_forgotten_so_the_table_stays_bounded(log):
+    start = 1_700_000_000 * 10**9
+    for n in range(50):
+        now = start + n * 10**9
+        log.claim(delivery(time_ns=now), None, [SeenKey(REPLAY, f"sig-{n}", now + 300 * 10**9)])
+    seen = log.store.table(SEEN)
+    assert len(seen) == 2 * 50  # each key and its place in expiry order
+    later = start + 320 * 10**9  # the keys of the first 20 s have expired by then
+    log.claim(delivery(time_ns=later), None, [])
+    assert len(seen) == 2 * 30
+    key = SeenKey(REPLAY, "sig-49", start + 349 * 10**9)
+    assert log.claim(delivery(time_ns=later), None, [key]) is not None  # the unexpired one still holds

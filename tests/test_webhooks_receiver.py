@@ -71,6 +71,11 @@ def test_unknown_paths_are_404_and_other_methods_405(receiver):
     assert receiver.get("/hooks/github").status_code == 405
 
 
+def test_a_path_with_a_trailing_slash_is_404_not_a_redirect_built_from_the_host_header(receiver):
+    response = receiver.post("/hooks/github/", content=b"{}", headers={"Host": "evil.example"})
+    assert response.status_code == 404 and "location" not in response.headers
+
+
 def test_the_size_cap_holds_while_the_body_streams_in(receiver, service):
     def chunks():  # no Content-Length: the cap must be enforced while reading
         for _ in range(64):

@@ -1,6 +1,9 @@
 """Secrets: literal, env and file sources, missing ones named, and values never shown."""
 
 import logging
+import os
+import subprocess
+import sys
 import traceback
 
 import pytest
@@ -73,10 +76,18 @@ def test_a_relative_file_secret_is_read_from_the_base_dir(tmp_path):
     assert resolve_secret("secret://file/secrets/gh", "h", base_dir=tmp_path).secret.reveal() == VALUE
 
 
-def test_a_binary_file_secret_stays_bytes(tmp_path):
+def test_a_binary_file_secret_stays_bytes_every_one_of_them(tmp_path):
     path = tmp_path / "key.bin"
-    path.write_bytes(b"\x00\xff\x10key\n")
-    assert resolve_secret(f"secret://file/{path}", "h").secret.reveal() == b"\x00\xff\x10key"
+    path.write_bytes(b"\x00\xff\x10key\n")  # a 0x0a that ends a binary key is part of it
+    assert resolve_secret(f"secret://file/{path}", "h").secret.reveal() == b"\x00\xff\x10key\n"
+    path.write_bytes(b"\xff\r\n")
+    assert resolve_secret(f"secret://file/{path}", "h").secret.reveal() == b"\xff\r\n"
+
+
+def test_a_secret_in_the_environment_that_is_not_utf8_is_named_not_a_traceback():
+    undecodable = b"s3cr\xe9t".decode("utf-8", "surrogateescape")  # how Python hands such bytes over
+    with pytest.raises(MissingSecret, match="'ci'.*'HOOK' is not UTF-8 text.*secret://file/"):
+        resolve_secret("secret://env/HOOK", "ci", environ={"HOOK": undecodable})
 
 
 def test_a_missing_file_secret_names_the_webhook_and_file(tmp_path):
@@ -167,3 +178,12 @@ def test_redact_headers_covers_every_verifier_header():
     custom = verifier_for("custom", "k", {"header": "X-Shop-Check"})
     signed = custom.sign(b"body")
     assert set(redact_headers(signed, extra=custom.header_names).values()) == {"***"}
+
+
+def test_cortex_serve_names_a_secret_variable_that_is_not_utf8(tmp_path, org):
+    env = {**os.environ, "STRIPE_WEBHOOK_SECRET": "whsec_c3RyaXBlLXMzY3IzdA==", "GITHUB_WEBHOOK_SECRET": b"s3cr\xe9t"}
+    done = subprocess.run([sys.executable, "-c", "import sys; from cortex.cli import main; main(sys.argv[1:])",
+                           "serve", "--store", str(tmp_path / "store"), "--org", str(org), "--port", "0"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "'github-events': secret environment variable 'GITHUB_WEBHOOK_SECRET' is not UTF-8 text" in done.stderr

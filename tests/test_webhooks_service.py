@@ -1,6 +1,7 @@
 """The delivery handler on a real LMDB store and real Org files: verify, filter, route, log, redeliver."""
 
 import json
+import time
 
 import pytest
 
@@ -187,3 +188,73 @@ def test_an_unexpected_routing_error_is_still_logged_as_failed(cortex, service, 
     assert (delivery.status, delivery.outcome) == (500, Outcome.FAILED) and delivery.detail.endswith("RuntimeError")
     assert service.log.get(delivery.id).outcome == Outcome.FAILED and service.log.body(delivery.id)
     assert "routing delivery" in caplog.text
+
+
+def test_a_standard_webhooks_retry_re_signed_later_is_a_duplicate_not_a_replay(cortex, org):
+    service = custom_service(cortex, agent="assistant")
+    endpoint = service.endpoint("ci")
+    body = b'{"type": "build.failed"}'
+    before = agent_log(org).count("- Delivery :: ")
+    first = service.deliver(endpoint, endpoint.verifier.sign(body, int(time.time()) - 60, message_id="msg_1"), body)
+    retry = service.deliver(endpoint, endpoint.verifier.sign(body, message_id="msg_1"), body)
+    assert (first.status, first.outcome) == (200, "routed")
+    assert (retry.status, retry.outcome, retry.duplicate_of) == (200, "duplicate", first.id)
+    assert retry.answer()["duplicate_of"] == first.id
+    assert agent_log(org).count("- Delivery :: ") == before + 1
+
+
+def test_a_delivery_that_failed_may_be_retried_and_is_routed_then(cortex, org):
+    service = custom_service(cortex, agent="blocked")
+    endpoint = service.endpoint("ci")
+    (org / "agents" / "blocked").write_text("a file where the agent's folder should be")
+    body = b'{"type": "build.failed"}'
+    failed = service.deliver(endpoint, endpoint.verifier.sign(body, message_id="msg_2"), body)
+    assert (failed.status, failed.outcome, failed.reason) == (500, "failed", "routing_failed")
+    (org / "agents" / "blocked").unlink()
+    retried = service.deliver(endpoint, endpoint.verifier.sign(body, message_id="msg_2"), body)
+    assert (retried.status, retried.outcome) == (200, "routed")
+    again = service.deliver(endpoint, endpoint.verifier.sign(body, message_id="msg_2"), body)
+    assert (again.outcome, again.duplicate_of) == ("duplicate", retried.id)
+
+
+def test_a_duplicate_of_a_filtered_delivery_is_acknowledged_and_not_routed(cortex, org, service):
+    endpoint, headers, body = signed(service, "github-events", {"action": "closed"},
+                                     **{"X-GitHub-Delivery": "d-1"})
+    assert service.deliver(endpoint, headers, body).outcome == "filtered"
+    assert service.deliver(endpoint, headers, body).outcome == "duplicate"
+    # GitHub does not sign the delivery id: bound to the body, it cannot pass for another delivery.
+    _, headers2, body2 = signed(service, "github-events", OPENED, **{"X-GitHub-Delivery": "d-1"})
+    assert service.deliver(endpoint, headers2, body2).outcome == "routed"
+
+
+def test_an_entry_written_but_not_ingested_stays_pending_and_a_retry_completes_it_once(cortex, org, service,
+                                                                                       monkeypatch):
+    endpoint, headers, body = signed(service, "github-events", OPENED, **{"X-GitHub-Delivery": "d-2"})
+    ingest = cortex.ingest
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cortex, "ingest", full_disk)
+    cut = service.deliver(endpoint, headers, body)
+    assert (cut.status, cut.outcome, cut.reason) == (500, "pending", "routing_failed")
+    assert agent_log(org).count(f":SESSION:  {cut.id}\n") == 1 and cortex.find(prop=("SESSION", cut.id)) == []
+    monkeypatch.setattr(cortex, "ingest", ingest)
+    retry = service.deliver(endpoint, headers, body)  # the provider's retry, as after any 5xx
+    assert (retry.status, retry.outcome, retry.duplicate_of) == (200, "duplicate", cut.id)
+    assert service.log.get(cut.id).outcome == "routed"
+    assert agent_log(org).count(f":SESSION:  {cut.id}\n") == 1
+    assert len(cortex.find(prop=("SESSION", cut.id))) == 1  # and in the store
+
+
+def test_replay_and_duplicate_records_are_logged_without_a_body(service):
+    endpoint, headers, body = signed(service, "stripe-payments", {"id": "evt_9", "type": "payment_intent.created"})
+    first = service.deliver(endpoint, headers, body)
+    replay = service.deliver(endpoint, headers, body)
+    assert (replay.status, replay.reason, replay.verified) == (401, "replay", False)
+    assert first.id in replay.detail and "filter_matched" not in replay.answer()
+    with pytest.raises(NotFound, match="kept no body"):
+        service.log.body(replay.id)
+    # Stripe's retry: the same event signed anew, so not a replay, but a duplicate of the event.
+    resigned = {**headers, **endpoint.verifier.sign(body, int(time.time()) + 1)}
+    assert service.deliver(endpoint, resigned, body).outcome == "duplicate"

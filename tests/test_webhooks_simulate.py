@@ -24,15 +24,21 @@ HOOKS = """
 """
 
 
+def private_pem(key) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
 @pytest.fixture
 def cx(cortex, org, monkeypatch):
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
     with open(org / "definitions.hy", "a") as definitions:
         definitions.write(HOOKS)
-    public = ec.generate_private_key(ec.SECP256R1()).public_key()
-    (org / "sso.pem").write_bytes(public.public_bytes(serialization.Encoding.PEM,
-                                                      serialization.PublicFormat.SubjectPublicKeyInfo))
+    key = ec.generate_private_key(ec.SECP256R1())
+    (org / "sso.pem").write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                                serialization.PublicFormat.SubjectPublicKeyInfo))
+    (org / "sso-private.pem").write_bytes(private_pem(key))
     return cortex
 
 
@@ -92,6 +98,30 @@ def test_simulating_a_webhook_resolves_only_its_own_secret(cx, monkeypatch):
 def test_a_public_key_webhook_cannot_be_signed_without_its_private_key(cx):
     with pytest.raises(UserError, match="needs the webhook's private key"):
         simulate(cx, "keyed", {})
+
+
+def test_a_public_key_webhook_is_signed_with_the_private_key_given(cx, org):
+    private = (org / "sso-private.pem").read_bytes()
+    signed = simulate(cx, "keyed", {"user": "ann"}, private_key=private)
+    assert (signed.status, signed.outcome, signed.verified) == (200, "accepted", True)
+    tampered = simulate(cx, "keyed", {"user": "ann"}, private_key=private, tamper=True)
+    assert (tampered.status, tampered.reason) == (401, "invalid_token")
+    with pytest.raises(UserError, match="'keyed': the private key does not sign ES256 tokens"):
+        simulate(cx, "keyed", {}, private_key=private_pem(ec.generate_private_key(ec.SECP256R1())))
+    with pytest.raises(UserError, match="'keyed': private_key is not an unencrypted PEM private key"):
+        simulate(cx, "keyed", {}, private_key=b"not a key")
+    with pytest.raises(UserError, match="'github-events': github deliveries are signed with the secret"):
+        simulate(cx, "github-events", {}, private_key=private)
+    with pytest.raises(UserError, match="'sso': HS256 tokens are signed with the webhook's secret"):
+        simulate(cx, "sso", {}, private_key=private)
+
+
+def test_a_simulated_github_delivery_is_named_as_github_names_it(cx):
+    first = simulate(cx, "github-events", {"action": "opened"})
+    again = simulate(cx, "github-events", {"action": "opened"})
+    assert first.outcome == again.outcome == "routed"  # each is a new delivery, with an id of its own
+    logged = DeliveryLog(cx.store).get(first.delivery)
+    assert len(logged.headers["X-GitHub-Delivery"]) == 36
 
 
 def test_bad_requests_say_what_is_wrong(cx):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import click
@@ -10,6 +11,55 @@ import click
 from .common import console, duration, err_console, table, when, with_cortex
 
 PROVIDERS = ("github", "stripe", "slack", "standard", "custom", "jwt")
+# What `add` writes into the definitions file is checked here, so a mistake names its option.
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
+_URL_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*\Z")  # RFC 3986 path characters, no { } for Starlette
+_HEADER = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # an RFC 9110 token
+
+
+def _name(ctx, param, value):
+    if value is not None and not _NAME.match(value):
+        raise click.BadParameter(f"{value!r} is not a name: a letter, then letters, digits, - or _ "
+                                 "(like code-review-agent)")
+    return value
+
+
+def _url_path(ctx, param, value):
+    if not _URL_PATH.match(value):
+        raise click.BadParameter(f"{value!r} is not a URL path like /hooks/github: it starts with / and holds "
+                                 'only what RFC 3986 allows in a path (no spaces, ", {, } or ?)')
+    return value
+
+
+def _header_name(ctx, param, value):
+    if value is not None and not _HEADER.match(value):
+        raise click.BadParameter(f"{value!r} is not an HTTP header name (like X-Signature)")
+    return value
+
+
+def _text(ctx, param, value):
+    if value is not None and not value.strip():
+        raise click.BadParameter("must not be empty")
+    return value
+
+
+def _jwt_algorithms(ctx, param, value):
+    from ..dsl.interpret import JWT_ALGORITHMS  # here: it loads jwt, which most commands do without
+
+    unknown = [name for name in value if name not in JWT_ALGORITHMS]
+    if unknown:
+        raise click.BadParameter(f"{unknown[0]!r} is not one of {', '.join(JWT_ALGORITHMS)}")
+    return value
+
+
+def _json_path(ctx, param, value):
+    from ..errors import UserError
+    from ..webhooks.filters import JsonPathFilter
+
+    try:
+        return value and JsonPathFilter(value).json_path
+    except UserError as err:
+        raise click.BadParameter(str(err)) from None
 
 
 @click.group(name="webhook")
@@ -18,24 +68,28 @@ def webhook_group() -> None:
 
 
 @webhook_group.command()
-@click.argument("name")
-@click.option("--path", required=True, help="URL path the receiver serves it at, e.g. /hooks/github.")
+@click.argument("name", callback=_name)
+@click.option("--path", required=True, callback=_url_path,
+              help="URL path the receiver serves it at, e.g. /hooks/github.")
 @click.option("--provider", required=True, type=click.Choice(PROVIDERS), help="How deliveries are signed.")
-@click.option("--secret", help="secret://env/NAME, secret://file/PATH, or (discouraged) the secret itself.")
-@click.option("--agent", help="Agent whose daily log receives each delivery.")
-@click.option("--json-path", help="Accept only deliveries where this RFC 9535 JSONPath finds a value ...")
+@click.option("--secret", callback=_text,
+              help="secret://env/NAME, secret://file/PATH, or (discouraged) the secret itself.")
+@click.option("--agent", callback=_name, help="Agent whose daily log receives each delivery.")
+@click.option("--json-path", callback=_json_path,
+              help="Accept only deliveries where this RFC 9535 JSONPath finds a value ...")
 @click.option("--equals", help="... equal to this (numbers and true/false read as JSON, anything else as text).")
 @click.option("--contains", help="... containing this (a substring, or a list element).")
-@click.option("--header", help="custom: the header that carries the signature.")
+@click.option("--header", callback=_header_name, help="custom: the header that carries the signature.")
 @click.option("--prefix", default="", help="custom: text before the digest, e.g. sha256=.")
 @click.option("--encoding", type=click.Choice(["hex", "base64"]), default="hex", show_default=True,
               help="custom: how the digest is written.")
 @click.option("--hmac", "hmac_algorithm", type=click.Choice(["sha1", "sha256", "sha384", "sha512"]),
               default="sha256", show_default=True, help="custom: the hash the HMAC uses.")
-@click.option("--algorithm", "jwt_algorithms", multiple=True, help="jwt: an allowed algorithm (repeatable).")
-@click.option("--issuer", help="jwt: the required iss claim.")
-@click.option("--audience", help="jwt: the required aud claim.")
-@click.option("--public-key", help="jwt: the PEM public key, or secret://file/PATH holding it.")
+@click.option("--algorithm", "jwt_algorithms", multiple=True, callback=_jwt_algorithms,
+              help="jwt: an allowed algorithm (repeatable), e.g. RS256.")
+@click.option("--issuer", callback=_text, help="jwt: the required iss claim.")
+@click.option("--audience", callback=_text, help="jwt: the required aud claim.")
+@click.option("--public-key", callback=_text, help="jwt: the PEM public key, or secret://file/PATH holding it.")
 @with_cortex
 def add(cx, name, path, provider, secret, agent, json_path, equals, contains, header, prefix, encoding,
         hmac_algorithm, jwt_algorithms, issuer, audience, public_key):
@@ -47,6 +101,7 @@ def add(cx, name, path, provider, secret, agent, json_path, equals, contains, he
     if json_path and (equals is None) == (contains is None):
         raise click.UsageError("--json-path needs one of --equals or --contains")
     kind = Provider(provider)
+    _check_keys(kind.value, secret, header, jwt_algorithms, public_key)
     definition = WebhookDefinition(
         name=name, path=path, provider=kind, secret=secret, agent=agent,
         filter=_filter(json_path, equals, contains),
@@ -79,14 +134,28 @@ def list_(cx):
 @click.option("--url", help="Deliver over HTTP to a running `cortex serve`, e.g. http://127.0.0.1:8787.")
 @click.option("--tamper", is_flag=True, help="Change the body after signing: it must be rejected.")
 @click.option("--stale", is_flag=True, help="Sign an hour ago: timestamped schemes must reject it.")
+@click.option("--private-key", type=click.Path(exists=True, dir_okay=False),
+              help="jwt with RS/ES/PS/EdDSA algorithms: the PEM private key to sign the token with.")
 @with_cortex
-def test(cx, name, payload, event, url, tamper, stale):
-    """Sign PAYLOAD with webhook NAME's real scheme and secret and deliver it; show what happened."""
+def test(cx, name, payload, event, url, tamper, stale, private_key):
+    """Sign PAYLOAD with webhook NAME's real scheme and secret and deliver it; show what happened.
+
+    Exits 1 when the answer is not what the test expects: a delivery accepted (2xx), or with
+    --tamper or --stale, rejected.
+    """
+    from ..webhooks.simulate import simulate
+
     if payload.startswith("@"):
         payload = _read_payload(payload[1:])
-    result = cx.webhook_test(name, payload, event=event, url=url, tamper=tamper, stale=stale)
+    key = Path(private_key).read_bytes() if private_key else None
+    result = simulate(cx, name, payload, event=event, url=url, tamper=tamper, stale=stale, private_key=key)
     for label, value in result.summary():
         console.print(f"{label:9} {value}", markup=False)
+    accepted = 200 <= result.status < 300
+    if accepted == (tamper or stale):
+        err_console.print(f"the {'tampered' if tamper else 'stale'} delivery was accepted" if accepted
+                          else "the delivery was not accepted", markup=False)
+        raise SystemExit(1)
 
 
 @webhook_group.command()
@@ -157,6 +226,22 @@ def serve_command(cx, host, port, max_body, keep_logs):
         console.print(f"POST {path} -> {d.name} ({d.provider.value}"
                       + (f", agent {d.agent}" if d.agent else "") + ")", markup=False)
     server.run()
+
+
+def _check_keys(provider: str, secret, header, jwt_algorithms, public_key) -> None:
+    """Refuse, naming the options, what the provider cannot verify with."""
+    if provider == "custom" and not header:
+        raise click.UsageError("--provider custom needs --header, the request header that carries the signature")
+    if provider != "jwt":
+        if not secret:
+            raise click.UsageError(f"--provider {provider} needs --secret to verify signatures")
+        return
+    if (secret is None) == (public_key is None):
+        raise click.UsageError("--provider jwt needs --secret (HS256 tokens) or --public-key, not both")
+    wrong = [a for a in jwt_algorithms if a.startswith("HS") != (secret is not None)]
+    if wrong:
+        needs, given = ("--secret", "--public-key") if public_key else ("--public-key", "--secret")
+        raise click.UsageError(f"--algorithm {wrong[0]} verifies with {needs}, but {given} is given")
 
 
 def _filter(json_path, equals, contains):

@@ -21,7 +21,7 @@ def add_definition(source: str, definition: Definition, filename: str = "<string
         head += newline
     if head.strip() and not head.endswith(newline * 2):
         head += newline
-    return _checked(head + render_definition(definition, newline) + newline, filename)
+    return _checked(head + _rendered(definition, newline) + newline, filename)
 
 
 def replace_definition(source: str, name: str, definition: Definition, filename: str = "<string>") -> str:
@@ -31,7 +31,7 @@ def replace_definition(source: str, name: str, definition: Definition, filename:
     start, end = form_span(file, old.form)
     indent = " " * (old.form.start_column - 1)  # keep an indented form's continuation lines under it
     newline = _newline(source)
-    text = render_definition(definition, newline).replace(newline, newline + indent)
+    text = _rendered(definition, newline).replace(newline, newline + indent)
     return _checked(source[:start] + text + source[end:], filename)
 
 
@@ -65,6 +65,20 @@ def _find(file: SourceFile, name: str, kind: Kind | None) -> Parsed:
     if len(matches) > 1:
         raise UserError(f"{file.name}: both a memory and a webhook are named {name}; say which to change")
     return matches[0]
+
+
+def _rendered(definition: Definition, newline: str) -> str:
+    """The form of `definition`, refused unless it reads back as that one definition and nothing else."""
+    text = render_definition(definition, newline)
+    parsed, problems = collect(SourceFile("<rendered>", text))
+    if problems or [p.definition for p in parsed] != [definition]:
+        why = next((d.message for d in problems), "it reads back as something else")
+        raise UserError(f"{_kind(definition)} {definition.name!r} cannot be written as given: {why}")
+    return text
+
+
+def _kind(definition: Definition) -> str:
+    return "memory" if isinstance(definition, MemoryDefinition) else "webhook"
 
 
 def _checked(text: str, filename: str) -> str:

@@ -17,18 +17,23 @@ from cortex.dsl.definitions import (
     WebhookFilter,
 )
 from cortex.dsl.duration import format_duration
+from cortex.dsl.interpret import NAME
+from cortex.errors import UserError
 
 ROW_HEADERS = ("kind", "name", "defined at", "settings")
 _REFERENCE = re.compile(r"\w+://")
 
 
 def render_definition(definition: Definition, newline: str = "\n") -> str:
-    """The form that defines `definition`, one keyword per line, without a trailing newline."""
+    """The form that defines `definition`, one keyword per line, without a trailing newline.
+
+    Text values are written as quoted strings; names, written bare, must be names (UserError).
+    """
     if isinstance(definition, MemoryDefinition):
         head, pairs = "defmemory", _memory_pairs(definition)
     else:
         head, pairs = "defwebhook", _webhook_pairs(definition)
-    lines = [f"({head} {definition.name}"] + [f"  :{key} {value}" for key, value in pairs]
+    lines = [f"({head} {_name(definition.name, f'{head[3:]} name')}"] + [f"  :{key} {value}" for key, value in pairs]
     return newline.join(lines) + ")"
 
 
@@ -84,7 +89,7 @@ def _webhook_pairs(w) -> list[tuple[str, str]]:
         pairs += [(key, _string(value)) for key, value in
                   (("issuer", w.jwt.issuer), ("audience", w.jwt.audience)) if value is not None]
     if w.agent is not None:
-        pairs.append(("agent", w.agent))
+        pairs.append(("agent", _name(w.agent, "agent")))
     if w.filter is not None:
         test = "equals" if w.filter.equals is not None else "contains"
         value = getattr(w.filter, test)
@@ -100,6 +105,13 @@ def _filter_text(f: WebhookFilter) -> str:
 
 def _string(value: str) -> str:
     return hy.repr(value)
+
+
+def _name(value: str, what: str) -> str:
+    """A name, written bare as the DSL reads it; anything else could end the form and start another."""
+    if not isinstance(value, str) or not NAME.match(value):
+        raise UserError(f"{what} {value!r} must be a letter, then letters, digits, - or _ (like code-review-agent)")
+    return value
 
 
 def _map(pairs: list[tuple[str, str]]) -> str:

@@ -37,6 +37,7 @@ CONFIG = "config"  # cortex.api
 LITERATE = "dsl.literate"  # cortex.api
 CONVERSATION = "conversation"  # cortex.memory.conversation.log
 DELIVERIES, BODIES = "webhooks.deliveries", "webhooks.bodies"  # cortex.webhooks.deliveries
+SEEN = "webhooks.seen"  # cortex.webhooks.seen
 
 # What decoding damaged bytes raises (msgpack raises ValueError and TypeError; objects KeyError too).
 _UNREADABLE = (FormatError, IntegrityError, KeyError, TypeError, ValueError)
@@ -372,6 +373,23 @@ def _body_entry(store: Store, key: bytes, body: bytes) -> str | None:
     return None
 
 
+def _seen_entry(store: Store, key: bytes, value: bytes) -> str | None:
+    # Keys are an expiry entry (\0, 8-byte time, digest), a seen key (k, digest) or a pending mark (p, delivery id).
+    kind, rest = key[:1], key[1:]
+    if kind == b"\0" and len(rest) == 8 + OID_SIZE:
+        return None if value == b"" else Unusable("an expiry entry holds a value")
+    if kind == b"k" and len(rest) == OID_SIZE:
+        entry = _decode(value)
+        ok = (isinstance(entry, list) and len(entry) == 2 and _is_count(entry[0]) and isinstance(entry[1], bytes)
+              and len(entry[1]) == 12)
+        return None if ok else Unusable("value is not [expiry, delivery id]")
+    if kind == b"p" and len(rest) == 12:
+        owner = _decode(value)
+        ok = isinstance(owner, list) and len(owner) == 2 and isinstance(owner[0], str) and _is_count(owner[1])
+        return None if ok else Unusable("value is not [host, pid]")
+    return Unusable("not a seen key, an expiry entry or a pending mark")
+
+
 # Every named table cortex writes: its checker, and whether cortex rebuilds it (repair may drop it whole).
 TABLE_CHECKS: dict[str, TableCheck] = {
     DOCS_BY_BYTES: TableCheck(_document_entry, derived=True),
@@ -386,4 +404,5 @@ TABLE_CHECKS: dict[str, TableCheck] = {
     CONVERSATION: TableCheck(_conversation_entry),
     DELIVERIES: TableCheck(_delivery_entry),
     BODIES: TableCheck(_body_entry),
+    SEEN: TableCheck(_seen_entry),
 }

@@ -11,14 +11,12 @@ from cortex.webhooks.secrets import (
 from cortex.webhooks.verify import (
     PROVIDERS,
     Reason,
-    ReplayGuard,
     Verdict,
     Verifier,
     verifier_for,
 )
 
 __all__ = [
-    "PROVIDERS", "UNSET", "FilterResult", "JsonPathFilter", "MissingSecret", "Reason", "ReplayGuard",
-    "ResolvedSecret", "Secret", "Verdict", "Verifier", "matches", "redact_headers", "resolve_secret",
-    "verifier_for",
+    "PROVIDERS", "UNSET", "FilterResult", "JsonPathFilter", "MissingSecret", "Reason", "ResolvedSecret", "Secret",
+    "Verdict", "Verifier", "matches", "redact_headers", "resolve_secret", "verifier_for",
 ]

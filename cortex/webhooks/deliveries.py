@@ -6,6 +6,12 @@ verification (or skipped it) is kept too, in `webhooks.bodies`, because `redeliv
 again; a rejected or oversized body is not kept, only its size and sha256. Header values
 that authenticate the request are redacted before anything is stored. Deliveries older than
 the log's retention (`KEEP_FOR` unless told otherwise) are dropped as new ones are recorded.
+
+A verified delivery is `claim`ed: in one transaction its keys (`seen.py`) are checked and
+taken and its record written, as pending when it is still to be routed. Routing (a file write
+and an ingest) comes after, then `complete` records the outcome and clears the pending mark, so
+a delivery is answered 2xx only once both are in the store, and one cut off in between is
+found, still pending, by the next receiver to start.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from itertools import takewhile
 from cortex.backends import Store
 from cortex.codec import decode, encode
 from cortex.errors import NotFound, UserError
+from cortex.webhooks.seen import SeenKey, SeenKeys
 
 DELIVERIES = "webhooks.deliveries"
 BODIES = "webhooks.bodies"
@@ -38,6 +45,9 @@ class Outcome:
     INVALID = "invalid"  # verified, but the body is not JSON where JSON is needed
     TOO_LARGE = "too_large"  # over the body size cap
     FAILED = "failed"  # verified and matched, but writing to the agent's memory failed
+    PENDING = "pending"  # verified and matched, being routed (or cut off while it was)
+    DUPLICATE = "duplicate"  # the provider's id names a delivery taken before: acknowledged, not routed
+    IN_PROGRESS = "in_progress"  # the provider's id names a delivery another receiver is routing now
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,7 @@ class Delivery:
     sha256: str = ""
     headers: dict[str, str] = field(default_factory=dict)  # secrets redacted
     redelivery_of: str | None = None
+    duplicate_of: str | None = None
 
     @property
     def why(self) -> str:
@@ -76,6 +87,8 @@ class Delivery:
             answer["reason"] = self.reason
         if self.detail:
             answer["detail"] = self.detail
+        if self.duplicate_of:
+            answer["duplicate_of"] = self.duplicate_of
         if self.verified is not False and self.outcome != Outcome.TOO_LARGE:
             answer.update(event=self.event, verified=self.verified, filter_matched=self.filter_matched,
                           filter_reason=self.filter_reason, agent=self.agent)
@@ -101,25 +114,75 @@ class DeliveryLog:
             raise UserError(f"deliveries must be kept for some time, not {keep_for}")
         self.store = store
         self.keep_for = keep_for
+        self.seen = SeenKeys(store)
         self._records = store.table(DELIVERIES)
         self._bodies = store.table(BODIES)
 
     def record(self, delivery: Delivery, body: bytes | None = None) -> Delivery:
         """Write a delivery (and the body to keep, if any) in one transaction, dropping those past retention."""
-        if delivery.trigger not in TRIGGERS:
-            raise ValueError(f"trigger {delivery.trigger!r} is not one of {', '.join(TRIGGERS)}")
-        key = _key(delivery.id)
-        data = encode({name: value for name, value in asdict(delivery).items() if name != "id"})
+        self.store.transact(lambda: self._write(delivery, body))
+        return delivery
 
+    def claim(self, delivery: Delivery, body: bytes | None, keys: list[SeenKey]) -> tuple[SeenKey, Delivery] | None:
+        """Record `delivery` and take its keys in one transaction, unless a key is held: then return it and its holder.
+
+        A key is held by the delivery that took it, until the key expires, unless that delivery
+        failed or left the log. A pending delivery is marked as this process's to route.
+        """
+        def write() -> tuple[SeenKey, Delivery] | None:
+            self.seen.forget_expired(delivery.time_ns)
+            for key in keys:
+                holder = self._holder(delivery.webhook, key, delivery.time_ns)
+                if holder is not None:
+                    return key, holder
+            self._write(delivery, body)
+            for key in keys:
+                self.seen.take(delivery.webhook, key, _key(delivery.id))
+            if delivery.outcome == Outcome.PENDING:
+                self.seen.mark_pending(_key(delivery.id))
+            return None
+
+        return self.store.transact(write)
+
+    def complete(self, delivery: Delivery) -> Delivery:
+        """Record how a pending delivery ended, and clear its pending mark, in one transaction."""
         def write() -> None:
-            self._records[key] = data
-            if body is not None:
-                self._bodies[key] = bytes(body)
-            if self.keep_for is not None:
-                self._drop_before(delivery.time_ns - _ns(self.keep_for))
+            self._write(delivery, None)
+            self.seen.unmark(_key(delivery.id))
 
         self.store.transact(write)
         return delivery
+
+    def pending(self) -> list[tuple[Delivery, str, int]]:
+        """The deliveries marked pending, oldest first, with the host and pid of the process routing them."""
+        found = []
+        for key, host, pid in self.seen.pending():
+            data = self._records.get(key)
+            if data is None:  # dropped with the log's retention meanwhile: nothing left to route
+                self.store.transact(lambda key=key: self.seen.unmark(key))
+            else:
+                found.append((_delivery(key, data), host, pid))
+        return found
+
+    def owner(self, delivery_id: str) -> tuple[str, int] | None:
+        """(host, pid) of the process routing a pending delivery (None: it is not marked pending)."""
+        return self.seen.owner(_key(delivery_id))
+
+    def _holder(self, webhook: str, key: SeenKey, now_ns: int) -> Delivery | None:
+        held_by = self.seen.holder(webhook, key, now_ns)
+        data = None if held_by is None else self._records.get(held_by)
+        holder = None if data is None else _delivery(held_by, data)
+        return None if holder is None or holder.outcome == Outcome.FAILED else holder
+
+    def _write(self, delivery: Delivery, body: bytes | None) -> None:
+        if delivery.trigger not in TRIGGERS:
+            raise ValueError(f"trigger {delivery.trigger!r} is not one of {', '.join(TRIGGERS)}")
+        key = _key(delivery.id)
+        self._records[key] = encode({name: value for name, value in asdict(delivery).items() if name != "id"})
+        if body is not None:
+            self._bodies[key] = bytes(body)
+        if self.keep_for is not None:
+            self._drop_before(delivery.time_ns - _ns(self.keep_for))
 
     def prune(self, older_than: timedelta, now_ns: int | None = None) -> int:
         """Remove the deliveries (and their bodies) older than `older_than`; return how many."""

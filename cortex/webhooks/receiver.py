@@ -19,20 +19,29 @@ from starlette.routing import Route
 from cortex.webhooks.service import Endpoint, WebhookService
 
 TEST_TRIGGER_HEADER = "X-Cortex-Trigger"  # `cortex webhook test --url` marks its deliveries with it
+# Seconds a stopping server waits for requests in flight (a slow body, a delivery being written)
+# before it cancels them; a delivery cut off there is finished by the next receiver to start.
+SHUTDOWN_GRACE = 3
 
 
 def create_app(service: WebhookService) -> Starlette:
-    """The ASGI app: POST to a webhook's path delivers; unknown paths answer 404, other methods 405."""
+    """The ASGI app: POST to a webhook's exact path delivers; other paths answer 404, other methods 405."""
     routes = [Route(path, _handler(service, endpoint), methods=["POST"], name=endpoint.definition.name)
               for path, endpoint in service.endpoints.items()]
-    return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+    app.router.redirect_slashes = False  # a redirect would be built from the request's own Host header
+    return app
 
 
 def make_server(service: WebhookService, host: str = "127.0.0.1", port: int = 8787, *,
                 log_level: str = "info") -> uvicorn.Server:
-    """A uvicorn server for the receiver: `.run()` serves until interrupted, `.should_exit = True` stops it."""
+    """A uvicorn server for the receiver: `.run()` serves until interrupted, `.should_exit = True` stops it.
+
+    Making it finishes the deliveries a stopped receiver left half routed.
+    """
+    service.recover()
     return uvicorn.Server(uvicorn.Config(create_app(service), host=host, port=port, log_level=log_level,
-                                         lifespan="off"))
+                                         lifespan="off", timeout_graceful_shutdown=SHUTDOWN_GRACE))
 
 
 @contextmanager

@@ -98,6 +98,11 @@ def _from_env(name: str, webhook: str, environ: Mapping[str, str]) -> Secret:
         raise MissingSecret(webhook, source, "is not set")
     if value == "":
         raise MissingSecret(webhook, source, "is empty")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8 arrive as lone surrogates (surrogateescape)
+        raise MissingSecret(webhook, source, "is not UTF-8 text; put a binary key in a file "
+                                             f"and use {SECRET_SCHEME}file/PATH") from None
     return Secret(value)
 
 
@@ -114,14 +119,16 @@ def _from_file(name: str, webhook: str, base_dir: str | Path | None) -> Secret:
         raise MissingSecret(webhook, source, "does not exist") from None
     except OSError as err:
         raise MissingSecret(webhook, source, f"cannot be read: {err.strerror}") from None
-    # Editors and `echo` end files with a newline that is not part of the secret; strip exactly one.
-    data = data[:-2] if data.endswith(b"\r\n") else data.removesuffix(b"\n")
-    if data == b"":
-        raise MissingSecret(webhook, source, "is empty")
     try:
-        return Secret(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        return Secret(data)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:  # a binary key: every byte of it is the key, a last 0x0a too
+        secret: str | bytes = data
+    else:
+        # Editors and `echo` end text files with a newline that is not part of the secret; strip exactly one.
+        secret = text[:-2] if text.endswith("\r\n") else text.removesuffix("\n")
+    if not secret:
+        raise MissingSecret(webhook, source, "is empty")
+    return Secret(secret)
 
 
 def is_sensitive_header(name: str) -> bool:

@@ -1,34 +1,54 @@
 """A session's webhooks, ready to receive: secrets resolved, verifiers built, and one delivery handler.
 
 `WebhookService.deliver` is the whole life of a delivery after its body was read: size cap,
-verification, JSON, filter, routing to the agent's daily log, and the delivery log. The HTTP
-receiver and in-process simulation both call it. Verification runs concurrently; the writing
-part (agent memory, delivery log) runs one delivery at a time, because the store has a single
-writer and agent memory takes a file lock.
+verification, JSON, filter, the claim of its keys, routing to the agent's daily log, and the
+delivery log. The HTTP receiver and in-process simulation both call it. Verification and
+filtering run concurrently, in time bounded by the body's size; the writing part runs one
+delivery at a time in a process, because the store has a single writer and agent memory takes
+a file lock. A delivery to route is recorded pending (with its keys) before its entry is
+written and completed after, so a receiver cut off in between leaves it for `recover`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import socket
 import threading
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from datetime import timedelta
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from cortex.dsl.definitions import Provider, WebhookDefinition
 from cortex.errors import CortexError, NotFound, UserError
+from cortex.memory.layout import log_path
 from cortex.webhooks.deliveries import KEEP_FOR, Delivery, DeliveryLog, Outcome, id_time_ns, new_id
-from cortex.webhooks.filters import FilterResult, JsonPathFilter, matches
-from cortex.webhooks.routing import NOT_JSON, event_type, json_filter, memory_context, needs_json, parse_payload
+from cortex.webhooks.filters import FilterFailed, FilterResult, JsonPathFilter, matches
+from cortex.webhooks.routing import (
+    NOT_JSON,
+    PayloadRefused,
+    event_type,
+    json_filter,
+    memory_context,
+    needs_json,
+    parse_payload,
+    provider_delivery_id,
+)
 from cortex.webhooks.secrets import SECRET_SCHEME, redact_headers, resolve_secret
-from cortex.webhooks.verify import Verifier, verifier_for
+from cortex.webhooks.seen import DELIVERY, REPLAY, SeenKey
+from cortex.webhooks.verify import Reason, Verifier, verifier_for
 
 MAX_BODY = 1 << 20  # bytes; a larger body is refused with 413
+# A pending delivery older than this is taken over whoever marked it: routing one takes seconds.
+LEASE = timedelta(minutes=5)
 
 _log = logging.getLogger(__name__)
+# One writer per process whatever the number of services: the store has one, and a pending delivery
+# marked by this process is known not to be in flight while this lock is held.
+_WRITING = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -40,11 +60,21 @@ class Endpoint:
     filter: JsonPathFilter | None
 
 
+@dataclass(frozen=True)
+class _Assessed:
+    """What verification, parsing and filtering decided for the writing part to do."""
+
+    keep: bool = False  # keep the body in the log
+    keys: list[SeenKey] | None = None  # None: the answer is final, nothing to claim
+    route: bool = False
+    payload: object = field(default=NOT_JSON, repr=False)
+
+
 def build_endpoint(definition: WebhookDefinition, *, base_dir: str | Path | None = None,
                    environ: Mapping[str, str] | None = None, verify: bool = True) -> tuple[Endpoint, list[str]]:
     """An endpoint with its secret resolved (MissingSecret names the webhook), and warnings to show."""
     if not verify:
-        return Endpoint(definition, None, json_filter(definition.filter)), []
+        return Endpoint(definition, None, _filter(definition)), []
     warnings: list[str] = []
     secret = None
     if definition.secret is not None:
@@ -53,7 +83,7 @@ def build_endpoint(definition: WebhookDefinition, *, base_dir: str | Path | None
         warnings += [resolved.warning] if resolved.warning else []
     verifier = verifier_for(definition.provider.value, secret, _options(definition, base_dir, environ),
                             webhook=definition.name)
-    return Endpoint(definition, verifier, json_filter(definition.filter)), warnings
+    return Endpoint(definition, verifier, _filter(definition)), warnings
 
 
 def find_webhook(cx, name: str) -> WebhookDefinition:
@@ -85,7 +115,6 @@ class WebhookService:
             endpoint, warnings = build_endpoint(definition, base_dir=cx.root, environ=environ, verify=verify)
             self.endpoints[definition.path] = endpoint
             self.warnings += warnings
-        self._writing = threading.Lock()
 
     def endpoint(self, name: str) -> Endpoint:
         """The endpoint of the webhook called `name`."""
@@ -102,7 +131,7 @@ class WebhookService:
                 started: float | None = None, redelivery_of: str | None = None) -> Delivery:
         """Handle one delivery to `endpoint` from its headers and raw body; log it and return the record."""
         started = time.perf_counter() if started is None else started
-        headers = dict(headers)
+        headers, body = dict(headers), bytes(body)
         definition = endpoint.definition
         delivery_id = new_id()
         verifier = None if redelivery_of else endpoint.verifier
@@ -112,24 +141,29 @@ class WebhookService:
             "sha256": hashlib.sha256(body).hexdigest() if len(body) <= self.max_body else "",
             "headers": redact_headers(headers, verifier.header_names if verifier else ()),
             "redelivery_of": redelivery_of}
-        route, keep = self._assess(endpoint, verifier, headers, bytes(body), record)
-        with self._writing:
-            if route:
-                try:
-                    self.cx.memory.save_context(definition.agent, memory_context(
-                        definition, delivery_id, record["event"], trigger, body, route.payload))
-                    record.update(status=200, outcome=Outcome.ROUTED, agent=definition.agent)
-                except Exception as err:  # noqa: BLE001 - whatever failed, the delivery is still logged
-                    # With its body, so `redeliver` can route it once the cause is fixed.
-                    if isinstance(err, (CortexError, OSError)):
-                        reason = str(err)
-                    else:
-                        reason = type(err).__name__
-                        _log.exception("webhook %s: routing delivery %s failed", definition.name, delivery_id)
-                    record.update(status=500, outcome=Outcome.FAILED, agent=definition.agent,
-                                  detail=f"writing to the memory of agent {definition.agent!r} failed: {reason}")
-            record["duration_us"] = round((time.perf_counter() - started) * 1e6)
-            return self.log.record(Delivery(**record), body if keep else None)
+        try:
+            assessed = self._assess(endpoint, verifier, headers, body, record)
+        except Exception:  # a bug, not the payload: the delivery is answered and logged all the same
+            _log.exception("webhook %s: delivery %s failed before routing", definition.name, delivery_id)
+            record.update(status=500, outcome=Outcome.FAILED, reason=Reason.INTERNAL_ERROR.value,
+                          detail="the receiver failed on this delivery; its log has the traceback")
+            assessed = _Assessed()
+        with _WRITING:
+            record["duration_us"] = _since(started)
+            kept = body if assessed.keep else None
+            if assessed.keys is None:
+                return self.log.record(Delivery(**record), kept)
+            if assessed.route:
+                record.update(status=202, outcome=Outcome.PENDING, agent=definition.agent)
+            claimed = Delivery(**record)
+            conflict = self.log.claim(claimed, kept, assessed.keys)
+            if conflict is not None and self._take_over(conflict[1]):
+                conflict = self.log.claim(claimed, kept, assessed.keys)
+            if conflict is not None:
+                return self.log.record(_copy(record, *conflict))
+            if not assessed.route:
+                return claimed
+            return self._route(claimed, lambda: self._write_entry(claimed, body, assessed.payload), started)
 
     def redeliver(self, delivery_id: str) -> Delivery:
         """Run a logged delivery's body through filtering and routing again, as trigger `redeliver`.
@@ -143,47 +177,175 @@ class WebhookService:
         return self.deliver(self.endpoint(original.webhook), original.headers, body, trigger="redeliver",
                             redelivery_of=original.id)
 
+    def recover(self) -> list[Delivery]:
+        """Finish the deliveries that receivers stopped while routing (a kill, a crash); return them as they ended."""
+        with _WRITING:
+            return [self._resume(delivery) for delivery, host, pid in self.log.pending()
+                    if _abandoned(delivery, (host, pid))]
+
+    def _take_over(self, holder: Delivery) -> bool:
+        """Finish a pending delivery whose receiver stopped; False when it is not one."""
+        if holder.outcome != Outcome.PENDING or not _abandoned(holder, self.log.owner(holder.id)):
+            return False
+        self._resume(holder)
+        return True
+
+    def _resume(self, pending: Delivery) -> Delivery:
+        """Route a delivery left pending: ingest its entry if it reached the daily log, else write it."""
+        body = self.log.body(pending.id)
+
+        def write() -> None:
+            if self._entry_written(pending):
+                self.cx.ingest(self.cx.root / _log_file(pending))
+            else:
+                self._write_entry(pending, body, parse_payload(body))
+
+        done = self._route(pending, write, None)
+        _log.warning("webhook %s: delivery %s, left pending by a receiver that stopped, is now %s",
+                     pending.webhook, pending.id, done.outcome)
+        return done
+
+    def _route(self, pending: Delivery, write: Callable[[], None], started: float | None) -> Delivery:
+        """Write a pending delivery's entry with `write`, then record the outcome and clear the pending mark."""
+        duration = pending.duration_us if started is None else _since(started)
+        try:
+            write()
+        except Exception as err:  # noqa: BLE001 - whatever failed, the delivery is still logged
+            if isinstance(err, (CortexError, OSError)):
+                cause = str(err)
+            else:
+                cause = type(err).__name__
+                _log.exception("webhook %s: routing delivery %s failed", pending.webhook, pending.id)
+            failed = replace(pending, status=500, reason=Reason.ROUTING_FAILED.value, duration_us=duration,
+                             detail=f"writing to the memory of agent {pending.agent!r} failed: {cause}")
+            if self._entry_written(failed):
+                # Only the ingest failed: it stays pending, so that a retry ingests the entry, not writes it twice.
+                return self.log.record(failed)
+            # With its body, so `redeliver` can route it once the cause is fixed.
+            return self.log.complete(replace(failed, outcome=Outcome.FAILED))
+        return self.log.complete(replace(pending, status=200, outcome=Outcome.ROUTED, duration_us=duration))
+
+    def _write_entry(self, delivery: Delivery, body: bytes, payload: object) -> None:
+        # Dated by the delivery, not the clock, so a delivery routed after a restart lands in the same file.
+        self.cx.memory.save_context(delivery.agent, memory_context(delivery, body, payload),
+                                    now=_moment(delivery))
+
+    def _entry_written(self, delivery: Delivery) -> bool:
+        """Whether the agent's daily log holds the entry of `delivery` (True when that cannot be read)."""
+        try:
+            text = (self.cx.root / _log_file(delivery)).read_text(encoding="utf-8", errors="replace")
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except OSError:
+            return True  # cannot tell: staying pending is better than writing the entry twice
+        return f":SESSION:  {delivery.id}\n" in text or f":SESSION:  {delivery.id}\r\n" in text
+
     def _assess(self, endpoint: Endpoint, verifier: Verifier | None, headers: dict[str, str], body: bytes,
-                record: dict[str, object]) -> tuple[_Route | None, bool]:
-        """Fill in the record up to routing; return what to route (None: nothing) and whether to keep the body."""
+                record: dict[str, object]) -> _Assessed:
+        """Fill in the record up to routing; say what the writing part has to do."""
+        definition = endpoint.definition
         if len(body) > self.max_body:
             # Reading stopped past the cap, so the size is a lower bound and no digest is kept.
             record.update(status=413, outcome=Outcome.TOO_LARGE, event=event_type(headers),
-                          detail=f"the body is over the {self.max_body} byte cap")
-            return None, False
+                          reason=Reason.BODY_TOO_LARGE.value, detail=f"the body is over the {self.max_body} byte cap")
+            return _Assessed()
+        keys: list[SeenKey] = []
         if verifier is not None:
             verdict = verifier.verify(headers, body)
             if not verdict.accepted:
                 record.update(status=401, outcome=Outcome.REJECTED, verified=False, event=event_type(headers),
                               reason=verdict.reason.value, detail=verdict.detail)
-                return None, False
+                return _Assessed()
             record["verified"] = True
+            if verdict.replay_key:
+                # The verifier's clock counts whole seconds: a copy passes it until the end of the last one.
+                keys.append(SeenKey(REPLAY, verdict.replay_key, (verdict.replay_until + 1) * 1_000_000_000))
         else:
             record["detail"] = (f"not verified: a redelivery of {record['redelivery_of']}"
                                 if record["redelivery_of"] else "not verified: verification is off")
-        payload = parse_payload(body)
-        record["event"] = event_type(headers, payload)
-        if payload is NOT_JSON and needs_json(endpoint.definition, headers):
-            record.update(status=400, outcome=Outcome.INVALID,
-                          detail="the body is not JSON" + (", which the filter needs to read"
-                                                           if endpoint.filter else ""))
-            return None, True
-        result = matches(endpoint.filter, payload) if payload is not NOT_JSON else FilterResult(True, "no filter")
+        try:
+            payload = parse_payload(body)
+            record["event"] = event_type(headers, payload)
+            if payload is NOT_JSON and needs_json(definition, headers):
+                raise PayloadRefused(Reason.NOT_JSON, "the body is not JSON"
+                                     + (", which the filter needs to read" if endpoint.filter else ""))
+            result = matches(endpoint.filter, payload) if payload is not NOT_JSON else FilterResult(True, "no filter")
+        except FilterFailed as failed:
+            return _invalid(record, headers, Reason.FILTER_FAILED, str(failed))
+        except PayloadRefused as refused:
+            return _invalid(record, headers, refused.reason, str(refused))
         record.update(filter_matched=result.matched, filter_reason=result.reason)
+        if verifier is not None and (given := provider_delivery_id(definition.provider, headers, payload, body)):
+            keys.append(SeenKey(DELIVERY, given, record["time_ns"] + _ns(self.log.keep_for or KEEP_FOR)))
         if not result.matched:
             record.update(status=200, outcome=Outcome.FILTERED)
-            return None, True
-        if endpoint.definition.agent is None:
+        elif definition.agent is None:
             record.update(status=200, outcome=Outcome.ACCEPTED)
-            return None, True
-        return _Route(payload), True
+        return _Assessed(keep=True, keys=keys, route=result.matched and definition.agent is not None,
+                         payload=payload)
 
 
-@dataclass(frozen=True)
-class _Route:
-    """A delivery ready to append to its agent's log."""
+def _invalid(record: dict[str, object], headers: dict[str, str], reason: Reason, detail: str) -> _Assessed:
+    """A verified body the receiver will not process: 400 with the reason code, the body kept."""
+    record.setdefault("event", event_type(headers))
+    record.update(status=400, outcome=Outcome.INVALID, reason=reason.value, detail=detail)
+    return _Assessed(keep=True)
 
-    payload: object
+
+def _copy(record: dict[str, object], key: SeenKey, holder: Delivery) -> Delivery:
+    """The record of a delivery whose key another one holds: a replay, a duplicate, or one still in progress."""
+    if key.kind == REPLAY:
+        record.update(status=401, outcome=Outcome.REJECTED, verified=False, reason=Reason.REPLAY.value,
+                      detail=f"a copy of delivery {holder.id}, within the time its signature is good for")
+    elif holder.outcome == Outcome.PENDING:
+        record.update(status=409, outcome=Outcome.IN_PROGRESS, reason=Reason.IN_PROGRESS.value,
+                      duplicate_of=holder.id, detail=f"delivery {holder.id} has this id and is being routed; "
+                                                     "try again later")
+    else:
+        record.update(status=200, outcome=Outcome.DUPLICATE, duplicate_of=holder.id,
+                      detail=f"the provider's id names delivery {holder.id}, already {holder.outcome}")
+    return Delivery(**record)
+
+
+def _abandoned(delivery: Delivery, owner: tuple[str, int] | None) -> bool:
+    """Whether no live process is routing a pending delivery (none of this process's is, under the write lock)."""
+    if owner is None or time.time_ns() - delivery.time_ns > _ns(LEASE):
+        return True
+    host, pid = owner
+    if host != socket.gethostname():
+        return False  # another machine's process: only the lease tells
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def _filter(definition: WebhookDefinition) -> JsonPathFilter | None:
+    try:
+        return json_filter(definition.filter)
+    except UserError as err:
+        raise UserError(f"webhook {definition.name!r}: {err}") from None
+
+
+def _log_file(delivery: Delivery) -> str:
+    return log_path(delivery.agent, _moment(delivery).date())
+
+
+def _moment(delivery: Delivery) -> datetime:
+    return datetime.fromtimestamp(delivery.time_ns / 1e9)
+
+
+def _since(started: float) -> int:
+    return round((time.perf_counter() - started) * 1e6)
+
+
+def _ns(span: timedelta) -> int:
+    return span // timedelta(microseconds=1) * 1000
 
 
 def _options(definition: WebhookDefinition, base_dir, environ) -> dict[str, object]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -66,13 +67,15 @@ class Simulation:
 
 
 def simulate(cx, name: str, payload: object, event: str | None = None, url: str | None = None,
-             tamper: bool = False, stale: bool = False, *, service: WebhookService | None = None) -> Simulation:
+             tamper: bool = False, stale: bool = False, *, service: WebhookService | None = None,
+             private_key: bytes | None = None) -> Simulation:
     """Sign `payload` as webhook `name`'s provider would and deliver it, in-process or to a receiver at `url`.
 
     `payload` is JSON text, raw bytes, or a value to serialise. `tamper` changes the body after
     signing (for a JWT, which does not sign the body, the token's signature); `stale` signs it
-    an hour ago. In-process deliveries go through the same handler as the receiver's and are
-    logged with trigger `test`; over HTTP the receiver logs them as `test` too.
+    an hour ago. A JWT webhook verified with a public key signs with `private_key` (PEM). In-process
+    deliveries go through the same handler as the receiver's and are logged with trigger `test`;
+    over HTTP the receiver logs them as `test` too.
     """
     if tamper and stale:
         raise UserError("choose --tamper or --stale, not both")
@@ -80,13 +83,16 @@ def simulate(cx, name: str, payload: object, event: str | None = None, url: str 
     endpoint = service.endpoint(name)
     if endpoint.verifier is None:
         raise UserError(f"webhook {name!r}: cannot sign a delivery while verification is off")
+    signer = endpoint.verifier if private_key is None else _signer(name, endpoint.verifier, private_key)
     body = payload_bytes(payload)
     headers = {"Content-Type": "application/json"}
+    if endpoint.definition.provider is Provider.GITHUB:
+        headers["X-GitHub-Delivery"] = str(uuid.uuid4())  # GitHub names each delivery so
     if event:
         headers["X-GitHub-Event" if endpoint.definition.provider is Provider.GITHUB else "X-Event-Type"] = event
-    headers.update(endpoint.verifier.sign(body, int(time.time()) - (STALE_BY if stale else 0)))
+    headers.update(signer.sign(body, int(time.time()) - (STALE_BY if stale else 0)))
     if tamper:
-        body = _tamper(endpoint.verifier, headers, body)
+        body = _tamper(signer, headers, body)
     if url is None:
         started = time.perf_counter()
         delivery = service.deliver(endpoint, headers, body, trigger="test", started=started)
@@ -122,6 +128,17 @@ def payload_bytes(payload: object) -> bytes:
         return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     except (TypeError, ValueError) as err:
         raise UserError(f"the payload cannot be sent as JSON: {err}") from None
+
+
+def _signer(name: str, verifier: Verifier, private_key: bytes) -> Verifier:
+    """The webhook's verifier, signing with a private key (a JWT webhook verified with a public key only)."""
+    if verifier.scheme != "jwt":
+        raise UserError(f"webhook {name!r}: {verifier.scheme} deliveries are signed with the secret, "
+                        "not a private key")
+    try:
+        return verifier.signing_with(private_key)
+    except UserError as err:
+        raise UserError(f"webhook {name!r}: {err}") from None
 
 
 def _tamper(verifier: Verifier, headers: dict[str, str], body: bytes) -> bytes:

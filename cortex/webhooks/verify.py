@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import heapq
+import copy
+import hashlib
 import hmac
+import math
 import re
-import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -22,7 +23,6 @@ from cortex.errors import UserError
 from cortex.webhooks.secrets import Secret
 
 DEFAULT_TOLERANCE = 300  # seconds either side of now, as Stripe, Slack and Standard Webhooks use
-DEFAULT_REPLAY_CAPACITY = 100_000
 HMAC_ALGORITHMS = ("sha1", "sha256", "sha384", "sha512")
 JWT_HMAC_ALGORITHMS = frozenset({"HS256", "HS384", "HS512"})
 JWT_PUBLIC_KEY_ALGORITHMS = frozenset(jwt.algorithms.requires_cryptography)
@@ -32,7 +32,7 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 
 class Reason(StrEnum):
-    """Why a delivery was rejected: the code the receiver answers with and the log records."""
+    """Why a delivery was not taken: the code the receiver answers with and the log records."""
 
     MISSING_HEADER = "missing_header"
     BAD_SCHEME = "bad_scheme"
@@ -44,20 +44,37 @@ class Reason(StrEnum):
     INVALID_TOKEN = "invalid_token"
     TOKEN_EXPIRED = "token_expired"
     TOKEN_NOT_YET_VALID = "token_not_yet_valid"
+    TOKEN_TOO_LONG_LIVED = "token_too_long_lived"
+    BODY_MISMATCH = "body_mismatch"
+    # Past verification: the payload itself, and the delivery log.
+    BODY_TOO_LARGE = "body_too_large"
+    NOT_JSON = "not_json"
+    PAYLOAD_TOO_DEEP = "payload_too_deep"
+    FILTER_FAILED = "filter_failed"
+    IN_PROGRESS = "in_progress"
+    ROUTING_FAILED = "routing_failed"
+    INTERNAL_ERROR = "internal_error"
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of verifying one delivery: accepted, or rejected with a reason code."""
+    """The outcome of verifying one delivery: accepted, or rejected with a reason code.
+
+    An accepted delivery of a scheme that resists replay carries `replay_key`, the same for
+    every copy of that signed request, and `replay_until`, the Unix time after which the
+    scheme itself refuses a copy; the service records the key in the store until then.
+    """
 
     accepted: bool
     reason: Reason | None = None
     detail: str = ""
+    replay_key: str = ""
+    replay_until: int = 0
 
     @classmethod
-    def accept(cls) -> Verdict:
-        """An accepting verdict."""
-        return cls(True)
+    def accept(cls, replay_key: str = "", replay_until: int = 0) -> Verdict:
+        """An accepting verdict, with the key that tells a copy of this request apart, if any."""
+        return cls(True, replay_key=replay_key, replay_until=replay_until)
 
     @classmethod
     def reject(cls, reason: Reason, detail: str) -> Verdict:
@@ -78,38 +95,6 @@ class Verifier(Protocol):
         """The headers the provider would send with body at time now."""
 
 
-class ReplayGuard:
-    """A bounded set of recently accepted delivery keys, each kept until its timestamp leaves the window."""
-
-    def __init__(self, capacity: int = DEFAULT_REPLAY_CAPACITY):
-        if capacity < 1:
-            raise ValueError("a replay guard needs room for at least one key")
-        self.capacity = capacity
-        self._expiry: dict[str, int] = {}
-        self._queue: list[tuple[int, str]] = []  # heap by expiry, to forget in time order
-        self._lock = threading.Lock()
-
-    def seen(self, key: str, expires: int, now: int) -> bool:
-        """Record key until expires; True when it was already recorded (a replay)."""
-        with self._lock:
-            while self._queue and self._queue[0][0] < now:
-                self._forget_soonest()
-            if key in self._expiry:
-                return True
-            if len(self._expiry) >= self.capacity:
-                self._forget_soonest()  # full: the key closest to leaving its window goes first
-            self._expiry[key] = expires
-            heapq.heappush(self._queue, (expires, key))
-            return False
-
-    def _forget_soonest(self) -> None:
-        _, key = heapq.heappop(self._queue)
-        del self._expiry[key]
-
-    def __len__(self) -> int:
-        return len(self._expiry)
-
-
 class _Rejected(Exception):
     """Internal: ends a check early; verify() turns it into a Verdict."""
 
@@ -128,12 +113,13 @@ class _Scheme:
         """Check a delivery's headers against its raw body; never raises for bad input."""
         lowered = {name.lower(): value for name, value in headers.items()}
         try:
-            self._check(lowered, bytes(body), _clock(now))
+            replay = self._check(lowered, bytes(body), _clock(now))
         except _Rejected as rejected:
             return rejected.verdict
-        return Verdict.accept()
+        return Verdict.accept(*replay) if replay else Verdict.accept()
 
-    def _check(self, headers: dict[str, str], body: bytes, now: int) -> None:
+    def _check(self, headers: dict[str, str], body: bytes, now: int) -> tuple[str, int] | None:
+        """Raise _Rejected, or return the replay key and until when it matters (None: no replay protection)."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -178,24 +164,21 @@ class HmacVerifier(_Scheme):
 
 
 class _Timestamped(_Scheme):
-    """Schemes that sign a timestamp with the body: a tolerance window and a replay guard."""
+    """Schemes that sign a timestamp with the body: a tolerance window, and a replay key good for it."""
 
-    def __init__(self, secret: Secret | str | bytes, *, tolerance: int = DEFAULT_TOLERANCE,
-                 replay: ReplayGuard | None = None):
+    def __init__(self, secret: Secret | str | bytes, *, tolerance: int = DEFAULT_TOLERANCE):
         self.tolerance = _positive_seconds(tolerance, "tolerance")
-        self.replay = ReplayGuard() if replay is None else replay
         self._key = _secret(secret)
 
-    def _check_fresh(self, timestamp: int, replay_key: str, now: int) -> None:
-        # Only called once the signature matched, so an attacker cannot fill the replay set.
+    def _check_fresh(self, timestamp: int, now: int) -> int:
+        """Until when a copy of a request signed at `timestamp` could pass; rejected outside the window."""
         if timestamp < now - self.tolerance:
             raise _Rejected(Reason.TIMESTAMP_TOO_OLD,
                             f"signed {now - timestamp} s ago, more than the {self.tolerance} s tolerance")
         if timestamp > now + self.tolerance:
             raise _Rejected(Reason.TIMESTAMP_TOO_NEW,
                             f"signed {timestamp - now} s in the future, more than the {self.tolerance} s tolerance")
-        if self.replay.seen(replay_key, timestamp + self.tolerance, now):
-            raise _Rejected(Reason.REPLAY, "this delivery was already accepted within the tolerance window")
+        return timestamp + self.tolerance
 
 
 class StripeVerifier(_Timestamped):
@@ -204,7 +187,7 @@ class StripeVerifier(_Timestamped):
     scheme = "stripe"
     header_names = ("Stripe-Signature",)
 
-    def _check(self, headers: dict[str, str], body: bytes, now: int) -> None:
+    def _check(self, headers: dict[str, str], body: bytes, now: int) -> tuple[str, int]:
         value = _header(headers, "Stripe-Signature")
         fields = [part.strip().partition("=") for part in value.split(",")]
         stamps = [text for name, _, text in fields if name == "t"]
@@ -217,7 +200,7 @@ class StripeVerifier(_Timestamped):
         expected = _mac(self._key, "sha256", stamps[0].encode("ascii"), b".", body)
         _match_any(expected, [_decode_digest(text, "hex", len(expected)) for text in signatures],
                    "Stripe-Signature v1")
-        self._check_fresh(timestamp, expected.hex(), now)
+        return expected.hex(), self._check_fresh(timestamp, now)
 
     def sign(self, body: bytes, now: int | None = None) -> dict[str, str]:
         """The Stripe-Signature header for body signed at now."""
@@ -232,7 +215,7 @@ class SlackVerifier(_Timestamped):
     scheme = "slack"
     header_names = ("X-Slack-Signature", "X-Slack-Request-Timestamp")
 
-    def _check(self, headers: dict[str, str], body: bytes, now: int) -> None:
+    def _check(self, headers: dict[str, str], body: bytes, now: int) -> tuple[str, int]:
         value = _header(headers, "X-Slack-Signature")
         stamp = _header(headers, "X-Slack-Request-Timestamp")
         version, _, text = value.partition("=")
@@ -241,7 +224,7 @@ class SlackVerifier(_Timestamped):
         timestamp = _timestamp(stamp, "X-Slack-Request-Timestamp")
         expected = _mac(self._key, "sha256", b"v0:", stamp.encode("ascii"), b":", body)
         _match_any(expected, [_decode_digest(text, "hex", len(expected))], "X-Slack-Signature")
-        self._check_fresh(timestamp, expected.hex(), now)
+        return expected.hex(), self._check_fresh(timestamp, now)
 
     def sign(self, body: bytes, now: int | None = None) -> dict[str, str]:
         """The Slack signature and timestamp headers for body signed at now."""
@@ -256,8 +239,7 @@ class StandardWebhooksVerifier(_Timestamped):
     scheme = "standard"
     header_names = ("webhook-id", "webhook-timestamp", "webhook-signature")
 
-    def __init__(self, secret: Secret | str | bytes, *, tolerance: int = DEFAULT_TOLERANCE,
-                 replay: ReplayGuard | None = None):
+    def __init__(self, secret: Secret | str | bytes, *, tolerance: int = DEFAULT_TOLERANCE):
         raw = _secret(secret).as_bytes().removeprefix(b"whsec_")
         try:
             key = base64.b64decode(raw, validate=True)
@@ -265,7 +247,7 @@ class StandardWebhooksVerifier(_Timestamped):
             key = b""
         if not key:
             raise UserError("a Standard Webhooks secret must be whsec_ followed by base64")
-        super().__init__(Secret(key), tolerance=tolerance, replay=replay)
+        super().__init__(Secret(key), tolerance=tolerance)
 
     def _check(self, headers: dict[str, str], body: bytes, now: int) -> None:
         message_id = _header(headers, "webhook-id")
@@ -280,7 +262,8 @@ class StandardWebhooksVerifier(_Timestamped):
                         stamp.encode("ascii"), b".", body)
         _match_any(expected, [_decode_digest(text, "base64", len(expected)) for text in signatures],
                    "webhook-signature v1")
-        self._check_fresh(timestamp, message_id, now)
+        # No replay key: the signed webhook-id names the message, and the service keeps every id it took.
+        self._check_fresh(timestamp, now)
 
     def sign(self, body: bytes, now: int | None = None, *, message_id: str | None = None) -> dict[str, str]:
         """The three Standard Webhooks headers for body signed at now (a fresh message id by default)."""
@@ -293,20 +276,31 @@ class StandardWebhooksVerifier(_Timestamped):
 
 
 class JwtVerifier(_Scheme):
-    """A bearer JWT checked by PyJWT with pinned algorithms; `exp` required, `iss`/`aud` when configured."""
+    """A bearer JWT checked by PyJWT with pinned algorithms; `exp` required, `iss`/`aud` when configured.
+
+    A JWT does not sign the body. With `body_hash_claim`, the token must carry the SHA-256 of the
+    raw body (hex, or base64url without padding) in that claim, which binds it to one body and
+    makes a second use of it a replay; `max_lifetime` refuses tokens whose `exp` is further
+    than that many seconds past their `iat` (then required).
+    """
 
     scheme = "jwt"
 
     def __init__(self, secret: Secret | str | bytes | None, *, algorithms: str | Sequence[str] = ("HS256",),
                  issuer: str | None = None, audience: str | Sequence[str] | None = None,
                  public_key: str | bytes | None = None, private_key: Secret | str | bytes | None = None,
-                 header: str = "Authorization", leeway: int = 0):
+                 header: str = "Authorization", leeway: int = 0, body_hash_claim: str | None = None,
+                 max_lifetime: int | None = None):
         self.algorithms = _jwt_algorithms(algorithms)
         self.issuer = issuer
         self.audience = audience if audience is None or isinstance(audience, str) else list(audience)
         self.header = header
         self.header_names = (header,)
         self.leeway = _positive_seconds(leeway, "leeway", allow_zero=True)
+        if body_hash_claim is not None and not (isinstance(body_hash_claim, str) and body_hash_claim.strip()):
+            raise UserError(f"body_hash_claim must name a claim, not {body_hash_claim!r}")
+        self.body_hash_claim = body_hash_claim
+        self.max_lifetime = None if max_lifetime is None else _positive_seconds(max_lifetime, "max_lifetime")
         if self.algorithms[0] in JWT_HMAC_ALGORITHMS:
             if public_key is not None or private_key is not None:
                 raise UserError(f"{', '.join(self.algorithms)} tokens are checked with the secret; "
@@ -318,9 +312,11 @@ class JwtVerifier(_Scheme):
         self._prepared = _prepare_jwt_key(self.algorithms, self._verify_key.reveal())
         self._jwt = jwt.PyJWT({"enforce_minimum_key_length": True})
 
-    def _check(self, headers: dict[str, str], body: bytes, now: int) -> None:
+    def _check(self, headers: dict[str, str], body: bytes, now: int) -> tuple[str, int] | None:
         token = self._token(_header(headers, self.header))
-        required = ["exp"] + ["iss"] * (self.issuer is not None) + ["aud"] * (self.audience is not None)
+        wanted = (("exp", True), ("iss", self.issuer is not None), ("aud", self.audience is not None),
+                  ("iat", self.max_lifetime is not None), (self.body_hash_claim, self.body_hash_claim is not None))
+        required = [name for name, needed in wanted if needed]
         try:
             # Time claims are checked below against the injected clock, so simulation can go stale.
             claims = self._jwt.decode(
@@ -334,6 +330,37 @@ class JwtVerifier(_Scheme):
             raise _Rejected(Reason.TOKEN_EXPIRED, f"the token expired {now - expires:.0f} s ago")
         if "nbf" in claims and now < _numeric_claim(claims, "nbf") - self.leeway:
             raise _Rejected(Reason.TOKEN_NOT_YET_VALID, "the token's nbf is in the future")
+        if self.max_lifetime is not None:
+            self._check_lifetime(_numeric_claim(claims, "iat"), expires, now)
+        if self.body_hash_claim is None:
+            return None
+        if not _same_digest(claims[self.body_hash_claim], hashlib.sha256(body).digest()):
+            raise _Rejected(Reason.BODY_MISMATCH,
+                            f"the token's {self.body_hash_claim} claim is not the SHA-256 of the body")
+        # Bound to this body, the token is good for one delivery: a second use is a replay until it expires.
+        return hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest(), math.ceil(expires) + self.leeway
+
+    def signing_with(self, private_key: Secret | str | bytes) -> JwtVerifier:
+        """A copy that signs with `private_key`, checked to be the pair of this verifier's public key."""
+        if self.algorithms[0] in JWT_HMAC_ALGORITHMS:
+            raise UserError(f"{self.algorithms[0]} tokens are signed with the webhook's secret, not a private key")
+        signer = copy.copy(self)
+        signer._signing_key = _private_key_pem(private_key)
+        try:
+            paired = signer.verify(signer.sign(b""), b"").accepted
+        except (jwt.PyJWTError, TypeError, ValueError):
+            paired = False
+        if not paired:
+            raise UserError(f"the private key does not sign {self.algorithms[0]} tokens that the webhook's "
+                            "public key verifies")
+        return signer
+
+    def _check_lifetime(self, issued: float, expires: float, now: int) -> None:
+        if issued > now + self.leeway:
+            raise _Rejected(Reason.TOKEN_NOT_YET_VALID, "the token's iat is in the future")
+        if expires - issued > self.max_lifetime:
+            raise _Rejected(Reason.TOKEN_TOO_LONG_LIVED, f"the token lives {expires - issued:.0f} s, "
+                                                         f"more than the {self.max_lifetime} s allowed")
 
     def _token(self, value: str) -> str:
         scheme, _, token = value.strip().partition(" ")
@@ -347,13 +374,17 @@ class JwtVerifier(_Scheme):
             raise _Rejected(Reason.BAD_FORMAT, f"{self.header} carries no token")
         return token
 
-    def sign(self, body: bytes, now: int | None = None, *, ttl: int = DEFAULT_TOLERANCE,
+    def sign(self, body: bytes, now: int | None = None, *, ttl: int | None = None,
              claims: Mapping[str, object] | None = None) -> dict[str, str]:
-        """A bearer token header valid for ttl seconds from now (the body is not part of a JWT)."""
+        """A bearer token header valid for ttl seconds from now, bound to the body if `body_hash_claim` is set."""
         if self._signing_key is None:
-            raise UserError(f"signing a {self.algorithms[0]} token needs the webhook's private key")
+            raise UserError(f"signing a {self.algorithms[0]} token needs the webhook's private key "
+                            "(cortex webhook test --private-key FILE)")
         issued = _clock(now)
+        ttl = ttl if ttl is not None else min(DEFAULT_TOLERANCE, self.max_lifetime or DEFAULT_TOLERANCE)
         payload: dict[str, object] = {"iat": issued, "exp": issued + ttl}
+        if self.body_hash_claim is not None:
+            payload[self.body_hash_claim] = hashlib.sha256(bytes(body)).hexdigest()
         if self.issuer is not None:
             payload["iss"] = self.issuer
         if self.audience is not None:
@@ -371,12 +402,13 @@ _OPTIONS = {
     "slack": frozenset({"tolerance"}),
     "standard": frozenset({"tolerance"}),
     "custom": frozenset({"header", "prefix", "encoding", "algorithm"}),
-    "jwt": frozenset({"algorithms", "issuer", "audience", "public_key", "private_key", "header", "leeway"}),
+    "jwt": frozenset({"algorithms", "issuer", "audience", "public_key", "private_key", "header", "leeway",
+                      "body_hash_claim", "max_lifetime"}),
 }
 
 
 def verifier_for(provider: str, secret: Secret | str | bytes | None, options: Mapping[str, object] | None = None,
-                 *, replay: ReplayGuard | None = None, webhook: str | None = None) -> Verifier:
+                 *, webhook: str | None = None) -> Verifier:
     """Build the verifier for a provider name from a webhook's secret and options (UserError if misconfigured)."""
     where = f"webhook {webhook!r}" if webhook else "webhook"
     if provider not in _OPTIONS:
@@ -389,12 +421,12 @@ def verifier_for(provider: str, secret: Secret | str | bytes | None, options: Ma
         raise UserError(f"{where}: option {unknown[0]!r} does not apply to provider {provider!r} "
                         f"(its options: {allowed})")
     try:
-        return _build(provider, secret, opts, replay)
+        return _build(provider, secret, opts)
     except UserError as err:
         raise UserError(f"{where}: {err}") from None
 
 
-def _build(provider: str, secret, opts: dict[str, object], replay: ReplayGuard | None) -> Verifier:
+def _build(provider: str, secret, opts: dict[str, object]) -> Verifier:
     if provider == "github":
         return HmacVerifier(secret, header="X-Hub-Signature-256", prefix="sha256=", scheme="github")
     if provider == "custom":
@@ -402,7 +434,7 @@ def _build(provider: str, secret, opts: dict[str, object], replay: ReplayGuard |
     if provider == "jwt":
         return JwtVerifier(secret, **opts)
     timestamped = {"stripe": StripeVerifier, "slack": SlackVerifier, "standard": StandardWebhooksVerifier}
-    return timestamped[provider](secret, replay=replay, **opts)
+    return timestamped[provider](secret, **opts)
 
 
 def _clock(now: int | None) -> int:
@@ -464,6 +496,16 @@ def _match_any(expected: bytes, candidates: list[bytes | None], what: str) -> No
     # Compare against every candidate, matched or not, so timing does not depend on which one matched.
     if not sum(hmac.compare_digest(expected, digest) for digest in wellformed):
         raise _Rejected(Reason.SIGNATURE_MISMATCH, f"{what} does not match the body")
+
+
+def _same_digest(text: object, digest: bytes) -> bool:
+    """Whether a claim holds `digest` as lower-case hex or unpadded base64url, compared in constant time."""
+    if not isinstance(text, str):
+        return False
+    given = _decode_digest(text, "hex", len(digest))
+    if given is None and re.fullmatch(r"[A-Za-z0-9_-]{43}", text):
+        given = base64.urlsafe_b64decode(text + "=")
+    return given is not None and hmac.compare_digest(given, digest)
 
 
 def _jwt_algorithms(algorithms: str | Sequence[str]) -> tuple[str, ...]:
