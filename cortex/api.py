@@ -391,10 +391,22 @@ class Cortex:
                             weights=weights)
 
     def _search_config(self):
-        from .dsl import MemorySearchConfig
+        """The first memory's search settings, else the defaults: broken definitions warn and give the defaults."""
+        import warnings
 
-        memories = self.definitions().memories if self.definitions_path.exists() or len(self.registry.memories) \
-            else ()
+        from .dsl import DslError, MemorySearchConfig
+
+        if not (self.definitions_path.exists() or len(self.registry.memories)):
+            return MemorySearchConfig()
+        try:
+            memories = self.definitions().memories
+        except UserError as error:
+            # Search needs the definitions only for its weights: a mistake in them must not stop it.
+            others = len(error.diagnostics) + error.more - 1 if isinstance(error, DslError) else 0
+            warnings.warn(f"search uses its default weights, as the definitions have problems: "
+                          f"{str(error).splitlines()[0]}" + (f" (and {others} more)" if others else ""),
+                          RuntimeWarning, stacklevel=3)
+            return MemorySearchConfig()
         return memories[0].search if memories else MemorySearchConfig()
 
     @cached_property
@@ -496,11 +508,15 @@ class Cortex:
         return service, make_server(service, host, port)
 
     def webhook_test(self, name: str, payload, *, event: str | None = None, url: str | None = None,
-                     tamper: bool = False, stale: bool = False):
-        """Sign `payload` with webhook `name`'s real scheme and secret and deliver it (in-process, or to `url`)."""
+                     tamper: bool = False, stale: bool = False, private_key: bytes | None = None):
+        """Sign `payload` with webhook `name`'s real scheme and secret and deliver it (in-process, or to `url`).
+
+        A JWT webhook verified with a public key signs with `private_key` (PEM bytes).
+        """
         from .webhooks.simulate import simulate
 
-        return simulate(self, name, payload, event=event, url=url, tamper=tamper, stale=stale)
+        return simulate(self, name, payload, event=event, url=url, tamper=tamper, stale=stale,
+                        private_key=private_key)
 
     def webhook_logs(self, name: str | None = None, tail: int | None = None):
         """Logged deliveries, oldest first, of one webhook or all."""

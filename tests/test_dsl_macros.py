@@ -53,6 +53,14 @@ def test_a_bad_form_raises_the_loaders_diagnostics_and_registers_nothing():
     assert str(caught.value).splitlines()[1:3] == ['  :provider gihub :secret "s" :colour red)', "            ^"]
 
 
+def test_a_form_with_many_problems_raises_the_first_ones_and_a_count():
+    keys = " ".join(f":k{i} 1" for i in range(50))
+    with pytest.raises(DslError) as caught:
+        evaluate(f"(defmemory m {keys})", Registry())
+    assert len(caught.value.diagnostics) == 20 and caught.value.more == 30
+    assert str(caught.value).endswith("\nand 30 more problems")
+
+
 def test_redefining_a_name_replaces_it_but_a_taken_path_is_refused():
     registry = Registry()
     evaluate('(defwebhook a :path "/hooks/a" :provider slack :secret "s")', registry)

@@ -4,6 +4,7 @@ import re
 import socket
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 from click.testing import CliRunner
@@ -178,6 +179,17 @@ def test_test_signs_a_public_key_jwt_with_the_private_key_given(run, tmp_path, o
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
     mismatched = run("test", "sso", "--payload", "{}", "--private-key", str(stranger), ok=False)
     assert "does not sign ES256 tokens that the webhook's public key verifies" in str(mismatched.exception)
+
+
+def test_a_jwt_webhook_can_bind_its_tokens_to_the_body_and_cap_their_lifetime(run, org):
+    run("add", "ci", "--path", "/hooks/ci", "--provider", "jwt", "--secret", "secret://env/CI_JWT",
+        "--body-hash-claim", "body_sha256", "--max-lifetime", "5m")
+    assert ':body-hash-claim "body_sha256"\n  :max-lifetime "5min")' in (org / "definitions.hy").read_text()
+    [ci] = [w for w in cx.load_definitions(org / "definitions.hy").webhooks if w.name == "ci"]
+    assert (ci.jwt.body_hash_claim, ci.jwt.max_lifetime) == ("body_sha256", timedelta(minutes=5))
+    result = CliRunner(env={**ENV, "CI_JWT": "a-jwt-hmac-secret-of-at-least-32-bytes!"}).invoke(
+        webhook_group, ["test", "--store", str(org.parent / "store"), "--org", str(org), "ci", "--payload", "{}"])
+    assert result.exit_code == 0 and "verified  yes" in result.output
 
 
 def test_a_payload_can_come_from_a_file(run, tmp_path):

@@ -6,7 +6,7 @@ import time
 import httpx
 import pytest
 
-from cortex.dsl import Provider, WebhookDefinition, WebhookFilter
+from cortex.dsl import DslError, Provider, WebhookDefinition, WebhookFilter, load_definitions
 from cortex.errors import UserError
 from cortex.webhooks import JsonPathFilter, matches, verifier_for
 from cortex.webhooks.receiver import serving
@@ -75,6 +75,14 @@ def test_a_query_whose_cost_would_grow_faster_than_the_payload_is_refused(expres
 @pytest.mark.parametrize("expression", ["$..id", "$.items[?@..id]", "$[?@.a == $.b[0]]", "$..[?count(@.*) > 2]"])
 def test_queries_that_read_each_part_of_the_payload_a_bounded_number_of_times_are_fine(expression):
     assert JsonPathFilter(expression).json_path == expression
+
+
+def test_the_definitions_file_refuses_such_a_pattern_where_it_is_written(tmp_path):
+    definitions = tmp_path / "definitions.hy"
+    definitions.write_text('(defwebhook gh :path "/hooks/gh" :provider github :secret "s"\n'
+                           '  :filter {:json-path "$[?match(@.a, \\"a{1001}\\")]" :equals 1})\n')
+    with pytest.raises(DslError, match=r"definitions.hy:2:\d+: bad JSON path .* cannot run on RE2"):
+        load_definitions(definitions)
 
 
 def test_the_receiver_refuses_to_start_with_such_a_pattern(cortex):

@@ -2,10 +2,11 @@
 
 import json
 import time
+from datetime import timedelta
 
 import pytest
 
-from cortex.dsl import Provider, WebhookDefinition, WebhookFilter
+from cortex.dsl import JwtSettings, Provider, WebhookDefinition, WebhookFilter
 from cortex.errors import NotFound
 from cortex.webhooks import MissingSecret
 from cortex.webhooks.deliveries import BODIES, DELIVERIES, Outcome
@@ -258,3 +259,17 @@ def test_replay_and_duplicate_records_are_logged_without_a_body(service):
     # Stripe's retry: the same event signed anew, so not a replay, but a duplicate of the event.
     resigned = {**headers, **endpoint.verifier.sign(body, int(time.time()) + 1)}
     assert service.deliver(endpoint, resigned, body).outcome == "duplicate"
+
+
+def test_a_body_bound_jwt_used_twice_is_a_replay_even_after_a_restart(cortex):
+    hook = WebhookDefinition("ci", "/hooks/ci", Provider.JWT, "a-jwt-hmac-secret-of-at-least-32-bytes!",
+                             jwt=JwtSettings(("HS256",), body_hash_claim="body_sha256",
+                                             max_lifetime=timedelta(minutes=5)))
+    endpoint = WebhookService(cortex, [hook]).endpoint("ci")
+    body = b'{"build": 7}'
+    headers = endpoint.verifier.sign(body)
+    assert WebhookService(cortex, [hook]).deliver(endpoint, headers, body).outcome == "accepted"
+    again = WebhookService(cortex, [hook]).deliver(endpoint, headers, body)
+    assert (again.status, again.reason) == (401, "replay")
+    other = WebhookService(cortex, [hook]).deliver(endpoint, headers, b'{"build": 8}')
+    assert (other.status, other.reason) == (401, "body_mismatch")

@@ -90,9 +90,12 @@ def webhook_group() -> None:
 @click.option("--issuer", callback=_text, help="jwt: the required iss claim.")
 @click.option("--audience", callback=_text, help="jwt: the required aud claim.")
 @click.option("--public-key", callback=_text, help="jwt: the PEM public key, or secret://file/PATH holding it.")
+@click.option("--body-hash-claim", callback=_text,
+              help="jwt: the claim that must hold the SHA-256 of the body (binds a token to one delivery).")
+@click.option("--max-lifetime", help="jwt: the longest a token may live from iat to exp, e.g. 5m.")
 @with_cortex
 def add(cx, name, path, provider, secret, agent, json_path, equals, contains, header, prefix, encoding,
-        hmac_algorithm, jwt_algorithms, issuer, audience, public_key):
+        hmac_algorithm, jwt_algorithms, issuer, audience, public_key, body_hash_claim, max_lifetime):
     """Add webhook NAME to the definitions file, keeping the rest of the file as it is."""
     from ..api import Encoding, HmacAlgorithm, JwtSettings, Provider, SignatureScheme, WebhookDefinition, resolve_secret
 
@@ -108,7 +111,8 @@ def add(cx, name, path, provider, secret, agent, json_path, equals, contains, he
         signature=SignatureScheme(header, prefix, Encoding(encoding), HmacAlgorithm(hmac_algorithm))
         if kind is Provider.CUSTOM and header else None,
         jwt=JwtSettings(jwt_algorithms or (("HS256",) if public_key is None else ("RS256",)), issuer, audience,
-                        public_key) if kind is Provider.JWT else None)
+                        public_key, body_hash_claim, max_lifetime and duration(max_lifetime, "--max-lifetime"))
+        if kind is Provider.JWT else None)
     target = cx.add_webhook(definition)
     if secret and not secret.startswith("secret://"):
         err_console.print(resolve_secret(secret, name).warning, style="yellow", markup=False)
@@ -143,12 +147,10 @@ def test(cx, name, payload, event, url, tamper, stale, private_key):
     Exits 1 when the answer is not what the test expects: a delivery accepted (2xx), or with
     --tamper or --stale, rejected.
     """
-    from ..webhooks.simulate import simulate
-
     if payload.startswith("@"):
         payload = _read_payload(payload[1:])
     key = Path(private_key).read_bytes() if private_key else None
-    result = simulate(cx, name, payload, event=event, url=url, tamper=tamper, stale=stale, private_key=key)
+    result = cx.webhook_test(name, payload, event=event, url=url, tamper=tamper, stale=stale, private_key=key)
     for label, value in result.summary():
         console.print(f"{label:9} {value}", markup=False)
     accepted = 200 <= result.status < 300

@@ -14,15 +14,16 @@ are skipped with a note.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass
 
 from hy.models import Dict, Expression, Float, Integer, Keyword, List, String, Symbol
 
-from cortex.dsl.diagnostics import DslError, did_you_mean
+from cortex.dsl.diagnostics import DslError, clip, did_you_mean
 from cortex.dsl.interpret import Context, Dialect, check_unique, interpret_form
-from cortex.dsl.reader import SourceFile
+from cortex.dsl.reader import MAX_DEPTH, MAX_SIZE, SourceFile, too_large
 from cortex.dsl.render import render_definition
 
 BRACE = Dialect(key=lambda k: k.replace("-", "_"), form=lambda f: f.removeprefix("def"))
@@ -73,6 +74,8 @@ class _Unexpected(Exception):
 def convert_brace_syntax(source: str, filename: str = "<string>") -> str:
     """Convert memory and webhook blocks to Hy forms; raise `DslError` listing every problem."""
     file = SourceFile(filename, source)
+    if len(source) > MAX_SIZE:
+        raise DslError([too_large(file, 1)])
     ctx = Context(file, BRACE)
     items = _Parser(file, ctx).items()
     parsed = []
@@ -82,8 +85,8 @@ def convert_brace_syntax(source: str, filename: str = "<string>") -> str:
             parsed += results
             item.lines += [render_definition(p.definition) for p in results]
     check_unique(parsed, ctx)
-    if ctx.diagnostics:
-        raise DslError(ctx.diagnostics)
+    if ctx.problems:
+        raise DslError(ctx.problems)
     out, previous = [], None
     for item in items:
         # Forms stand apart; comments stay next to what they were next to.
@@ -100,6 +103,7 @@ class _Parser:
     def __init__(self, file: SourceFile, ctx: Context):
         self.ctx = ctx
         self.i = 0
+        self.depth = 0  # lists and maps open around the value being read
         self.end = _Token("end", "end of file", *file.position(len(file.text)))
         self.tokens: list[_Token] = []
         self.comments: list[_Token] = []
@@ -130,9 +134,11 @@ class _Parser:
                 else:
                     self.i = error.resume
         items = list(blocks)
+        last_lines = [b.last_line for b in blocks]  # in order, as blocks follow one another
         for comment in self.comments:
             lines = _comment_lines(comment.text)
-            home = next((b for b in blocks if b.first_line <= comment.line <= b.last_line), None)
+            i = bisect.bisect_left(last_lines, comment.line)  # the first block not over before the comment
+            home = blocks[i] if i < len(blocks) and blocks[i].first_line <= comment.line else None
             if home is None:
                 items.append(_Item(comment.line, comment.line + comment.text.count("\n"), lines))
             elif home.form is not None:
@@ -143,7 +149,7 @@ class _Parser:
         word = self._take()
         if word.kind != "word" or word.text not in (*_CONVERTED, *_SKIPPED):
             hint = did_you_mean(word.text, _CONVERTED) or f" (only {' and '.join(_CONVERTED)} blocks convert)"
-            raise _Unexpected(word, f"unknown block {word.text}{hint}")
+            raise _Unexpected(word, f"unknown block {clip(word.text)}{hint}")
         if word.text in _SKIPPED:
             self.i -= 1
             self._skip_block()
@@ -198,20 +204,33 @@ class _Parser:
         if token.kind == "word":
             return _at(Symbol({"true": "True", "false": "False"}.get(token.text, _kebab(token.text))), token)
         if token.text == "[":
-            items = []
-            while (item := self._peek()).text != "]":
-                if item.kind == "end":
-                    raise _Unexpected(token, "this '[' is never closed")
-                if item.text == ",":
-                    self.i += 1
-                else:
-                    items.append(self._value(key))
-            self.i += 1
-            return _at(List(items), token)
+            return self._nested(token, lambda: _at(List(self._items(token, key)), token))
         if token.text == "{":
-            return _at(Dict(self._entries(token)), token)
+            return self._nested(token, lambda: _at(Dict(self._entries(token)), token))
         self.i -= token.kind != "end"  # leave it for the caller: it may be the block's closing brace
-        raise _Unexpected(token, f"{key.text} needs a value, found {_describe(token)}")
+        raise _Unexpected(token, f"{clip(key.text)} needs a value, found {_describe(token)}")
+
+    def _items(self, opening: _Token, key: _Token) -> list:
+        items = []
+        while (item := self._peek()).text != "]":
+            if item.kind == "end":
+                raise _Unexpected(opening, "this '[' is never closed")
+            if item.text == ",":
+                self.i += 1
+            else:
+                items.append(self._value(key))
+        self.i += 1
+        return items
+
+    def _nested(self, opening: _Token, read):
+        """What `read()` returns, one level deeper: reading is recursive, so the levels are capped."""
+        if self.depth == MAX_DEPTH:
+            raise _Unexpected(opening, f"values nest more than {MAX_DEPTH} deep here")
+        self.depth += 1
+        try:
+            return read()
+        finally:
+            self.depth -= 1
 
     def _peek(self) -> _Token:
         return self.tokens[self.i] if self.i < len(self.tokens) else self.end
@@ -252,7 +271,7 @@ class _Parser:
     def _error(self, token: _Token, message: str) -> None:
         if self.cut_short and self._peek().kind == "end":
             return  # a consequence of the unclosed string or comment, already reported
-        self.ctx.diagnostics.append(self.ctx.source.at(token.line, token.column, message))
+        self.ctx.problems.add(self.ctx.source.at(token.line, token.column, message))
 
 
 def _markdown_to_org(entries: list) -> tuple[list, list[str]]:
@@ -292,7 +311,7 @@ def _unquote(text: str) -> str:
 
 
 def _describe(token: _Token) -> str:
-    return token.text if token.kind == "end" else repr(token.text)
+    return token.text if token.kind == "end" else repr(clip(token.text))
 
 
 def _comment_lines(text: str) -> list[str]:

@@ -111,6 +111,8 @@ class JwtSettings:
     issuer: str | None = None
     audience: str | None = None
     public_key: str | None = None  # None: tokens are signed with the webhook's secret
+    body_hash_claim: str | None = None  # the claim holding the SHA-256 of the raw body, binding a token to it
+    max_lifetime: timedelta | None = None  # the longest a token may live, from its iat to its exp
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from cortex.dsl.definitions import (
     WebhookDefinition,
     WebhookFilter,
 )
-from cortex.dsl.diagnostics import Diagnostic, did_you_mean
+from cortex.dsl.diagnostics import Problems, clip, did_you_mean
 from cortex.dsl.duration import DurationError, parse_duration
 from cortex.dsl.reader import SourceFile
 
@@ -54,11 +54,11 @@ class Context:
 
     source: SourceFile
     dialect: Dialect = HY
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    problems: Problems = field(default_factory=Problems)
 
     def error(self, model, message: str, shift: int = 0) -> None:
         """Report a problem at a model's position, `shift` columns to the right."""
-        self.diagnostics.append(self.source.at(model.start_line, model.start_column + shift, message))
+        self.problems.add(self.source.at(model.start_line, model.start_column + shift, message))
 
 
 @dataclass(frozen=True)
@@ -91,8 +91,7 @@ class _Field:
 
 def show(model) -> str:
     """A model as its source text, shortened to fit in a message."""
-    text = hy.repr(model).removeprefix("'")
-    return text if len(text) <= 40 else text[:37] + "..."
+    return clip(hy.repr(model).removeprefix("'"))
 
 
 def describe(model) -> str:
@@ -140,7 +139,7 @@ def _choice(enum, noun: str):
             return enum(str(model))
         except ValueError:
             hint = did_you_mean(str(model), choices)
-            raise _Invalid(f"unknown {noun} {model}{hint} (one of {', '.join(choices)})") from None
+            raise _Invalid(f"unknown {noun} {clip(str(model))}{hint} (one of {', '.join(choices)})") from None
 
     return parse
 
@@ -151,17 +150,20 @@ def _retention(model, key, ctx):
     try:
         duration = parse_duration(str(model))
     except DurationError as error:
-        raise _Invalid(f"bad duration {str(model)!r}: {error}", _inner_shift(model, error.offset)) from None
+        raise _Invalid(f"bad duration {clip(str(model))!r}: {clip(str(error), 200)}",
+                       _inner_shift(model, error.offset)) from None
+    except (ValueError, OverflowError):  # a number of thousands of digits, or of more days than datetime holds
+        raise _Invalid(f"{key} is too long a duration") from None
     if not duration:
         raise _Invalid(f"{key} must be longer than zero")
     return duration
 
 
 def _fraction(model, key, ctx) -> float:
-    if not isinstance(model, (Integer, Float)) or not math.isfinite(model):
+    if not isinstance(model, (Integer, Float)) or isinstance(model, Float) and not math.isfinite(model):
         raise _Invalid(f"{key} takes a number between 0 and 1, found {describe(model)}")
-    if not 0 <= model <= 1:
-        raise _Invalid(f"{key} must be between 0 and 1, found {float(model):g}")
+    if not 0 <= model <= 1:  # compared as it is: an integer of hundreds of digits makes no float
+        raise _Invalid(f"{key} must be between 0 and 1, found {show(model)}")
     return float(model)
 
 
@@ -178,13 +180,15 @@ def _scalar(model, key, ctx):
 
 
 def _json_path(model, key, ctx) -> str:
+    from cortex.webhooks.filters import compile_query  # checked as the receiver runs it: RE2, linear time
+
     value = _text(model, key, ctx)
     try:
-        jsonpath_rfc9535.compile(value)
+        compile_query(value)
     except jsonpath_rfc9535.JSONPathError as error:
         token = getattr(error, "token", None)
-        message = token.message if token else str(error)
-        raise _Invalid(f"bad JSON path {value!r}: {message}",
+        message = (token.message if token else None) or str(error)  # a type error's token carries no message
+        raise _Invalid(f"bad JSON path {clip(value)!r}: {clip(message, 200)}",
                        _inner_shift(model, token.index if token else 0)) from None
     return value
 
@@ -195,7 +199,7 @@ def _algorithms(model, key, ctx) -> tuple[str, ...]:
     for item in items:
         if not isinstance(item, (Symbol, String)) or str(item) not in JWT_ALGORITHMS:
             hint = did_you_mean(str(item), JWT_ALGORITHMS)
-            ctx.error(item, f"unknown JWT algorithm {item}{hint} (one of {', '.join(JWT_ALGORITHMS)})")
+            ctx.error(item, f"unknown JWT algorithm {clip(str(item))}{hint} (one of {', '.join(JWT_ALGORITHMS)})")
             return _BAD
         names.append(str(item))
     if not names:
@@ -234,17 +238,20 @@ def _pairs(items: list, schema: dict, owner: str, ctx: Context) -> dict[str, _Fi
             i += 1
             continue
         name = key.name
+        label = spell(clip(name))
         if i + 1 == len(items) or isinstance(items[i + 1], Keyword):
-            ctx.error(key, f"{spell(name)} has no value")
+            ctx.error(key, f"{label} has no value")
             i += 1
             continue
         model = items[i + 1]
         i += 2
         if name not in schema:
-            ctx.error(key, f"unknown keyword {spell(name)} in {owner}{did_you_mean(name, schema, spell)}")
+            # The closest key costs more than the rest of a problem: look for it only if it is shown.
+            hidden = ctx.problems.hidden(key.start_line, key.start_column)
+            ctx.error(key, f"unknown keyword {label} in {owner}{'' if hidden else did_you_mean(name, schema, spell)}")
         elif name in found:
             first = found[name].key_model
-            ctx.error(key, f"{spell(name)} is given twice (first at {first.start_line}:{first.start_column})")
+            ctx.error(key, f"{label} is given twice (first at {first.start_line}:{first.start_column})")
         else:
             try:
                 value = schema[name](model, spell(name), ctx)
@@ -316,11 +323,13 @@ WEBHOOK = {
     "issuer": _text,
     "audience": _text,
     "public-key": _text,
+    "body-hash-claim": _text,
+    "max-lifetime": _retention,
 }
 # Provider options a webhook may only give with the provider they configure.
 _ONLY_FOR = {"header": Provider.CUSTOM, "prefix": Provider.CUSTOM, "encoding": Provider.CUSTOM,
              "algorithm": Provider.CUSTOM, "algorithms": Provider.JWT, "issuer": Provider.JWT, "audience": Provider.JWT,
-             "public-key": Provider.JWT}
+             "public-key": Provider.JWT, "body-hash-claim": Provider.JWT, "max-lifetime": Provider.JWT}
 
 
 # -- forms -------------------------------------------------------------------------------------
@@ -330,7 +339,7 @@ def _memory(name: str, found, form, ctx):
 
 
 def _webhook(name: str, found, form, ctx):
-    spell, here = ctx.dialect.key, f"{ctx.dialect.form('defwebhook')} {name}"
+    spell, here = ctx.dialect.key, f"{ctx.dialect.form('defwebhook')} {clip(name)}"
     for required in ("path", "provider"):
         if required not in found:
             ctx.error(form, f"{here} needs {spell(required)}")
@@ -346,7 +355,7 @@ def _webhook(name: str, found, form, ctx):
         jwt = _jwt_settings(found, form, here, ctx)
     elif "secret" not in found:
         ctx.error(form, f"{here} needs {spell('secret')} to verify {provider.value} signatures, "
-                        f"like \"secret://env/{name.upper().replace('-', '_')}_SECRET\"")
+                        f"like \"secret://env/{clip(name).upper().replace('-', '_')}_SECRET\"")
     if provider is Provider.CUSTOM:
         if "header" not in found:
             ctx.error(form, f"{here} needs {spell('header')}, the request header that carries the signature")
@@ -374,7 +383,8 @@ def _jwt_settings(found, form, here, ctx):
             needs = "secret" if keyed == "public-key" else "public-key"
             ctx.error(found["algorithms"].model,
                       f"{', '.join(wrong)} verifies with {spell(needs)}, but this webhook gives {spell(keyed)}")
-    return JwtSettings(algorithms, _value(found, "issuer"), _value(found, "audience"), public_key)
+    return JwtSettings(algorithms, _value(found, "issuer"), _value(found, "audience"), public_key,
+                       _value(found, "body-hash-claim"), _value(found, "max-lifetime"))
 
 
 FORMS = {
@@ -385,7 +395,7 @@ FORMS = {
 
 def interpret_form(form, ctx: Context) -> list[Parsed]:
     """Turn one top-level form into its definition, reporting every problem instead."""
-    before = len(ctx.diagnostics)
+    before = ctx.problems.count
     if not isinstance(form, Expression) or not form:
         ctx.error(form, f"expected a (defmemory NAME ...) or (defwebhook NAME ...) form, found {describe(form)}")
         return []
@@ -409,12 +419,12 @@ def interpret_form(form, ctx: Context) -> list[Parsed]:
     # A definition inside a definition means a closing parenthesis is missing before it.
     nested = [item for item in form[2:] if _is_definition(item)]
     if nested:
-        ctx.error(form, f"this ({form_name} {name} ...) is not closed before the "
+        ctx.error(form, f"this ({form_name} {clip(name)} ...) is not closed before the "
                         f"({nested[0][0]} ...) at line {nested[0].start_line}")
-    found = _pairs([item for item in form[2:] if not _is_definition(item)], schema, f"{form_name} {name}", ctx)
+    found = _pairs([item for item in form[2:] if not _is_definition(item)], schema, f"{form_name} {clip(name)}", ctx)
     values = build(name, found, form, ctx)
     inner = [p for item in nested for p in interpret_form(item, ctx)]
-    if values is None or len(ctx.diagnostics) > before:
+    if values is None or ctx.problems.count > before:
         return inner
     location = SourceLocation(ctx.source.name, form.start_line, form.start_column)
     path_model = found["path"].model if kind is WebhookDefinition else None
@@ -422,7 +432,8 @@ def interpret_form(form, ctx: Context) -> list[Parsed]:
 
 
 def _is_definition(model) -> bool:
-    return isinstance(model, Expression) and len(model) > 0 and str(model[0]) in FORMS
+    # Only a symbol's str is its name: a form's would print the whole form, however large.
+    return isinstance(model, Expression) and len(model) > 0 and isinstance(model[0], Symbol) and str(model[0]) in FORMS
 
 
 def check_unique(parsed: list[Parsed], ctx: Context) -> None:
@@ -433,12 +444,12 @@ def check_unique(parsed: list[Parsed], ctx: Context) -> None:
         kind = "memory" if isinstance(d, MemoryDefinition) else "webhook"
         first = seen.setdefault((kind, "name", d.name), p)
         if first is not p:
-            ctx.error(p.name_model, f"{kind} {d.name} is already defined at {_where(first)}")
+            ctx.error(p.name_model, f"{kind} {clip(d.name)} is already defined at {_where(first)}")
         if isinstance(d, WebhookDefinition):
             first = seen.setdefault(("webhook", "path", d.path), p)
             if first is not p:
-                ctx.error(p.path_model, f"path {d.path} is already served by webhook "
-                                        f"{first.definition.name} (defined at {_where(first)})")
+                ctx.error(p.path_model, f"path {clip(d.path)} is already served by webhook "
+                                        f"{clip(first.definition.name)} (defined at {_where(first)})")
 
 
 def _where(parsed: Parsed) -> str:

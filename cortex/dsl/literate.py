@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from cortex.dsl.diagnostics import Diagnostic
+from cortex.dsl.diagnostics import Problems
 from cortex.dsl.reader import SourceFile
 
 MARKER = ":cortex yes"
@@ -26,24 +26,24 @@ _MARKED = re.compile(r"(?:^|\s):cortex\s+yes(?:\s|$)", re.I)
 _ESCAPE = re.compile(r"^([ \t]*),(?=\*|#\+)", re.M)
 
 
-def cortex_blocks(source: SourceFile) -> tuple[list[str], list[Diagnostic]]:
-    """The Hy text of each marked block, laid out at its own lines and columns of the Org file.
+def cortex_blocks(source: SourceFile, problems: Problems) -> list[tuple[int, str]]:
+    """The Hy text of each marked block, with the line of the Org file where it starts.
 
     Marked blocks that cannot be read (not Hy, never closed) are reported instead.
     """
-    blocks, problems = [], []
-    for begin in _BEGIN.finditer(source.text):
+    blocks = []
+    pos = 0
+    while begin := _BEGIN.search(source.text, pos):
+        pos = begin.end()
         if not _MARKED.search(begin.group(2)):
             continue
         line = source.position(begin.start())[0]
         if begin.group(1).lower() != "hy":
-            problems.append(source.at(line, 1, f"cortex definitions are Hy: write #+begin_src hy {MARKER}"))
+            problems.add(source.at(line, 1, f"cortex definitions are Hy: write #+begin_src hy {MARKER}"))
             continue
         end = _END.search(source.text, begin.end())
-        if not end:
-            problems.append(source.at(line, 1, "this block is never closed with #+end_src"))
-            continue
-        body = source.text[begin.end() + 1 : end.start()]
-        # Newlines in front keep every model's line number equal to its line in the Org file.
-        blocks.append("\n" * line + _ESCAPE.sub(r"\1", body))
-    return blocks, problems
+        if not end:  # nor is any block after it: looking for their ends would read the rest again each time
+            problems.add(source.at(line, 1, "this block is never closed with #+end_src"))
+            break
+        blocks.append((line + 1, _ESCAPE.sub(r"\1", source.text[begin.end() + 1 : end.start()])))
+    return blocks

@@ -7,10 +7,10 @@ from pathlib import Path
 import hy
 
 from cortex.dsl.definitions import Definitions, MemoryDefinition, WebhookDefinition
-from cortex.dsl.diagnostics import Diagnostic, DslError
+from cortex.dsl.diagnostics import Diagnostic, DslError, Problems
 from cortex.dsl.interpret import Context, Parsed, check_unique, interpret_form
 from cortex.dsl.literate import cortex_blocks
-from cortex.dsl.reader import SourceFile, read_forms
+from cortex.dsl.reader import MAX_SIZE, SourceFile, read_forms, too_large
 from cortex.errors import NotFound, UserError
 
 # Lets one file be both loaded as data and run by Hy, which needs the macros required first.
@@ -35,41 +35,53 @@ def extract_webhook_definitions(source: str, filename: str = "<string>") -> list
 def extract_from_org(text: str, filename: str = "<string>") -> Definitions:
     """The definitions in an Org file's `#+begin_src hy :cortex yes` blocks, located in the Org file."""
     source = SourceFile(filename, text)
-    blocks, problems = cortex_blocks(source)
-    parsed, more = collect(source, blocks)
-    return _definitions(parsed, problems + more)
+    problems = Problems()
+    return _definitions(*collect(source, cortex_blocks(source, problems), problems))
 
 
 def load_definitions(path: str | Path) -> Definitions:
-    """Load a definitions file: Org files by their marked blocks, anything else as Hy."""
+    """Load a definitions file: Org files by their marked blocks, anything else as Hy (at most MAX_SIZE bytes)."""
     path = Path(path)
+    org = path.suffix.lower() == ".org"
     try:
+        if not org and (size := path.stat().st_size) > MAX_SIZE:  # refused unread, however large
+            raise DslError([Diagnostic(str(path), 1, 1, f"{size} bytes is too large for a definitions file "
+                                                        f"(at most {MAX_SIZE // 1024} KiB)")])
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise NotFound(f"{path}: no such file") from None
     except UnicodeDecodeError as error:
         raise UserError(f"{path}: not UTF-8 text (byte {error.start})") from None
-    if path.suffix.lower() == ".org":
+    if org:
         return extract_from_org(text, str(path))
     return parse_definitions(text, str(path))
 
 
-def collect(source: SourceFile, texts: list[str] | None = None) -> tuple[list[Parsed], list[Diagnostic]]:
-    """Interpret every form of a source (or of texts laid out like it) and check them together."""
-    ctx = Context(source)
-    parsed = []
-    for text in [source.text] if texts is None else texts:
-        forms, problems = read_forms(source, text)
-        ctx.diagnostics.extend(problems)
-        for form in forms:
-            if _is_require(form):
-                continue
-            parsed.extend(interpret_form(form, ctx))
+def collect(source: SourceFile, blocks: list[tuple[int, str]] | None = None,
+            problems: Problems | None = None) -> tuple[list[Parsed], Problems]:
+    """Interpret every form of a source (or of its blocks: first line and text) and check them together.
+
+    Reading stops at MAX_SIZE characters, or once enough problems are known (`Problems.full`),
+    so no source costs more than that much to check.
+    """
+    ctx = Context(source, problems=Problems() if problems is None else problems)
+    parsed, size = [], 0
+    for first_line, text in [(1, source.text)] if blocks is None else blocks:
+        if ctx.problems.full():
+            ctx.problems.stopped = True
+            break
+        size += len(text)
+        if size > MAX_SIZE:
+            ctx.problems.add(too_large(source, first_line))
+            break
+        for form in read_forms(source, ctx.problems, text, first_line):
+            if not _is_require(form):
+                parsed.extend(interpret_form(form, ctx))
     check_unique(parsed, ctx)
-    return parsed, ctx.diagnostics
+    return parsed, ctx.problems
 
 
-def _definitions(parsed: list[Parsed], problems: list[Diagnostic]) -> Definitions:
+def _definitions(parsed: list[Parsed], problems: Problems) -> Definitions:
     if problems:
         raise DslError(problems)
     kinds = {MemoryDefinition: [], WebhookDefinition: []}

@@ -87,7 +87,10 @@ def _webhook_pairs(w) -> list[tuple[str, str]]:
             pairs.append(("public-key", _string(w.jwt.public_key)))
         pairs.append(("algorithms", "[" + " ".join(map(_string, w.jwt.algorithms)) + "]"))
         pairs += [(key, _string(value)) for key, value in
-                  (("issuer", w.jwt.issuer), ("audience", w.jwt.audience)) if value is not None]
+                  (("issuer", w.jwt.issuer), ("audience", w.jwt.audience), ("body-hash-claim", w.jwt.body_hash_claim))
+                  if value is not None]
+        if w.jwt.max_lifetime is not None:
+            pairs.append(("max-lifetime", _string(format_duration(w.jwt.max_lifetime))))
     if w.agent is not None:
         pairs.append(("agent", _name(w.agent, "agent")))
     if w.filter is not None:

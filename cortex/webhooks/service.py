@@ -355,7 +355,10 @@ def _options(definition: WebhookDefinition, base_dir, environ) -> dict[str, obje
         return {"header": s.header, "prefix": s.prefix, "encoding": s.encoding.value, "algorithm": s.algorithm.value}
     if definition.provider is Provider.JWT and definition.jwt:
         j = definition.jwt
-        options: dict[str, object] = {"algorithms": j.algorithms, "issuer": j.issuer, "audience": j.audience}
+        options: dict[str, object] = {"algorithms": j.algorithms, "issuer": j.issuer, "audience": j.audience,
+                                      "body_hash_claim": j.body_hash_claim}
+        if j.max_lifetime is not None:
+            options["max_lifetime"] = max(1, round(j.max_lifetime.total_seconds()))
         if j.public_key is not None:
             # A public key is no secret, but it may live where secrets do: in a file or the environment.
             options["public_key"] = (resolve_secret(j.public_key, definition.name, environ=environ,
