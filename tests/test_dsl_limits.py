@@ -4,8 +4,11 @@ Reports list the first problems and count the rest; a broken definition never st
 """
 
 import gc
+import subprocess
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import hy
 import pytest
@@ -264,3 +267,15 @@ def test_cortex_search_succeeds_and_cortex_serve_refuses_with_a_short_report(tmp
     assert exit_.value.code == 1 and "Traceback" not in err
     assert err.startswith(f"cortex: {org / 'definitions.hy'}:1:14: unknown keyword :k0 in defmemory m")
     assert err.rstrip().endswith(f"and {100 - SHOWN} more problems") and len(err.splitlines()) == 3 * SHOWN + 1
+
+
+def test_the_cli_shows_the_fallback_warning_as_one_line(tmp_path, org):
+    (org / "definitions.hy").write_text(BROKEN)
+    cortex_bin = Path(sys.executable).with_name("cortex")
+    args = ["--store", str(tmp_path / "store"), "--org", str(org)]
+    subprocess.run([str(cortex_bin), "ingest", *args], check=True, capture_output=True)
+    result = subprocess.run([str(cortex_bin), "search", "E1042", "-n", "1", *args], capture_output=True, text=True)
+    assert result.returncode == 0 and "E1042" in result.stdout
+    assert result.stderr.splitlines() == [
+        f"warning: search uses its default weights, as the definitions have problems: {org / 'definitions.hy'}:2:36: "
+        "unknown provider gitlab; did you mean github? (one of github, stripe, slack, standard, custom, jwt)"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 
 import click
 from rich.markup import escape
@@ -56,8 +57,14 @@ for command in (repl, eval_, *store_commands, *history_commands, search, memory_
     cli.add_command(command)
 
 
+def _warn(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as one line, without the source location Python adds for programmers."""
+    err_console.print(f"[yellow]warning:[/] {escape(str(message))}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, turning cortex errors into one clear line and exit status 1."""
+    warnings.showwarning = _warn
     try:
         cli.main(args=argv, prog_name="cortex", standalone_mode=False)
     except click.exceptions.Exit as exc:
