@@ -1,8 +1,14 @@
-"""Ingest cost on the shared corpus, as ratios against orgparse and the cold ingest, in one run."""
+"""Ingest cost on the shared corpus, as ratios against orgparse and the cold ingest, in one run;
+then hostile files, as ratios against an ordinary file of the same size.
+
+    .venv/bin/python bench/ingest.py                      everything
+    .venv/bin/python bench/ingest.py pathological [MB]    only the hostile files (default 1 MB)
+"""
 
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -12,6 +18,7 @@ from _common import CORPUS, best_of, corpus_files, report
 import orgparse
 
 import cortex.api as cx
+from cortex import orgfile
 
 
 def orgparse_alone(files: list[Path]) -> None:
@@ -74,7 +81,92 @@ def main() -> None:
     report("first edit in a process: re-ingest vs cold ingest", first_edit_s, single_s)
     report("one-line edit re-ingest vs cold ingest of that file", edit_s, single_s, target="(bar < 0.05)")
     shutil.rmtree(work)
+    pathological()
+
+
+def fill(unit: str, size: int, head: str = "") -> str:
+    """`head`, then `unit` repeated up to about `size` characters."""
+    return head + unit * max(1, (size - len(head)) // len(unit))
+
+
+def deep(size: int) -> str:
+    """Headlines each one level below the one before, about `size` characters."""
+    lines, total, level = [], 0, 0
+    while total < size:
+        level += 1
+        lines.append("*" * level + f" level {level}\n")
+        total += len(lines[-1])
+    return "".join(lines)
+
+
+# Each hostile file as (its text, where an edit inserts what): every one of them once cost time
+# quadratic (deep nesting: cubic) in its size, or made the re-parse raise RecursionError.
+HOSTILE = {
+    "deep nesting (edit: the deepest section)":
+        lambda n: (deep(n), -1, "deepest text\n"),
+    "spaces in a headline (edit: one more space)":
+        lambda n: ("* a" + " " * n + "x\n", n // 2, " "),
+    "unterminated DEADLINE: < (edit: in the line)":
+        lambda n: (fill("DEADLINE: <", n, "* a\n"), n // 2, "x"),
+    "unclosed #+begin_src under #+TODO (edit: a line)":
+        lambda n: (fill("#+begin_src\n", n, "* a\n#+TODO: X\n"), -1, "x\n"),
+    "unclosed blocks, all names (edit: a line)":
+        lambda n: ("* a\n#+TODO: X\n" + "".join(f"#+begin_b{i}\n" for i in range(n // 14)), -1, "x\n"),
+    "unclosed drawers under #+TODO (edit: a line)":
+        lambda n: (fill(":drawer:\n", n, "* a\n#+TODO: X\n"), -1, "x\n"),
+    "unclosed dynamic blocks under #+TODO (edit: a line)":
+        lambda n: (fill("#+BEGIN: x\n", n, "* a\n#+TODO: X\n"), -1, "x\n"),
+    "unclosed LaTeX under #+TODO (edit: a line)":
+        lambda n: (fill("\\begin{eq}\n", n, "* a\n#+TODO: X\n"), -1, "x\n"),
+    "#+TODO lines among src blocks (edit: a line)":
+        lambda n: (fill("#+begin_src\nx\n#+end_src\n#+TODO: A\n", n, "* a\n"), -1, "x\n"),
+    "TODO keywords x headlines (edit: a headline)":
+        lambda n: ("#+TODO: " + " ".join(f"K{i}" for i in range(n // 12)) + "\n" + fill("* K1 x\n", n // 2),
+                   -1, "* K2 y\n"),
+    "a run of one character (edit: slides along it)":
+        lambda n: ("* a\n* b\n" + "x" * n + "\n* c\n", n // 2, "x"),
+}
+
+
+def ordinary(size: int) -> tuple[str, int, str]:
+    """Ordinary Org text of about `size` characters (no two subtrees alike), and a one-line edit in its middle."""
+    units, total, n = [], 0, 0
+    while total < size:
+        n += 1
+        units.append(f"* Heading {n} :tag:\nSCHEDULED: <2024-01-01 Mon>\nSome text {n}.\n"
+                     f"** Child {n}\n:PROPERTIES:\n:ID: id-{n}\n:END:\nMore text.\n")
+        total += len(units[-1])
+    text = "".join(units)
+    return text, text.index("Some text", size // 2), "More "
+
+
+def parse_and_edit(text: str, at: int, insert: str) -> tuple[float, float]:
+    """Seconds to parse `text`, and to re-parse it after `insert` at `at` (-1: the end) from its layout
+    (parsing whole when the re-parse declines), as the first edit a process sees."""
+    parse_s = best_of(lambda: orgfile.parse(text), repeat=2)
+    parsed, data = orgfile.parse(text), text.encode()
+    at = len(data) if at < 0 else len(text[:at].encode())
+    edited = data[:at] + insert.encode() + data[at:]
+    get = {o.oid: o for o in parsed.objects}.__getitem__
+    edit_s = best_of(lambda: orgfile.reparse(orgfile.Layout.of(data, parsed), edited, get)
+                     or orgfile.parse(edited.decode()), repeat=2)
+    return parse_s, edit_s
+
+
+def pathological(size: int = 1_000_000) -> None:
+    """Parse and edit cost of hostile files of `size` bytes, as ratios against parsing an ordinary one."""
+    print(f"hostile files of {size / 1e6:.2f} MB (ratios against parsing an ordinary file of that size)")
+    base, base_edit = parse_and_edit(*ordinary(size))
+    report("ordinary file: parse (baseline)", base, base)
+    report("ordinary file: one-line edit re-parse", base_edit, base)
+    for name, make in HOSTILE.items():
+        parse_s, edit_s = parse_and_edit(*make(size))
+        report(f"{name}: parse", parse_s, base, target="(bar < 3)")
+        report(f"{name}: re-parse", edit_s, base, target="(bar < 3)")
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["pathological"]:
+        pathological(int(float(sys.argv[2]) * 1e6) if len(sys.argv) > 2 else 1_000_000)
+    else:
+        main()

@@ -11,15 +11,21 @@ reduces levels, the COMMENT keyword is not part of the title, tags may hold `#` 
 the property drawer counts only right after the headline (or its planning line), its
 names may contain `:`, duplicates are kept and values stay text.
 
-Incremental parsing works on subtrees: a subtree's key is the hash of its text under the
-file's setup, and a `cached` lookup that knows the key returns the subtree's oid, so nothing
-inside it is hashed, parsed or built again.  An edit of a file whose `Layout` is known goes
+Incremental parsing works on subtrees: a subtree's key hashes its own section and its
+children's keys under the file's setup (Merkle-style, so keying every subtree hashes the text
+once however deep it nests), and a `cached` lookup that knows the key returns the subtree's
+oid, so nothing inside it is parsed or built again.  An edit of a file whose `Layout` is known goes
 further (`reparse`): the bytes around the edit are compared, and only the sections it touched
 are scanned, decoded and parsed; every subtree outside it keeps its oid without being read.
 
 Line ends follow Emacs too: "\\r\\n" ends a line only in a file where every "\\n" follows a
 "\\r"; in a file mixing both, "\\r" is text (Emacs shows it as ^M).  Old Mac files, with
-"\\r" alone as the line end, are not split at "\\r" (Emacs would).
+"\\r" alone as the line end, are not split at "\\r" (Emacs would).  A UTF-8 byte-order mark is
+not content, as when Emacs visits the file: it stays in the preamble, and the first line reads
+as if the file started after it.
+
+Any file costs work linear in its size, however deep or odd: walks of the outline are loops,
+never recursions, and no pattern searches the same text again for each of many openers.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import unicodedata
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import blake3
 
@@ -38,7 +44,9 @@ from .hashing import Oid
 from .objects import Document, Headline, OrgObject
 
 # Bumped whenever parsing changes, so subtree keys from an older parser miss.
-PARSER_VERSION = 1
+PARSER_VERSION = 2
+
+_BOM, _BOM_BYTES = "\ufeff", b"\xef\xbb\xbf"
 
 # Characters with whitespace syntax in an Org buffer (Emacs's `\s-`, not Python's `\s`).
 _WS = " \t\n\f\r\xa0\u2000-\u200b\u202f\u205f\u3000"
@@ -58,16 +66,20 @@ _LONGER_KEY = re.compile(f"{_NONWS}*:")
 _RAW_BLOCKS = frozenset({"COMMENT", "EXAMPLE", "EXPORT", "SRC", "VERSE"})
 _SPLIT = re.compile(r"[ \f\t\n\r\v]+")
 
-_TAGS = re.compile(r"[ \t]+(:[^ \t]+:)[ \t]*$")
+_STARS = re.compile(r"\*+")
+_BLANKS = re.compile(r"[ \t]*")
+_PRIORITY = re.compile(r"\[#(.)\][ \t]*")
 _TAG_PUNCT = frozenset("_@#%:")
 _ALNUM_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl"})
 _PLANNING_LINE = re.compile(r"[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):", re.I)
-_PLANNING_ENTRY = re.compile(r"\b(CLOSED|DEADLINE|SCHEDULED):(?= *[\[<][^\]>]+[\]>])[ \t]*", re.I)
-_TIMESTAMP = re.compile(r"(?=[<\[](?:\d{4}-\d{2}-\d{2}|%%\())[<\[](?:%%)?.*?[\]>](?:--[<\[].*?[\]>])?")
+# A planning keyword up to its timestamp's opening bracket; the closing brackets of the line are
+# found once, so many unclosed timestamps do not each search the rest of the line.
+_PLANNING_ENTRY = re.compile(r"\b(CLOSED|DEADLINE|SCHEDULED): *(?=[<\[](?:\d{4}-\d{2}-\d{2}|%%\())", re.I)
+_STAMP_END = re.compile(r"[\]>]")
 _DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*$", re.I)
 _DRAWER_STOP = re.compile(r"[ \t]*:END:[ \t]*$", re.I)
 _PROPERTY = re.compile(rf"[ \t]*:({_NONWS}+):(?: (.*))?[ \t]*$")
-_COMMENT_LINE = re.compile(r"[ \t]*#(?:[ \t]|$)")
+_COMMENT_LINE = re.compile(r"[ \t]*#(?: |$)")
 
 Getter = Callable[[Oid], OrgObject]
 Cached = Callable[[bytes], "Oid | None"]
@@ -83,12 +95,18 @@ class _Setup:
     odd_levels: bool
     crlf: bool
 
+    @cached_property
+    def keyword_set(self) -> frozenset[str]:
+        """The keywords, to look a headline's first word up in."""
+        return frozenset(self.keywords)
+
 
 @lru_cache(maxsize=64)
 def _key_prefix(setup: _Setup) -> bytes:
-    """The bytes every subtree key under this setup starts from."""
-    return encode([PARSER_VERSION, list(setup.keywords), list(setup.done_keywords),
-                   setup.odd_levels, setup.crlf])
+    """The digest every subtree key under this setup starts from (a digest: a file may declare
+    thousands of TODO keywords, and every key would hash them all again)."""
+    return blake3.blake3(encode([PARSER_VERSION, list(setup.keywords), list(setup.done_keywords),
+                                 setup.odd_levels, setup.crlf])).digest()
 
 
 @dataclass(frozen=True)
@@ -97,13 +115,15 @@ class Parsed:
 
     `objects` holds every object built by this parse, children before parents, the document
     last; a subtree found through `cached` is referenced by oid and not rebuilt.
-    `subtree_keys` maps the key of every subtree built here to its root headline's oid.
+    `subtree_keys` maps the key of every subtree built here to its root headline's oid;
+    `keys` holds every headline's subtree key, in text order.
     """
 
     document: Document
     objects: tuple[OrgObject, ...]
     subtree_keys: dict[bytes, Oid]
     setup: _Setup
+    keys: list[bytes]
 
 
 def parse(text: str, *, cached: Cached | None = None) -> Parsed:
@@ -112,44 +132,43 @@ def parse(text: str, *, cached: Cached | None = None) -> Parsed:
     setup = _file_setup(text, starts)
     bounds = starts + [len(text)]
     after = _subtree_ends(stars)
-    prefix = _key_prefix(setup)
-    oids, objects, built = _build(
-        after, setup, cached,
-        key=lambda i: blake3.blake3(prefix + text[bounds[i]:bounds[after[i]]].encode()).digest(),
-        section=lambda i: text[bounds[i]:bounds[i + 1]],
-    )
-    return _finish(text[:bounds[0]], setup, after, oids, objects, built)
+    keys = [b""] * len(starts)
+    # Keys hash bytes, as `reparse` does: the same headlines, at byte offsets unless all is ASCII.
+    view = memoryview(text.encode())
+    byte_bounds = bounds if text.isascii() else _outline(view.obj)[0] + [len(view)]
+
+    def raw(i: int) -> memoryview:
+        return view[byte_bounds[i]:byte_bounds[i + 1]]
+
+    def section(i: int) -> str:
+        return text[bounds[i]:bounds[i + 1]]
+
+    oids, objects, built = _build(after, setup, cached, keys, raw, section)
+    return _finish(text[:bounds[0]], setup, after, oids, objects, built, keys)
 
 
-def _build(after: list[int], setup: _Setup, cached: Cached | None, key: Callable[[int], bytes],
-           section: Callable[[int], str], known: Callable[[int], "Oid | None"] = lambda i: None,
+def _build(after: list[int], setup: _Setup, cached: Cached | None, keys: list[bytes],
+           raw: Callable[[int], memoryview], section: Callable[[int], str],
+           known: Callable[[int], "Oid | None"] | None = None,
            lo: int = 0, hi: int | None = None) -> tuple[list["Oid | None"], list[OrgObject], dict[bytes, Oid]]:
     """Each headline's oid, building those whose subtree is neither `known` by index nor `cached` by key.
 
     Headlines are visited in text order and a known subtree is skipped whole, so every headline
     visited has all its ancestors visited too; those below a skipped one stay None. Only the
-    subtrees in [lo, hi) are visited when given; they must end within it.
+    subtrees in [lo, hi) are visited when given; they must end within it. `keys` holds the key
+    of every subtree not visited; each one visited gets its key here, from its section's `raw` bytes.
     """
-    count = len(after)
-    oids: list[Oid | None] = [None] * count
-    keys: dict[int, bytes] = {}
-    i, hi = lo, count if hi is None else hi
-    while i < hi:
-        oid = known(i)
-        if oid is None:
-            subtree_key = key(i)
-            oid = cached(subtree_key) if cached is not None else None
-            if oid is None:
-                keys[i] = subtree_key
-                i += 1
-                continue
-        oids[i] = oid
-        i = after[i]
-
-    # Descendants follow their ancestors in the text: reverse order builds children first.
+    oids: list[Oid | None] = [None] * len(after)
+    hi = len(after) if hi is None else hi
+    visited = list(range(lo, hi)) if known is None else _unknown(after, known, oids, lo, hi)
+    # Descendants follow their ancestors in the text: reverse order keys (and builds) children first.
+    prefix = _key_prefix(setup)
+    for i in reversed(visited):
+        keys[i] = _key(prefix, raw(i), _child_keys(keys, after, i))
+    wanted = visited if cached is None else _uncached(after, cached, keys, oids, visited)
     objects: list[OrgObject] = []
     built: dict[bytes, Oid] = {}
-    for i in reversed(keys):
+    for i in reversed(wanted):
         oid = built.get(keys[i])
         if oid is None:  # the same subtree may occur twice in a file
             headline = _parse_section(section(i), setup, tuple(oids[c] for c in _kids(after, i + 1, after[i])))
@@ -159,8 +178,46 @@ def _build(after: list[int], setup: _Setup, cached: Cached | None, key: Callable
     return oids, objects, built
 
 
+def _unknown(after: list[int], known: Callable[[int], "Oid | None"], oids: list, lo: int, hi: int) -> list[int]:
+    """The headlines of [lo, hi) outside every `known` subtree, in text order; those known get their oids."""
+    unknown, i = [], lo
+    while i < hi:
+        oid = known(i)
+        if oid is None:
+            unknown.append(i)
+            i += 1
+        else:
+            oids[i] = oid
+            i = after[i]
+    return unknown
+
+
+def _uncached(after: list[int], cached: Cached, keys: list[bytes], oids: list, visited: list[int]) -> list[int]:
+    """The `visited` headlines outside every `cached` subtree (parents first); those cached get their oids."""
+    uncached, skip_to = [], 0
+    for i in visited:
+        if i >= skip_to:
+            oid = cached(keys[i])
+            if oid is None:
+                uncached.append(i)
+            else:
+                oids[i], skip_to = oid, after[i]
+    return uncached
+
+
+def _key(prefix: bytes, raw: memoryview, children: bytes) -> bytes:
+    """A subtree's key: its own section (its length first, so no section reads as another's with
+    children) and its children's keys, under the file's setup (Merkle-style)."""
+    return blake3.blake3(prefix + len(raw).to_bytes(8, "big") + raw + children).digest()
+
+
+def _child_keys(keys: list[bytes], after: list[int], i: int) -> bytes:
+    """The keys of headline `i`'s children, one after another."""
+    return b"".join([keys[c] for c in _kids(after, i + 1, after[i])]) if after[i] > i + 1 else b""
+
+
 def _finish(preamble: str, setup: _Setup, after: list[int], oids: list, objects: list[OrgObject],
-            built: dict[bytes, Oid]) -> Parsed:
+            built: dict[bytes, Oid], keys: list[bytes]) -> Parsed:
     document = Document(
         preamble=preamble,
         todo_keywords=setup.todo_keywords,
@@ -168,7 +225,7 @@ def _finish(preamble: str, setup: _Setup, after: list[int], oids: list, objects:
         children=tuple(oids[i] for i in _kids(after, 0, len(after))),
     )
     objects.append(document)
-    return Parsed(document, tuple(objects), built, setup)
+    return Parsed(document, tuple(objects), built, setup, keys)
 
 
 def _subtree_ends(stars: list[int]) -> list[int]:
@@ -190,8 +247,9 @@ def _spliced_ends(old_after: list[int], stars: list[int], a: int, touched: int, 
     open_ = []  # the headlines open at `a`, outermost first: the last one before it and its ancestors
     i = a - 1
     while i >= 0:
-        open_.insert(0, i)
+        open_.append(i)
         i = _parent(stars, i, stars[i])
+    open_.reverse()
     i = a
     while i < count and (open_ or i < a + touched):
         while open_ and stars[open_[-1]] >= stars[i]:
@@ -231,11 +289,13 @@ class _Outline:
 class Layout:
     """A parsed file's bytes and outline, kept so that an edit of it re-parses only what it touched."""
 
-    def __init__(self, data: bytes, setup: _Setup, document: Document, outline: _Outline | None = None,
-                 edit: tuple[int, int] = (0, 0), absent: frozenset[bytes] = frozenset()):
+    def __init__(self, data: bytes, setup: _Setup, document: Document, keys: list[bytes],
+                 outline: _Outline | None = None, edit: tuple[int, int] = (0, 0),
+                 absent: frozenset[bytes] = frozenset()):
         self.data = data
         self.setup = setup
         self.document = document
+        self.keys = keys  # every headline's subtree key, in text order
         self._outline = outline
         self._edit = edit  # the span of `data` an edit wrote over bytes that held none of `absent`
         self._absent = absent
@@ -244,7 +304,7 @@ class Layout:
     @classmethod
     def of(cls, data: bytes, parsed: Parsed) -> "Layout":
         """The layout of `data`, whose parse is `parsed`; its outline is scanned when first needed."""
-        return cls(data, parsed.setup, parsed.document)
+        return cls(data, parsed.setup, parsed.document, parsed.keys)
 
     @property
     def outline(self) -> _Outline:
@@ -271,11 +331,14 @@ class Layout:
         return found
 
     def oid(self, i: int, get: Getter) -> Oid:
-        """The oid of headline `i`, read from its parent's children when not known yet."""
+        """The oid of headline `i`, read from its ancestors' children when not known yet."""
         outline = self.outline
-        if outline.oids[i] is None:  # never for a top-level headline: parses know all of those
-            parent = _parent(outline.stars, i, outline.stars[i])
-            children = get(self.oid(parent, get)).children
+        ancestors, at = [], i
+        while outline.oids[at] is None:  # never for a top-level headline: parses know all of those
+            at = _parent(outline.stars, at, outline.stars[at])
+            ancestors.append(at)
+        for parent in reversed(ancestors):  # the nearest known one first, down to i's parent
+            children = get(outline.oids[parent]).children
             for child, oid in zip(_kids(outline.after, parent + 1, outline.after[parent]), children):
                 outline.oids[child] = oid
         return outline.oids[i]
@@ -331,32 +394,34 @@ def reparse(old: Layout, data: bytes, get: Getter, cached: Cached | None = None)
         return old_oids[j] or old.oid(j, get)
 
     setup = old.setup
-    prefix = _key_prefix(setup)
     view = memoryview(data)
     bounds = starts + [len(data)]
+    # Untouched subtrees keep their keys; the touched ones and their ancestors get theirs in _build.
+    keys = old.keys[:a] + [b""] * touched + old.keys[b:]
 
-    def key(i: int) -> bytes:
-        return blake3.blake3(prefix).update(view[bounds[i]:bounds[after[i]]]).digest()
+    def raw(i: int) -> memoryview:
+        return view[bounds[i]:bounds[i + 1]]
 
     def section(i: int) -> str:
         return data[bounds[i]:bounds[i + 1]].decode("utf-8")
 
     def build(lo: int = 0, hi: int | None = None):
-        return _build(after, setup, cached, key, section, known, lo, hi)
+        return _build(after, setup, cached, keys, raw, section, known, lo, hi)
 
-    spliced = _splice(old, get, stars, after, a, touched, moved, build, key)
+    spliced = _splice(old, get, stars, after, keys, raw, a, touched, moved, build)
     if spliced is not None:
         parsed, oids = spliced
     else:
         oids, objects, built = build()
-        parsed = _finish(old.document.preamble, setup, after, oids, objects, built)
+        parsed = _finish(old.document.preamble, setup, after, oids, objects, built, keys)
     absent = frozenset(marker for marker, found in old._found.items() if not found)
-    return parsed, Layout(data, setup, parsed.document, _Outline(starts, stars, after, oids, newlines, crlfs),
-                          (first, new_end), absent)
+    return parsed, Layout(data, setup, parsed.document, keys,
+                          _Outline(starts, stars, after, oids, newlines, crlfs), (first, new_end), absent)
 
 
-def _splice(old: Layout, get: Getter, stars: list[int], after: list[int], a: int, touched: int, moved: int,
-            build: Callable, key: Callable[[int], bytes]) -> "tuple[Parsed, list[Oid | None]] | None":
+def _splice(old: Layout, get: Getter, stars: list[int], after: list[int], keys: list[bytes],
+            raw: Callable[[int], memoryview], a: int, touched: int, moved: int,
+            build: Callable) -> "tuple[Parsed, list[Oid | None]] | None":
     """The parse of an edit that replaced whole subtrees [a, a + touched + moved) of one parent with
     the whole subtrees [a, a + touched) (new stars and ends), and each headline's oid.
 
@@ -375,6 +440,7 @@ def _splice(old: Layout, get: Getter, stars: list[int], after: list[int], a: int
     oids[:a] = outline.oids[:a]
     oids[a + touched:] = outline.oids[a + touched + moved:]
     replaced, by = [old.oid(t, get) for t in old_tops], tuple(oids[t] for t in new_tops)
+    prefix = _key_prefix(old.setup)
     while True:
         holder = old.document if parent < 0 else get(old.oid(parent, get))
         siblings = holder.children
@@ -384,8 +450,9 @@ def _splice(old: Layout, get: Getter, stars: list[int], after: list[int], a: int
         new = replace(holder, children=siblings[:at] + by + siblings[at + len(replaced):])
         objects.append(new)
         if parent < 0:
-            return Parsed(new, tuple(objects), built, old.setup), oids
-        built[key(parent)] = oids[parent] = new.oid
+            return Parsed(new, tuple(objects), built, old.setup, keys), oids
+        keys[parent] = _key(prefix, raw(parent), _child_keys(keys, after, parent))
+        built[keys[parent]] = oids[parent] = new.oid
         replaced, by = [holder.oid], (new.oid,)
         parent = _parent(stars, parent, stars[parent])
 
@@ -402,33 +469,32 @@ def _tiling(after: list[int], lo: int, hi: int) -> list[int] | None:
 def _parent(stars: list[int], i: int, level: int) -> int:
     """The nearest headline before `i` with fewer stars than `level` (-1: the document).
 
-    Searched with list.index over the stars before `i`, nearest first: a parent may have
-    thousands of children, and a Python loop over them would cost more than the edit.
+    A parent may have thousands of children and a child thousands of levels: the stars before
+    `i` are passed over in blocks of doubling size, each at C speed (min), then the block that
+    holds the parent is halved down to it, so the cost follows the distance, not the level.
     """
-    before = stars[i - 1::-1] if i else []
-    nearest = len(before)
-    for fewer in range(1, level):
-        try:
-            nearest = before.index(fewer, 0, nearest)
-        except ValueError:
-            pass
-    return i - 1 - nearest
+    hi, size = (i if level > 1 else 0), 16  # nothing has fewer stars than one
+    while hi > 0:
+        lo = max(0, hi - size)
+        if min(stars[lo:hi]) < level:
+            while hi - lo > 16:
+                mid = (lo + hi) // 2
+                if min(stars[mid:hi]) < level:
+                    lo = mid
+                else:
+                    hi = mid
+            return next(j for j in range(hi - 1, lo - 1, -1) if stars[j] < level)
+        hi, size = lo, size * 2
+    return -1
 
 
 def _parse_section(raw: str, setup: _Setup, children: tuple[Oid, ...]) -> Headline:
     """Parse one section (a headline line and the text up to the next headline)."""
     lines = _lines(raw, setup.crlf)
     line = next(lines)
-    head = _head_pattern(setup.keywords).match(line)
-    stars = len(head.group(1))
-    todo, priority, commented = head.group(2, 3, 4)
-    title_start = head.end() if (todo or priority or commented) else stars
-    title_end = len(line)
-    tags: tuple[str, ...] = ()
-    found = _TAGS.search(line, title_start)
-    if found and _valid_tags(found.group(1)):
-        tags = tuple(found.group(1)[1:-1].split(":"))
-        title_end = found.start()
+    stars, todo, priority, commented, head_end = _heading(line, setup.keyword_set)
+    title_start = head_end if (todo or priority or commented) else stars
+    title_end, tags = _tags(line, title_start)
 
     planning: tuple[tuple[str, str], ...] = ()
     properties: tuple[tuple[str, str], ...] = ()
@@ -456,6 +522,9 @@ def _file_setup(text: str, starts: list[int]) -> _Setup:
     """A file's TODO keywords and `#+STARTUP: odd` (keywords outside raw blocks), and its line ends."""
     # Emacs reads a file as CRLF only when every "\n" follows a "\r"; otherwise "\r" is text.
     crlf = "\r" in text and 0 < text.count("\r\n") == text.count("\n")
+    skip = _content_start(text)
+    if skip:  # read the file as if it started after its byte-order mark, as Emacs shows it
+        text, starts = text[skip:], [start - skip for start in starts]
     sequences: dict[str, list[str]] = {"TYP_TODO": [], "TODO": [], "SEQ_TODO": []}
     startup: list[str] = []
     raw_spans: dict[int, list[tuple[int, int]]] = {}
@@ -469,7 +538,7 @@ def _file_setup(text: str, starts: list[int]) -> _Setup:
             lo = 0 if section < 0 else text.find("\n", starts[section]) + 1 or len(text)
             hi = starts[section + 1] if section + 1 < len(starts) else len(text)
             raw_spans[section] = _raw_spans(text, lo, hi, crlf)
-        if any(s <= line_start < e for s, e in raw_spans[section]):
+        if _inside(raw_spans[section], line_start):
             continue
         name = m.group(1).upper()
         (startup if name == "STARTUP" else sequences[name]).append(rest.strip(" \t\n\r"))
@@ -497,19 +566,26 @@ def _subtree_parts(children: tuple[Oid, ...], get: Getter) -> Iterator[str]:
 
 
 def _outline(text: str | bytes, lo: int = 0, hi: int | None = None) -> tuple[list[int], list[int]]:
-    """Where each headline of `text[lo:hi]` starts, and its number of stars; `lo` is 0 or just past
-    a line end. Offsets count characters in a str, bytes in bytes."""
+    """Where each headline of `text[lo:hi]` starts, and its number of stars; `lo` is 0, the first
+    headline's start or just past a line end. Offsets count characters in a str, bytes in bytes."""
     hi = len(text) if hi is None else hi
     headline, first_headline = ((_HEADLINE, _FIRST_HEADLINE) if isinstance(text, str)
                                 else (_HEADLINE_BYTES, _FIRST_HEADLINE_BYTES))
     spans = [m.span() for m in headline.finditer(text, max(lo - 1, 0), hi)]
     starts = [a + 1 for a, _ in spans]
     stars = [b - a - 2 for a, b in spans]
-    first = first_headline.match(text, 0, hi) if lo == 0 else None
+    start = _content_start(text)
+    first = first_headline.match(text, start, hi) if lo <= start else None
     if first:
-        starts.insert(0, 0)
-        stars.insert(0, first.end() - 1)
+        starts.insert(0, start)
+        stars.insert(0, first.end() - start - 1)
     return starts, stars
+
+
+def _content_start(text: str | bytes) -> int:
+    """Where the first line starts: after a UTF-8 byte-order mark, which Emacs reads as no text."""
+    bom = _BOM if isinstance(text, str) else _BOM_BYTES
+    return len(bom) if text.startswith(bom) else 0
 
 
 def _edit_span(old: bytes, new: bytes) -> tuple[int, int, int]:
@@ -524,8 +600,9 @@ def _edit_span(old: bytes, new: bytes) -> tuple[int, int, int]:
     # copy: place it as early as it goes within its line, so that whole lines read as whole lines.
     if start in (old_end, new_end):
         longer, end = (new, new_end) if start == old_end else (old, old_end)
-        while start and longer[start - 1] == longer[end - 1] != 0x0A:
-            start, old_end, new_end, end = start - 1, old_end - 1, new_end - 1, end - 1
+        room = start - longer.rfind(b"\n", 0, start) - 1  # back to its line's start, compared in blocks
+        back = _longest(room, lambda lo, hi: longer[start - hi:start - lo] == longer[end - hi:end - lo])
+        start, old_end, new_end = start - back, old_end - back, new_end - back
     return start, old_end, new_end
 
 
@@ -561,12 +638,13 @@ def _setup_from(sequences: list[str], startup: list[str], crlf: bool) -> _Setup:
         keywords += names
     if not done:
         done = keywords[-1:]
+    done_set = set(done)
     odd = False
     for option in (o.lower() for value in startup for o in _SPLIT.split(value) if o):
         if option in ("odd", "oddeven"):
             odd = option == "odd"
     return _Setup(
-        todo_keywords=tuple(k for k in keywords if k not in done),
+        todo_keywords=tuple(k for k in keywords if k not in done_set),
         done_keywords=tuple(done),
         keywords=tuple(keywords),
         odd_levels=odd,
@@ -581,65 +659,113 @@ def _strip_key(word: str) -> str:
 
 
 def _raw_spans(text: str, lo: int, hi: int, crlf: bool) -> list[tuple[int, int]]:
-    """Spans of [lo, hi) whose lines are not elements: raw blocks and LaTeX environments."""
+    """Spans of [lo, hi) whose lines are not elements, in text order: raw blocks and LaTeX environments."""
     eol = r"\r?$" if crlf else "$"
-    opener = _opener(eol)
+    opener, closers = _opener(eol), _closing_lines(text, lo, hi, eol)
     spans = []
     frames = [(lo, hi)]
     while frames:
         pos, end = frames.pop()
         while (m := opener.search(text, pos, end)) is not None:
             next_line = text.find("\n", m.end()) + 1 or end
-            raw = bool(m["latex"]) or (m["block"] or "").upper() in _RAW_BLOCKS
-            # Drawers and LaTeX environments search their end from their own line, as Emacs does.
-            start = m.start() if m["drawer"] or m["latex"] else next_line
-            close = _closer(m, eol).search(text, start, end)
+            close = _close(m, text, next_line, end, crlf, closers)
             if close is None:
                 pos = m.end()
                 continue
-            if raw:
-                spans.append((m.start(), close.end()))
-                pos = close.end()
+            if m["latex"] or (m["block"] or "").upper() in _RAW_BLOCKS:
+                spans.append((m.start(), close[1]))
+                pos = close[1]
             else:  # a container: scan its contents first, then go on after its last line
-                frames.append((close.end(), end))
-                pos, end = min(next_line, close.start()), close.start()
+                frames.append((close[1], end))
+                pos, end = min(next_line, close[0]), close[0]
     return spans
+
+
+def _close(m: re.Match, text: str, next_line: int, end: int, crlf: bool,
+           closers: dict[tuple, list[tuple[int, int]]]) -> tuple[int, int] | None:
+    """Where what `m` opens ends before `end`: the start and end of its closing line; None if it does not."""
+    if m["footnote"]:  # at the next definition or two blank lines, inside a block or not
+        stop = _footnote_end(crlf).search(text, next_line, end)
+        return (stop.start(),) * 2 if stop else (end, end)
+    # Drawers and LaTeX environments search their end from their own line, as Emacs does.
+    return _first_from(closers.get(_kind(m), []), m.start() if m["drawer"] or m["latex"] else next_line, end)
+
+
+def _inside(spans: list[tuple[int, int]], at: int) -> bool:
+    """Whether `at` lies in one of the sorted, disjoint `spans`."""
+    k = bisect_left(spans, (at + 1,)) - 1  # the last one starting at or before `at`
+    return k >= 0 and at < spans[k][1]
+
+
+def _kind(m: re.Match) -> tuple[str, ...]:
+    """What an opening or closing line opens or closes: blocks and LaTeX environments by name."""
+    name = m.lastgroup
+    return (name, m[name].upper()) if name in ("block", "latex") else (name,)
+
+
+def _closing_lines(text: str, lo: int, hi: int, eol: str) -> dict[tuple, list[tuple[int, int]]]:
+    """The spans of every line of [lo, hi) that may close something, by `_kind`, found in one pass:
+    searching again from each of many unclosed openers would cost the square of the section."""
+    found: dict[tuple, list[tuple[int, int]]] = {}
+    for pattern in _closers(eol):
+        for m in pattern.finditer(text, lo, hi):
+            found.setdefault(_kind(m), []).append(m.span())
+    for spans in found.values():
+        spans.sort()
+    return found
+
+
+def _first_from(spans: list[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:
+    """The first of the sorted `spans` that starts in [start, end)."""
+    k = bisect_left(spans, (start,))
+    return spans[k] if k < len(spans) and spans[k][0] < end else None
 
 
 @lru_cache(maxsize=2)
 def _opener(eol: str) -> re.Pattern:
-    """First lines of blocks, dynamic blocks, drawers and LaTeX environments."""
+    """First lines of blocks, dynamic blocks, drawers, LaTeX environments and footnote definitions."""
     return re.compile(
-        r"^[ \t]*(?:"
+        r"^(?:[ \t]*(?:"
         rf"#\+BEGIN_(?P<block>{_NONWS}+)"
         r"|(?P<dynamic>#\+BEGIN:? )"
         rf"|:(?P<drawer>[\w-]+):[ \t]*{eol}"
         r"|\\begin\{(?P<latex>[A-Za-z0-9*]+)\}"
-        r")",
+        r")|(?P<footnote>\[fn:[-_\w]+\]))",
         re.M | re.I,
     )
 
 
-def _closer(opener: re.Match, eol: str) -> re.Pattern:
-    if opener["block"]:
-        return _end_line(rf"^[ \t]*#\+END_{re.escape(opener['block'].upper())}[ \t]*", eol)
-    if opener["dynamic"]:
-        return _end_line(r"^[ \t]*#\+END:?[ \t]*", eol)
-    if opener["drawer"]:
-        return _end_line(r"^[ \t]*:END:[ \t]*", eol)
-    return _end_line(rf"\\end\{{{re.escape(opener['latex'].upper())}\}}[ \t]*", eol)
+@lru_cache(maxsize=2)
+def _closers(eol: str) -> tuple[re.Pattern, re.Pattern]:
+    """Last lines of blocks, dynamic blocks and drawers (at a line's start), and of LaTeX environments
+    (anywhere in a line), with groups named as `_opener`'s."""
+    return (re.compile(rf"^[ \t]*(?:#\+END_(?P<block>{_NONWS}+)|(?P<dynamic>#\+END:?)|(?P<drawer>:END:))[ \t]*{eol}",
+                       re.M | re.I),
+            re.compile(rf"\\end\{{(?P<latex>[A-Za-z0-9*]+)\}}[ \t]*{eol}", re.M | re.I))
 
 
-@lru_cache(maxsize=512)
-def _end_line(pattern: str, eol: str) -> re.Pattern:
-    return re.compile(pattern + eol, re.M | re.I)
+@lru_cache(maxsize=2)
+def _footnote_end(crlf: bool) -> re.Pattern:
+    """Where a footnote definition ends: the next one, or two blank lines (`org-element--footnote-separator`)."""
+    blank = r"[ \t]*\r?\n" if crlf else r"[ \t]*\n"
+    return re.compile(rf"^(?:\[fn:[-_\w]+\]|(?:{blank}){{2,}})", re.M)
 
 
-@lru_cache(maxsize=64)
-def _head_pattern(keywords: tuple[str, ...]) -> re.Pattern:
-    """Stars, TODO keyword (followed by a space), priority cookie, COMMENT, as Emacs reads them."""
-    todo = "|".join(re.escape(k) for k in sorted(set(keywords), key=len, reverse=True)) or "(?!)"
-    return re.compile(rf"(\*+)[ \t]*(?:({todo}) [ \t]*)?(?:\[#(.)\][ \t]*)?(COMMENT)?")
+def _heading(line: str, keywords: frozenset[str]) -> tuple[int, str | None, str | None, bool, int]:
+    """Stars, TODO keyword (followed by a space), priority cookie and COMMENT, as Emacs reads them,
+    and where they end. Keywords hold no blank, so the one word before the first space is looked
+    up, not each of thousands of keywords tried in turn."""
+    stars = _STARS.match(line).end()
+    at = _BLANKS.match(line, stars).end()
+    space = line.find(" ", at)
+    todo = line[at:space] if space > at and line[at:space] in keywords else None
+    if todo:
+        at = _BLANKS.match(line, space + 1).end()
+    priority = _PRIORITY.match(line, at)
+    if priority:
+        at = priority.end()
+    commented = line.startswith("COMMENT", at)
+    return stars, todo, priority and priority[1], commented, at + 7 if commented else at
 
 
 def _lines(raw: str, crlf: bool) -> Iterator[str]:
@@ -654,6 +780,17 @@ def _lines(raw: str, crlf: bool) -> Iterator[str]:
         pos = eol + 1
 
 
+def _tags(line: str, title_start: int) -> tuple[int, tuple[str, ...]]:
+    """Where the title ends, and the tags: the line's last word when it is `:a:b:`, after a blank
+    at or past `title_start` (found from the end of the line, not tried at every blank)."""
+    body = line.rstrip(" \t")
+    blank = max(body.rfind(" "), body.rfind("\t"))
+    word = body[blank + 1:]
+    if blank < title_start or len(word) < 3 or word[0] != ":" or word[-1] != ":" or not _valid_tags(word):
+        return len(line), ()
+    return blank, tuple(word[1:-1].split(":"))
+
+
 def _valid_tags(tags: str) -> bool:
     """Tag characters are Emacs's [[:alnum:]_@#%:] (letters, marks, decimal and letter numbers)."""
     return all(
@@ -663,22 +800,43 @@ def _valid_tags(tags: str) -> bool:
 
 
 def _planning(line: str) -> tuple[tuple[str, str], ...]:
+    """The planning entries of a line: keyword and raw timestamp, up to its first `]` or `>`,
+    a `--` range kept whole."""
+    ends = [m.start() for m in _STAMP_END.finditer(line)]
     entries = []
     for m in _PLANNING_ENTRY.finditer(line):
-        stamp = _TIMESTAMP.match(line, m.end())
-        if stamp:
-            entries.append((m.group(1).upper(), stamp.group()))
+        end = _next_at(ends, m.end() + 1)
+        if end is None:
+            continue
+        if line.startswith("--", end + 1) and line[end + 3:end + 4] in ("<", "["):
+            end = _next_at(ends, end + 4) or end
+        entries.append((m.group(1).upper(), line[m.end():end + 1]))
     return tuple(entries)
 
 
+def _next_at(positions: list[int], at: int) -> int | None:
+    """The first of the sorted `positions` at or after `at`."""
+    k = bisect_left(positions, at)
+    return positions[k] if k < len(positions) else None
+
+
 def file_properties(preamble: str) -> tuple[tuple[str, str], ...]:
-    """The file-level property drawer: one the file opens with, after blank and comment lines only
-    (as Emacs reads it, and org-roam writes it); none otherwise."""
+    """The file-level property drawer, as Emacs reads it: on the first line, or right after the
+    comment lines the file opens with (blank lines may come first); none otherwise."""
+    preamble = preamble[_content_start(preamble):]
     lines = _lines(preamble, 0 < preamble.count("\r\n") == preamble.count("\n"))
-    for line in lines:
-        if line.strip(" \t") and not _COMMENT_LINE.match(line):
-            return _property_drawer(lines) if _DRAWER_START.match(line) else ()
-    return ()
+    previous = None
+    for line in lines:  # org-element starts after the whitespace a file opens with
+        if line.strip(" \t\r"):
+            break
+        previous = line
+    else:
+        return ()
+    if _COMMENT_LINE.match(line):
+        line = next((later for later in lines if not _COMMENT_LINE.match(later)), "")
+    elif previous is not None and "\r" not in previous:
+        return ()  # a drawer after a blank line is not the file's ("\r" is no blank in Emacs)
+    return _property_drawer(lines) if _DRAWER_START.match(line) else ()
 
 
 def _property_drawer(lines: Iterator[str]) -> tuple[tuple[str, str], ...]:

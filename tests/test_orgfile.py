@@ -2,7 +2,10 @@
 
 `tests/data/emacs_oracle.jsonl.gz` is Emacs 28.2 / Org 9.5.5's own parse (org-element) of every
 headline of the shared corpus, made once by `tests/data/make_oracle.sh`.  Every case in
-`EMACS_CASES` was checked against the same Emacs with `../shared/corpus/oracle/org_oracle.sh`.
+`EMACS_CASES` and `FILE_PROPERTIES` was checked against the same Emacs with
+`../shared/corpus/oracle/org_oracle.sh`, which decodes a file as Emacs does when it visits
+one (a UTF-8 byte-order mark is no text); most are files in `../shared/corpus/oracle/cases/`,
+whose README says how to compare cortex's reading of them with Emacs's.
 """
 
 from __future__ import annotations
@@ -93,9 +96,18 @@ EMACS_CASES = {
     "tab after the stars opens no headline": (
         "*\tTab\n* Space\n",
         [dict(title="Space")]),
-    "a line starting with a byte-order mark is no headline": (
-        "\ufeff* BOM\n* second\n",
-        [dict(title="second")]),
+    "a byte-order mark is no text: a headline on the first line is one, with its drawer": (
+        "\ufeff* BOM\n:PROPERTIES:\n:ID: b1\n:END:\n* second\n",
+        [dict(title="BOM", id="b1"), dict(title="second", id=None)]),
+    "a byte-order mark is no text: #+TODO on the first line counts": (
+        "\ufeff#+TODO: AAA | BBB\n* AAA x\n* BBB y\n",
+        [dict(todo="AAA", title="x"), dict(todo="BBB", title="y")]),
+    "a byte-order mark is no text: a src block opened on the first line hides #+TODO": (
+        "\ufeff#+begin_src org\n#+TODO: AAA\n#+end_src\n* AAA x\n",
+        [dict(todo=None, title="AAA x")]),
+    "a byte-order mark is no text: a footnote definition may start the first line": (
+        "\ufeff[fn:1] a\n#+begin_src\n#+TODO: AAA\n[fn:2] b\n#+end_src\n* AAA x\n",
+        [dict(todo="AAA", title="x")]),
     "a headline inside a src block is still a headline": (
         "* a\n#+begin_src\n* inside src\n#+end_src\n",
         [dict(title="a"), dict(title="inside src")]),
@@ -156,6 +168,35 @@ EMACS_CASES = {
         "* AAA a\n* BBB b\n* CCC c\n* DDD d\n* TODO e\n#+end_src\n",
         [dict(todo="AAA"), dict(todo="BBB"), dict(todo="CCC"), dict(todo="DDD"),
          dict(todo=None, title="TODO e")]),
+    "a footnote definition ends at the next one, cutting a src block short: its #+TODO lines count": (
+        "[fn:1] a\n#+begin_src\n#+TODO: AAA\n[fn:2] b\n#+TODO: BBB\n#+end_src\n* AAA x\n* BBB y\n",
+        [dict(todo="AAA", title="x"), dict(todo="BBB", title="y")]),
+    "a footnote definition ends at two blank or whitespace lines, also inside a src block": (
+        "[fn:1] a\n#+begin_src\n#+TODO: AAA\n \n\t\n#+TODO: BBB\n#+end_src\n* AAA x\n* BBB y\n",
+        [dict(todo="AAA", title="x"), dict(todo="BBB", title="y")]),
+    "a footnote definition cuts a LaTeX environment short, in a section too": (
+        "* h\n[fn:1] a\n\\begin{equation}\n#+TODO: AAA\n[fn:2] b\n\\end{equation}\n* AAA x\n",
+        [dict(title="h"), dict(todo="AAA", title="x")]),
+    "a footnote definition in a drawer ends with the drawer": (
+        ":LOGBOOK:\n[fn:1] a\n#+begin_src\n#+TODO: AAA\n:END:\n#+end_src\n* AAA x\n",
+        [dict(todo="AAA", title="x")]),
+    "a CRLF file's blank lines end a footnote definition": (
+        "[fn:1] a\r\n#+begin_src\r\n#+TODO: AAA\r\n\r\n\r\n#+end_src\r\n* AAA x\r\n",
+        [dict(todo="AAA", title="x")]),
+    "a src block holding a footnote, or closed inside one, still hides #+TODO": (
+        "#+begin_src\n[fn:1] x\n#+TODO: AAA\n#+end_src\n[fn:2] b\n#+begin_src\n#+TODO: BBB\n#+end_src\n"
+        "* AAA x\n* BBB y\n",
+        [dict(todo=None, title="AAA x"), dict(todo=None, title="BBB y")]),
+    "inside a footnote, a src block holding the next definition is cut short": (
+        "[fn:1] a\n#+begin_src\n#+TODO: AAA\n\n#+end_src\n[fn:2] b\n#+begin_src\n[fn:3] c\n#+TODO: BBB\n"
+        "#+end_src\n* AAA x\n* BBB y\n",
+        [dict(todo=None, title="AAA x"), dict(todo="BBB", title="y")]),
+    "an indented [fn:1] defines no footnote": (
+        " [fn:1] a\n#+begin_src\n#+TODO: AAA\n[fn:2] b\n#+end_src\n* AAA x\n",
+        [dict(todo=None, title="AAA x")]),
+    "a quote block cut short by a footnote does not close a src block opened in it": (
+        "[fn:1] a\n#+begin_quote\n[fn:2] b\n#+begin_src\n#+end_quote\n#+TODO: AAA\n#+end_src\n* AAA x\n",
+        [dict(todo=None, title="AAA x")]),
     "a drawer closes before a src block opened inside it": (
         ":LOGBOOK:\n#+begin_src\n:END:\n#+TODO: AAA\n#+end_src\n* AAA x\n",
         [dict(todo="AAA", title="x")]),
@@ -226,7 +267,9 @@ ROUND_TRIP = {
     "lone carriage returns": "* a\rb\r* c\n",
     "tabs and trailing spaces": "* a \t \n\tbody  \n*  \t\n",
     "form feed and line separators": "* a\f\nx\u2028y\u2029\x85\n* b\f",
-    "byte-order mark": "\ufeff* not a headline\n* a\n",
+    "byte-order mark": "\ufeff* a\n** b\n",
+    "byte-order mark alone": "\ufeff",
+    "byte-order mark before text": "\ufeff#+TODO: A\n\n* A a\n",
     "blank lines only": "\n\n\n",
     "stars without a space": "*bold*\n**\n*\n* real\n",
 }
@@ -286,22 +329,38 @@ def test_a_changed_todo_setup_misses_the_cache():
     assert (headline.todo, headline.title) == ("WAIT", "x")
 
 
-@pytest.mark.parametrize("preamble, properties", [
-    (":PROPERTIES:\n:ID: a1\n:END:\n#+title: t\n", (("ID", "a1"),)),
-    ("\n# a comment\n#\n:PROPERTIES:\n:ID: a1\n:CATEGORY: x y\n:END:\n", (("ID", "a1"), ("CATEGORY", "x y"))),
-    (":PROPERTIES:\r\n:ID: a1\r\n:END:\r\n", (("ID", "a1"),)),
-    ("#+title: t\n:PROPERTIES:\n:ID: a1\n:END:\n", ()),  # a keyword first: a plain drawer, not the file's
-    ("Some text.\n:PROPERTIES:\n:ID: a1\n:END:\n", ()),
-    (":PROPERTIES:\n:ID: a1\n", ()),  # never closed
-    ("", ()),
-])
+DRAWER = ":PROPERTIES:\n:ID: a1\n:END:\n"
+FILE_PROPERTIES = {  # checked with Emacs: the drawer is on the first line, or right after the opening comment
+    "first line": (DRAWER + "#+title: t\n", (("ID", "a1"),)),
+    "indented": ("  " + DRAWER, (("ID", "a1"),)),
+    "after blank lines and a comment": ("\n# a comment\n#\n:PROPERTIES:\n:ID: a1\n:CATEGORY: x y\n:END:\n",
+                                        (("ID", "a1"), ("CATEGORY", "x y"))),
+    "after a whitespace line and a comment": ("\t\n# a\n" + DRAWER, (("ID", "a1"),)),
+    "CRLF": (":PROPERTIES:\r\n:ID: a1\r\n:END:\r\n", (("ID", "a1"),)),
+    "after a byte-order mark": ("\ufeff" + DRAWER, (("ID", "a1"),)),
+    "after a blank line": ("\n" + DRAWER, ()),
+    "after a whitespace line": ("  \n" + DRAWER, ()),
+    "after a blank CRLF line": ("\r\n" + DRAWER.replace("\n", "\r\n"), ()),
+    "after a line of a non-breaking space": ("\xa0\n" + DRAWER, ()),
+    "after a line of a space and a carriage return, in a LF file": (" \r\n" + DRAWER, (("ID", "a1"),)),
+    "after a comment and a blank line": ("# c\n\n" + DRAWER, ()),
+    "after a second comment": ("# a\n\n# b\n" + DRAWER, ()),
+    "after '#' and a tab, which is no comment": ("#\tx\n" + DRAWER, ()),
+    "after a keyword": ("#+title: t\n" + DRAWER, ()),
+    "after text": ("Some text.\n" + DRAWER, ()),
+    "never closed": (":PROPERTIES:\n:ID: a1\n", ()),
+    "none": ("", ()),
+}
+
+
+@pytest.mark.parametrize("preamble, properties", FILE_PROPERTIES.values(), ids=FILE_PROPERTIES.keys())
 def test_file_properties_are_the_drawer_a_file_opens_with(preamble, properties):
     assert orgfile.file_properties(preamble) == properties
     assert orgfile.file_properties(orgfile.parse(preamble + "* h\n").document.preamble) == properties
 
 
 def test_corpus_files_that_open_with_a_drawer_have_file_properties(corpus):
-    opening = [path for path, (text, _) in corpus.items() if text.lstrip("\n").startswith(":PROPERTIES:\n")]
+    opening = [path for path, (text, _) in corpus.items() if text.startswith(":PROPERTIES:\n")]
     assert len(opening) >= 10
     assert all(dict(orgfile.file_properties(parsed.document.preamble)).get("ID")
                for path, (text, parsed) in corpus.items() if path in opening)
@@ -362,6 +421,7 @@ def check_reparse_chain(text: str, seed: int, edits: int = 40) -> int:
         kept, scanned = layout.outline, fresh.outline
         assert (kept.starts, kept.stars, kept.after) == (scanned.starts, scanned.stars, scanned.after)
         assert headline_oids(layout, store.__getitem__) == headline_oids(fresh, store.__getitem__)
+        assert layout.keys == fresh.keys and again.subtree_keys.items() <= full.subtree_keys.items()
         assert [layout.contains(m) for m in MARKERS] == [m in data for m in MARKERS]
         done += 1
     return done
@@ -371,6 +431,11 @@ def test_reparse_equals_a_full_parse_after_random_edits():
     text = ("#+TITLE: t\n\n* a\nA\n** a1 :x:\nbody\n*** a11\n** a2\n* TODO b\n:PROPERTIES:\n:ID: b\n:END:\n"
             "** b1\ntext é\n* c\n" * 3)
     assert sum(check_reparse_chain(text, seed) for seed in range(30)) > 600
+
+
+def test_reparse_equals_a_full_parse_after_a_byte_order_mark():
+    text = "\ufeff* a\nA\n** a1\n* b\n:PROPERTIES:\n:ID: b\n:END:\n** b1\n" * 3
+    assert sum(check_reparse_chain(text, seed) for seed in range(10)) > 200
 
 
 def test_reparse_reads_only_the_edited_sections():
