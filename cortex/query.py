@@ -55,18 +55,20 @@ def walk(store: Store, tree: Tree, paths=None) -> Iterator[Node]:
 def walk_document(store: Store, path: str, doc: Document) -> Iterator[Node]:
     """Every headline of one document, depth first, with line numbers."""
     line = 1 + doc.preamble.count("\n")
-
-    def visit(oids, outline, position):
-        nonlocal line
-        for index, oid in enumerate(oids):
-            headline: Headline = store.objects[oid]
-            here = (*outline, headline.title)
-            node = Node(path, here, (*position, index), line, headline)
-            line += headline.raw.count("\n")
-            yield node
-            yield from visit(headline.children, here, node.position)
-
-    yield from visit(doc.children, (), ())
+    levels = [(enumerate(doc.children), (), ())]  # a stack, not recursion: files may nest thousands deep
+    while levels:
+        children, outline, position = levels[-1]
+        step = next(children, None)
+        if step is None:
+            levels.pop()
+            continue
+        index, oid = step
+        headline: Headline = store.objects[oid]
+        node = Node(path, (*outline, headline.title), (*position, index), line, headline)
+        line += headline.raw.count("\n")
+        yield node
+        if headline.children:
+            levels.append((enumerate(headline.children), node.outline, node.position))
 
 
 def lookup(store: Store, tree: Tree, org_id: str) -> Node:

@@ -63,15 +63,13 @@ class _Found:
 
 
 def _diff_children(get, path, outline, old_oids, new_oids, found: _Found) -> None:
-    unmatched_new = list(new_oids)
-    leftover_old = []
-    for oid in old_oids:
-        if oid in unmatched_new:
-            unmatched_new.remove(oid)
-        else:
-            leftover_old.append(oid)
-    for a, b in _pair([get(o) for o in leftover_old], [get(o) for o in unmatched_new]):
-        if a is None:
+    """Pair two lists of siblings and record what differs, depth first (a stack: files may nest thousands deep)."""
+    tasks: list = [("siblings", outline, old_oids, new_oids)]
+    while tasks:
+        kind, outline, a, b = tasks.pop()
+        if kind == "siblings":  # their pairs are taken in order, each before its children
+            tasks.extend(("pair", outline, *pair) for pair in reversed(_paired(get, a, b)))
+        elif a is None:
             found.added.append((path, outline, b))
         elif b is None:
             found.removed.append((path, outline, a))
@@ -80,7 +78,19 @@ def _diff_children(get, path, outline, old_oids, new_oids, found: _Found) -> Non
             if fields:
                 found.changes.append(Change("changed", path, (*outline, b.title), b.id or a.id, a.oid, b.oid,
                                             fields=fields))
-            _diff_children(get, path, (*outline, b.title), a.children, b.children, found)
+            tasks.append(("siblings", (*outline, b.title), a.children, b.children))
+
+
+def _paired(get, old_oids, new_oids) -> list:
+    """The siblings that differ, paired (`_pair`); equal oids on both sides are left out unopened."""
+    unmatched_new = list(new_oids)
+    leftover_old = []
+    for oid in old_oids:
+        if oid in unmatched_new:
+            unmatched_new.remove(oid)
+        else:
+            leftover_old.append(oid)
+    return _pair([get(o) for o in leftover_old], [get(o) for o in unmatched_new])
 
 
 def _pair(olds: list[Headline], news: list[Headline]):
@@ -113,15 +123,12 @@ def _moves(get, found: _Found) -> list[Change]:
     """
     def expand(roots):
         nodes = []
-
-        def visit(path, outline, h, ancestors):
+        stack = [(path, outline, headline, ()) for path, outline, headline in reversed(roots)]
+        while stack:  # depth first, in order, without recursion
+            path, outline, h, ancestors = stack.pop()
             here = (*outline, h.title)
             nodes.append((path, here, h, ancestors))
-            for child in h.children:
-                visit(path, here, get(child), (*ancestors, h.oid))
-
-        for path, outline, headline in roots:
-            visit(path, outline, headline, ())
+            stack.extend((path, here, get(child), (*ancestors, h.oid)) for child in reversed(h.children))
         return nodes
 
     added, removed = expand(found.added), expand(found.removed)

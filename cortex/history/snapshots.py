@@ -54,7 +54,11 @@ def summary(store: Store, tree: Tree) -> dict[str, int]:
 
 
 def _count_headlines(store: Store, node) -> int:
-    return sum(1 + _count_headlines(store, store.objects[c]) for c in node.children)
+    count, stack = 0, list(node.children)  # a stack, not recursion: files may nest thousands deep
+    while stack:
+        count += 1
+        stack.extend(store.objects[stack.pop()].children)
+    return count
 
 
 def snapshot(store: Store, message: str = "", now_ns: int | None = None) -> Snapshot:
