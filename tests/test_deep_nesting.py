@@ -6,7 +6,7 @@ import pytest
 
 import cortex.api as cx
 
-DEPTH = 3 * sys.getrecursionlimit()
+DEPTH = sys.getrecursionlimit() + 200  # deeper than Python can recurse
 
 
 def deep(levels: int, leaf: str = "leaf") -> str:
@@ -45,3 +45,9 @@ def test_a_change_deep_down_is_diffed_and_rolled_back(deep_cortex):
     c.snapshot("after")
     c.rollback("HEAD~1")
     assert (org / "deep.org").read_text() == deep(DEPTH) and not (org / "more.org").exists()
+
+
+def test_a_deep_file_is_searched_with_the_line_of_each_hit(deep_cortex):
+    c, _ = deep_cortex
+    hit = c.search("leaf", limit=1)[0]
+    assert hit.outline[-1] == "leaf" and hit.line == DEPTH

@@ -379,19 +379,31 @@ class SearchIndex:
         """Lines before each child's subtree among the children of `parent`, then the lines of them all."""
         starts = self._offsets.get(parent.oid)
         if starts is None:
-            sizes = list(map(self._lines.get, parent.children))  # most subtrees are known from earlier documents
-            for n, size in enumerate(sizes):
-                if size is None:
-                    headline: Headline = self.store.objects[parent.children[n]]
-                    below = self._starts(headline)[-1] if headline.children else 0
-                    sizes[n] = self._lines[bytes(headline.oid)] = headline.raw.count("\n") + below
-            starts = [0, *accumulate(sizes)]
+            starts = [0, *accumulate(map(self._subtree_lines, parent.children))]
             if len(self._offsets) >= OFFSETS_KEPT:
                 self._offsets.clear()
             if len(self._lines) >= LINES_KEPT:
                 self._lines.clear()
             self._offsets[parent.oid] = starts
         return starts
+
+    def _subtree_lines(self, oid: bytes) -> int:
+        """Lines of a headline's subtree; most are known from earlier documents, the rest are counted
+        children first from a stack (files may nest thousands deep)."""
+        known, stack = self._lines, [oid]
+        while stack:
+            top = stack[-1]
+            if top in known:
+                stack.pop()
+                continue
+            headline: Headline = self.store.objects[top]
+            missing = [child for child in headline.children if child not in known]
+            if missing:
+                stack.extend(missing)
+                continue
+            known[bytes(top)] = headline.raw.count("\n") + sum(known[child] for child in headline.children)
+            stack.pop()
+        return known[oid]
 
     # --- persistence ---------------------------------------------------------------------------
 
