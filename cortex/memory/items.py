@@ -28,8 +28,9 @@ from .layout import SECTION_TITLES
 
 _WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _STAMP = re.compile(r"\[(\d{4})-(\d{2})-(\d{2})(?: [^\]\d\s]+)?(?: (\d{1,2}):(\d{2}))?[^\]]*\]")
-_TAG_SUFFIX = re.compile(r"[ \t]+:[^ \t]+:[ \t]*$")
-_STARS = re.compile(r"\*+[ \t]+")
+# Only at the first star of a run: tried at each star of a run with no blank after it, the
+# pattern would read the rest of the run every time.
+_STARS = re.compile(r"(?<!\*)\*+[ \t]+")
 _DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*$", re.IGNORECASE)
 _DRAWER_END = re.compile(r"[ \t]*:END:[ \t]*$", re.IGNORECASE)
 _PLANNING = re.compile(r"[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):", re.IGNORECASE)
@@ -106,7 +107,10 @@ def org_timestamp(moment: datetime) -> str:
 
 def parse_timestamp(text: str) -> datetime | None:
     """The moment an Org timestamp (`[2026-11-18 Wed 09:12]`, time optional) names, or None."""
-    m = _STAMP.search(text or "")
+    text = text or ""
+    # Searched only up to the last `]`, where any stamp ends: without a `]` to stop at, `[^\]]*`
+    # would read to the end of the text for each `[` and each way to split the weekday from it.
+    m = _STAMP.search(text, 0, text.rfind("]") + 1)
     if m is None:
         return None
     try:
@@ -140,7 +144,7 @@ def item_from_headline(headline, text: str) -> MemoryItem:
     first = lines[0]
     title = _STARS.sub("", first, count=1)
     if headline.tags:
-        title = _TAG_SUFFIX.sub("", title)
+        title = _without_tags(title)
     rest = lines[1:]
     if headline.properties:
         start = 1 if rest and _PLANNING.match(rest[0]) else 0
@@ -174,6 +178,20 @@ def render_item(item: MemoryItem, newline: str = "\n") -> str:
               for name, value in [*((n, v) for n, v in own if v), *item.properties]]
     lines = [head, *([":PROPERTIES:", *drawer, ":END:"] if drawer else []), *(body.split("\n") if body else [])]
     return newline.join(lines) + newline
+
+
+def _without_tags(title: str) -> str:
+    """`title` without its last word and the blanks around it when that word is `:...:` (3 characters or more).
+
+    The word is found from the end of the line, as in orgfile: a pattern like `[ \t]+:[^ \t]+:[ \t]*$`
+    is tried at every blank of a run and reads the rest of the run each time, quadratic in its length.
+    """
+    body = title.rstrip(" \t")
+    blank = max(body.rfind(" "), body.rfind("\t"))
+    word = body[blank + 1:]
+    if blank < 0 or len(word) < 3 or word[0] != ":" or word[-1] != ":":
+        return title
+    return body[:blank].rstrip(" \t")
 
 
 def _read_as_headline(title: str) -> Headline:

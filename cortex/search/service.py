@@ -45,7 +45,11 @@ LINES_KEPT = 200_000  # subtrees whose line counts are kept
 OFFSETS_KEPT = 4096  # headlines whose children's line offsets are kept
 SOURCES = ("memory", "notes")
 TYPES = ("fact", "procedure", "pattern", "log")
-_DRAWER = re.compile(r"^[ \t]*:PROPERTIES:[ \t]*\r?$.*?^[ \t]*:END:[ \t]*\r?$\n?", re.M | re.S | re.I)
+# A property drawer is found as its opening line, then the first `:END:` line after it: one pattern
+# spanning both (`:PROPERTIES:.*?:END:`) would scan to the end of the text again from every
+# opening line when none is closed, quadratic in the text.
+_DRAWER_START = re.compile(r"^[ \t]*:PROPERTIES:[ \t]*\r?$", re.M | re.I)
+_DRAWER_END = re.compile(r"^[ \t]*:END:[ \t]*\r?$\n?", re.M | re.I)
 _PLANNING = re.compile(r"^[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):.*\n?", re.M)
 _LIST_ITEM = re.compile(r"^[ \t]*(?:[-+]|\d+[.)])[ \t]+(.+(?:\n(?![ \t]*(?:[-+]|\d+[.)])[ \t])[ \t]+\S.*)*)", re.M)
 
@@ -153,7 +157,7 @@ def item_key(path: str, outline: tuple[str, ...], oid: bytes, unit: int) -> int:
 def units(path: str, outline: tuple[str, ...], position: tuple[int, ...], h: Headline) -> Iterable[Item]:
     """The searchable units of a headline in place: its own text; a memory section's list items one by one."""
     tag = classify(path, outline, h)
-    body = _PLANNING.sub("", _DRAWER.sub("", h.raw.split("\n", 1)[1] if "\n" in h.raw else ""))
+    body = _PLANNING.sub("", _without_drawers(h.raw.split("\n", 1)[1] if "\n" in h.raw else ""))
     common = dict(path=path, outline=outline, position=position, oid=h.oid, id=h.id,
                   agent=tag and tag.agent, type=tag and tag.type, tags=h.tags, todo=h.todo)
     section = tag is not None and len(outline) == 1 and path.endswith("/memory.org")
@@ -164,6 +168,18 @@ def units(path: str, outline: tuple[str, ...], position: tuple[int, ...], h: Hea
         return
     text = (h.title + "\n" + body).strip()
     yield Item(item_key(path, outline, h.oid, 0), text=text, **common)
+
+
+def _without_drawers(text: str) -> str:
+    """`text` without its property drawers: each `:PROPERTIES:` line through the first `:END:` line after it."""
+    kept = []
+    pos = 0
+    while (start := _DRAWER_START.search(text, pos)) and (end := _DRAWER_END.search(text, start.end())):
+        kept.append(text[pos:start.start()])
+        pos = end.end()
+    # With no `:END:` after an opening line, none comes after any later one either: the rest is kept.
+    kept.append(text[pos:])
+    return "".join(kept)
 
 
 Parents = list[tuple[tuple[int, ...], tuple[Oid, ...]]]  # (position of a headline, its children's oids)
