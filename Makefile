@@ -30,4 +30,4 @@ bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) snapshots/*.mdb snapshots/index
+	rm -rf $(VENV) snapshots/*.mdb snapshots/*.lock snapshots/index
