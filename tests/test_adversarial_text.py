@@ -8,11 +8,9 @@ is repeated until the smaller input takes a few milliseconds, so the fixed code 
 
 from __future__ import annotations
 
-import gc
 import itertools
 import random
 import re
-import time
 from datetime import datetime
 
 from cortex import orgfile
@@ -21,6 +19,8 @@ from cortex.memory.items import item_from_headline, parse_timestamp
 from cortex.objects import Headline
 from cortex.search import service
 from cortex.search.service import units
+
+from conftest import cpu_seconds
 
 MIN_SECONDS = 0.003  # the smaller input is timed over enough calls to take this long
 
@@ -32,21 +32,8 @@ OLD_STAMP = re.compile(r"\[(\d{4})-(\d{2})-(\d{2})(?: [^\]\d\s]+)?(?: (\d{1,2}):
 
 
 def seconds(call, arg, reps: int) -> float:
-    """The least CPU time of `reps` calls of `call(arg)`, of three tries (one when it is slow),
-    with the cyclic GC off: its collections come with allocation counts, not with the work timed."""
-    best = float("inf")
-    gc.disable()
-    try:
-        for _ in range(3):
-            start = time.process_time()
-            for _ in range(reps):
-                call(arg)
-            best = min(best, time.process_time() - start)
-            if best > 0.05:
-                break
-    finally:
-        gc.enable()
-    return best
+    """The least CPU time of `reps` calls of `call(arg)`, of three tries."""
+    return cpu_seconds(lambda: [call(arg) for _ in range(reps)], tries=3)
 
 
 def assert_linear(call, make, n: int) -> None:

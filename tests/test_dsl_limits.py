@@ -3,11 +3,11 @@
 Reports list the first problems and count the rest; a broken definition never stops search.
 """
 
-import gc
 import subprocess
 import sys
 import time
 import warnings
+from contextlib import suppress
 from pathlib import Path
 
 import hy
@@ -29,6 +29,8 @@ from cortex.dsl import (
 from cortex.dsl.diagnostics import CHECKED, SHOWN, Problems
 from cortex.dsl.reader import MAX_DEPTH, MAX_SIZE, SourceFile, read_forms
 
+from conftest import cpu_seconds
+
 
 def unknown_keys(count: int) -> str:
     """One line: a memory with `count` keys it does not know."""
@@ -42,33 +44,27 @@ def failure(source: str, filename: str = "defs.hy") -> DslError:
     return caught.value
 
 
-def cpu_seconds(action, *args) -> float:
-    """CPU time of this process spent on `action(*args)` (a DslError ends it): other processes do not count.
+def dsl_seconds(action, *args) -> float:
+    """CPU time spent on `action(*args)`; a DslError ends it."""
 
-    The garbage collector is off meanwhile: its pauses depend on what earlier tests left behind.
-    """
-    gc.disable()
-    start = time.process_time()
-    try:
-        action(*args)
-    except DslError:
-        pass
-    finally:
-        gc.enable()
-    return time.process_time() - start
+    def run():
+        with suppress(DslError):
+            action(*args)
+
+    return cpu_seconds(run)
 
 
 def growth(action, make, size: int, factor: int = 3) -> float:
     """How much longer `action` takes on `make(factor * size)` than on `make(size)`: `factor` when linear."""
     small, large = make(size), make(factor * size)
-    cpu_seconds(action, make(size // 10))  # warm up: first calls import and fill caches
-    return min(cpu_seconds(action, large) for _ in range(2)) / min(cpu_seconds(action, small) for _ in range(2))
+    dsl_seconds(action, make(size // 10))  # warm up: first calls import and fill caches
+    return min(dsl_seconds(action, large) for _ in range(2)) / min(dsl_seconds(action, small) for _ in range(2))
 
 
 def test_ten_thousand_unknown_keys_on_one_line_give_a_short_report_fast_and_in_linear_time():
     small, large = unknown_keys(10_000), unknown_keys(20_000)
     failure(unknown_keys(100))  # warm up: imports and first calls are not what is measured
-    small_time, large_time = cpu_seconds(parse_definitions, small), cpu_seconds(parse_definitions, large)
+    small_time, large_time = dsl_seconds(parse_definitions, small), dsl_seconds(parse_definitions, large)
     assert small_time < 1.0 and large_time < 3 * small_time, (small_time, large_time)  # 4 times if quadratic
     error = failure(small)
     assert len(error.diagnostics) == SHOWN and error.more == 10_000 - SHOWN
@@ -190,7 +186,7 @@ def test_definitions_past_the_size_limit_are_not_read():
 
 def test_an_org_file_with_thousands_of_unclosed_blocks_is_read_once():
     blocks = "* Hooks\n" + "#+begin_src hy :cortex yes\n(defmemory m)\n" * 20_000
-    assert cpu_seconds(extract_from_org, blocks) < 0.25  # looking for each block's end took over a minute
+    assert dsl_seconds(extract_from_org, blocks) < 0.25  # looking for each block's end took over a minute
 
 
 def test_comments_of_a_brace_file_are_placed_in_linear_time():
@@ -203,7 +199,7 @@ def test_comments_of_a_brace_file_are_placed_in_linear_time():
 def test_a_registry_loads_thousands_of_webhooks_in_linear_time():
     hooks = Definitions(webhooks=tuple(WebhookDefinition(f"w{i}", f"/w{i}", Provider.SLACK, "s")
                                        for i in range(20_000)))
-    assert cpu_seconds(Registry().load, hooks) < 0.5  # comparing each path with all the others took 6 s
+    assert dsl_seconds(Registry().load, hooks) < 0.5  # comparing each path with all the others took 6 s
     registry = Registry()
     registry.load(hooks)
     with pytest.raises(DslError, match="path /w7 is already served by webhook w7"):

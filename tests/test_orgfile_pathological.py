@@ -6,7 +6,6 @@ same file, a tamer edit) or count the bytes hashed, so they stay fast on any mac
 
 from __future__ import annotations
 
-import gc
 import inspect
 import sys
 import time
@@ -20,23 +19,12 @@ from cortex.backends import open_store
 from cortex.ingest import LAYOUT_MIN_BYTES, ingest, working_tree
 from cortex.query import render_file
 
+from conftest import cpu_seconds
+
 
 def seconds(text: str) -> float:
-    """The least CPU time of five parses of `text` (one when it is slow): CPU time, as other
-    processes on the machine do not add to it; the cyclic GC off, as its collections come with
-    allocation counts, not with the work timed."""
-    best = float("inf")
-    gc.disable()
-    try:
-        for _ in range(5):
-            start = time.process_time()
-            orgfile.parse(text)
-            best = min(best, time.process_time() - start)
-            if best > 0.05:
-                break
-    finally:
-        gc.enable()
-    return best
+    """The least CPU time of five parses of `text`."""
+    return cpu_seconds(lambda: orgfile.parse(text), tries=5)
 
 
 def deep(levels: int) -> str:
