@@ -13,6 +13,7 @@ from ..objects import Snapshot
 from ..query import references
 from .snapshots import DEFAULT_KEEP, HEAD, SNAPSHOTS, not_negative, snapshot_key, snapshots
 
+
 def apply_retention(store: Store, keep_last: int | None = DEFAULT_KEEP, max_age: timedelta | None = None,
                     now_ns: int | None = None) -> list[Snapshot]:
     """Drop snapshots beyond the last `keep_last` and older than `max_age` (HEAD is always kept), and the
@@ -89,6 +90,7 @@ def gc(store: Store) -> int:
 
 
 def reach(store: Store, roots: list[Oid]) -> set[Oid]:
+    """Every stored object `roots` reach through their content (not snapshot parents)."""
     seen: set[Oid] = set()
     stack = list(roots)
     while stack:

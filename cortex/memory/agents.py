@@ -636,22 +636,17 @@ def _text_without(path: str, doc: Document, get: Getter, named: _Named) -> str |
 
 def _log_without(doc: Document, get: Getter, named: _Named) -> str | None:
     """A log's text without the headlines marked with a memory type that hold a named item; None if none does."""
-    dropped = []
-
-    def kept(children) -> str:
-        parts = []
-        for oid in children:
-            headline = get(oid)
-            kind = tagged_type(headline)
-            item = item_from_headline(headline, render_headline(headline, get)) if kind else None
-            if item is not None and named(item.key(kind), item):
-                dropped.append(oid)
-            else:
-                parts.append(headline.raw + kept(headline.children))
-        return "".join(parts)
-
-    text = doc.preamble + kept(doc.children)
-    return text if dropped else None
+    parts, dropped, stack = [doc.preamble], False, list(reversed(doc.children))
+    while stack:  # depth first without recursion: a log may nest thousands deep
+        headline = get(stack.pop())
+        kind = tagged_type(headline)
+        item = item_from_headline(headline, render_headline(headline, get)) if kind else None
+        if item is not None and named(item.key(kind), item):
+            dropped = True
+            continue
+        parts.append(headline.raw)
+        stack.extend(reversed(headline.children))
+    return "".join(parts) if dropped else None
 
 
 def _parsed(text: str) -> tuple[Document, Getter]:
