@@ -117,7 +117,7 @@ def is_leftover(folder: str, name: str, now: float | None = None) -> bool:
     match = _TEMPORARY.match(name)
     if match is None:
         return False
-    if match[1] is not None and not _alive(int(match[1])):
+    if match[1] is not None and not alive(int(match[1])):
         return True
     try:
         age = (now or time.time()) - os.stat(os.path.join(folder, name), follow_symlinks=False).st_mtime
@@ -165,7 +165,8 @@ def locked(path: Path) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs on this machine (this one included)."""
     if pid == os.getpid():
         return True
     try:

@@ -12,13 +12,14 @@ from .common import console, duration, err_console, table, when, with_cortex
 
 PROVIDERS = ("github", "stripe", "slack", "standard", "custom", "jwt")
 # What `add` writes into the definitions file is checked here, so a mistake names its option.
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
 _URL_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*\Z")  # RFC 3986 path characters, no { } for Starlette
 _HEADER = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # an RFC 9110 token
 
 
 def _name(ctx, param, value):
-    if value is not None and not _NAME.match(value):
+    from ..dsl.interpret import NAME  # here: it loads jwt, which most commands do without
+
+    if value is not None and not NAME.match(value):
         raise click.BadParameter(f"{value!r} is not a name: a letter, then letters, digits, - or _ "
                                  "(like code-review-agent)")
     return value

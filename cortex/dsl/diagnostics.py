@@ -56,8 +56,10 @@ class Problems:
         return self._last_shown is not None and (line, column) > self._last_shown
 
     def full(self) -> bool:
-        """Whether enough problems are known for reading to stop."""
-        return self.count >= CHECKED
+        """Whether enough problems are known for reading to stop; if so, note that it `stopped`."""
+        if self.count >= CHECKED:
+            self.stopped = True
+        return self.stopped
 
     def __bool__(self) -> bool:
         return self.count > 0

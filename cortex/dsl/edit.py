@@ -73,12 +73,9 @@ def _rendered(definition: Definition, newline: str) -> str:
     parsed, problems = collect(SourceFile("<rendered>", text))
     if problems or [p.definition for p in parsed] != [definition]:
         why = next((d.message for d in problems), "it reads back as something else")
-        raise UserError(f"{_kind(definition)} {definition.name!r} cannot be written as given: {why}")
+        kind = "memory" if isinstance(definition, MemoryDefinition) else "webhook"
+        raise UserError(f"{kind} {definition.name!r} cannot be written as given: {why}")
     return text
-
-
-def _kind(definition: Definition) -> str:
-    return "memory" if isinstance(definition, MemoryDefinition) else "webhook"
 
 
 def _checked(text: str, filename: str) -> str:

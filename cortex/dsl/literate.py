@@ -32,9 +32,7 @@ def cortex_blocks(source: SourceFile, problems: Problems) -> list[tuple[int, str
     Marked blocks that cannot be read (not Hy, never closed) are reported instead.
     """
     blocks = []
-    pos = 0
-    while begin := _BEGIN.search(source.text, pos):
-        pos = begin.end()
+    for begin in _BEGIN.finditer(source.text):
         if not _MARKED.search(begin.group(2)):
             continue
         line = source.position(begin.start())[0]

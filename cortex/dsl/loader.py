@@ -68,7 +68,6 @@ def collect(source: SourceFile, blocks: list[tuple[int, str]] | None = None,
     parsed, size = [], 0
     for first_line, text in [(1, source.text)] if blocks is None else blocks:
         if ctx.problems.full():
-            ctx.problems.stopped = True
             break
         size += len(text)
         if size > MAX_SIZE:

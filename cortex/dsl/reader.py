@@ -116,7 +116,8 @@ class _Reading:
 
     def __init__(self, source: SourceFile, problems: Problems, text: str, first_line: int):
         self.source, self.problems, self.text = source, problems, text
-        self.layout = SourceFile(source.name, text)
+        # The file's own layout when reading all of it: its line starts are then found once.
+        self.layout = source if text is source.text else SourceFile(source.name, text)
         self.lines_above = first_line - 1
         # A fresh reader knows only Hy's built-in reader macros, so reading runs no user code.
         self.reader = hy.HyReader()
@@ -128,7 +129,6 @@ class _Reading:
         pos = _BLANK.match(text).end()
         while pos < len(text):
             if self.problems.full():
-                self.problems.stopped = True
                 break
             end = self.scan(pos, split)
             if isinstance(end, _Problem) and not split:

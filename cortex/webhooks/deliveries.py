@@ -182,11 +182,11 @@ class DeliveryLog:
         if body is not None:
             self._bodies[key] = bytes(body)
         if self.keep_for is not None:
-            self._drop_before(delivery.time_ns - _ns(self.keep_for))
+            self._drop_before(delivery.time_ns - span_ns(self.keep_for))
 
     def prune(self, older_than: timedelta, now_ns: int | None = None) -> int:
         """Remove the deliveries (and their bodies) older than `older_than`; return how many."""
-        cutoff = (time.time_ns() if now_ns is None else now_ns) - _ns(older_than)
+        cutoff = (time.time_ns() if now_ns is None else now_ns) - span_ns(older_than)
         return self.store.transact(lambda: self._drop_before(cutoff))
 
     def _drop_before(self, time_ns: int) -> int:
@@ -224,7 +224,8 @@ class DeliveryLog:
         return len(self._records)
 
 
-def _ns(span: timedelta) -> int:
+def span_ns(span: timedelta) -> int:
+    """A time span in whole nanoseconds."""
     return span // timedelta(microseconds=1) * 1000
 
 

@@ -41,15 +41,15 @@ class PayloadRefused(CortexError):
 
 def parse_payload(body: bytes) -> object:
     """The body parsed as JSON, or `NOT_JSON` when it is not JSON; PayloadRefused when it nests too deep."""
-    too_deep = PayloadRefused(Reason.PAYLOAD_TOO_DEEP, f"the JSON nests deeper than {MAX_DEPTH} levels")
     try:
         payload = json.loads(body)
-    except RecursionError:
-        raise too_deep from None
+        too_deep = _deeper_than(payload, MAX_DEPTH)
     except ValueError:
         return NOT_JSON
-    if _deeper_than(payload, MAX_DEPTH):
-        raise too_deep
+    except RecursionError:
+        too_deep = True
+    if too_deep:
+        raise PayloadRefused(Reason.PAYLOAD_TOO_DEEP, f"the JSON nests deeper than {MAX_DEPTH} levels")
     return payload
 
 

@@ -24,8 +24,9 @@ from pathlib import Path
 
 from cortex.dsl.definitions import Provider, WebhookDefinition
 from cortex.errors import CortexError, NotFound, UserError
+from cortex.files import alive
 from cortex.memory.layout import log_path
-from cortex.webhooks.deliveries import KEEP_FOR, Delivery, DeliveryLog, Outcome, id_time_ns, new_id
+from cortex.webhooks.deliveries import KEEP_FOR, Delivery, DeliveryLog, Outcome, id_time_ns, new_id, span_ns
 from cortex.webhooks.filters import FilterFailed, FilterResult, JsonPathFilter, matches
 from cortex.webhooks.routing import (
     NOT_JSON,
@@ -276,7 +277,7 @@ class WebhookService:
             return _invalid(record, headers, refused.reason, str(refused))
         record.update(filter_matched=result.matched, filter_reason=result.reason)
         if verifier is not None and (given := provider_delivery_id(definition.provider, headers, payload, body)):
-            keys.append(SeenKey(DELIVERY, given, record["time_ns"] + _ns(self.log.keep_for or KEEP_FOR)))
+            keys.append(SeenKey(DELIVERY, given, record["time_ns"] + span_ns(self.log.keep_for or KEEP_FOR)))
         if not result.matched:
             record.update(status=200, outcome=Outcome.FILTERED)
         elif definition.agent is None:
@@ -309,20 +310,12 @@ def _copy(record: dict[str, object], key: SeenKey, holder: Delivery) -> Delivery
 
 def _abandoned(delivery: Delivery, owner: tuple[str, int] | None) -> bool:
     """Whether no live process is routing a pending delivery (none of this process's is, under the write lock)."""
-    if owner is None or time.time_ns() - delivery.time_ns > _ns(LEASE):
+    if owner is None or time.time_ns() - delivery.time_ns > span_ns(LEASE):
         return True
     host, pid = owner
     if host != socket.gethostname():
         return False  # another machine's process: only the lease tells
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+    return pid == os.getpid() or not alive(pid)
 
 
 def _filter(definition: WebhookDefinition) -> JsonPathFilter | None:
@@ -342,10 +335,6 @@ def _moment(delivery: Delivery) -> datetime:
 
 def _since(started: float) -> int:
     return round((time.perf_counter() - started) * 1e6)
-
-
-def _ns(span: timedelta) -> int:
-    return span // timedelta(microseconds=1) * 1000
 
 
 def _options(definition: WebhookDefinition, base_dir, environ) -> dict[str, object]:

@@ -71,7 +71,12 @@ class JoiningSummarizer:
         time.sleep(self.pause)
         if self.down:
             raise ConnectionError("summarizer unreachable")
-        return " ".join([previous_summary] + [str(number(t)) for t in turns]).strip()
+        return join_numbers(previous_summary, turns)
+
+
+def join_numbers(previous_summary: str, turns) -> str:
+    """`previous_summary` followed by the number of each turn: the summary the test summarizers write."""
+    return " ".join([previous_summary] + [str(number(t)) for t in turns]).strip()
 
 
 class StallingSummarizer:
@@ -86,7 +91,7 @@ class StallingSummarizer:
         """Wait, then fold like JoiningSummarizer."""
         self.entered.set()
         self.release.wait(self.limit)
-        return " ".join([previous_summary] + [str(number(t)) for t in turns]).strip()
+        return join_numbers(previous_summary, turns)
 
 
 def assert_no_turn_lost(memories: Sequence[MemoryStore], identity: Identity, written: Sequence[Sequence[Turn]],
