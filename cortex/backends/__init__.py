@@ -5,10 +5,23 @@ from .base import (Engine, ObjectStore, RefLogEntry, RefStore, Store, StoreBusy,
 from .memory import MemoryEngine
 
 
+URL_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_database_url(location) -> bool:
+    """Whether `location` names a database server (postgresql://...) rather than a store folder."""
+    return isinstance(location, str) and location.startswith(URL_SCHEMES)
+
+
 def open_store(location=None, **options) -> Store:
-    """Open a store: in memory when `location` is None, else an LMDB store in that folder."""
+    """Open a store: in memory when `location` is None, a PostgreSQL database for a postgresql:// URL,
+    else an LMDB store in that folder."""
     if location is None:
         return Store(MemoryEngine())
+    if is_database_url(location):
+        from .postgres import PostgresEngine
+
+        return Store(PostgresEngine(location, **options))
     from .lmdb import LmdbEngine
 
     return Store(LmdbEngine(location, **options))
@@ -16,5 +29,5 @@ def open_store(location=None, **options) -> Store:
 
 __all__ = [
     "Engine", "MemoryEngine", "ObjectStore", "RefLogEntry", "RefStore", "Store", "StoreBusy", "StoreDamaged",
-    "StoreFull", "StoreLocked", "Table", "open_store",
+    "StoreFull", "StoreLocked", "Table", "is_database_url", "open_store",
 ]

@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 from ..codec import FORMAT_VERSION, decode, encode
@@ -87,6 +88,41 @@ class Engine(ABC):
     def close(self) -> None:
         """Release the engine; idempotent."""
 
+    def get_many(self, table: str, keys: list[bytes]) -> list[bytes | None]:
+        """The values under `keys`, in order (None where absent), from one consistent view."""
+        with self.reading():
+            return [self.get(table, key) for key in keys]
+
+    def put_new(self, table: str, items: list[tuple[bytes, bytes]]) -> int:
+        """Write the pairs whose key is absent, in one transaction; return how many were new."""
+        def write() -> int:
+            new = 0
+            for key, value in items:
+                if self.get(table, key) is None:
+                    self.put(table, key, value)
+                    new += 1
+            return new
+
+        return self.transact(write)
+
+    def swap(self, table: str, key: bytes, expected: bytes | None, new: bytes | None) -> bool:
+        """Set `key` to `new` (None: delete it) if it holds `expected` (None: absent); False if it does not."""
+        def move() -> bool:
+            if self.get(table, key) != expected:
+                return False
+            if new is None:
+                self.delete(table, key)
+            else:
+                self.put(table, key, new)
+            return True
+
+        return self.transact(move)
+
+    @property
+    def local_folder(self) -> Path | None:
+        """Where this machine keeps files derived from the store (search indexes, exports); None: nowhere."""
+        return None
+
     def size_bytes(self) -> int:
         """Bytes the engine occupies (0 when not on disk)."""
         return 0
@@ -122,10 +158,19 @@ class ObjectStore:
     def __getitem__(self, oid: bytes) -> OrgObject:
         obj = self._cache.get(oid)
         if obj is None:
-            data = self.raw(oid)
-            obj = decode_object(data)
-            obj.__dict__.update(encoded=data, oid=Oid(oid))  # primes the cached properties
-            self.remember(obj)
+            obj = self._decoded(oid, self._engine.get(OBJECTS, oid))
+        return obj
+
+    def _decoded(self, oid: bytes, data: bytes | None) -> OrgObject:
+        """The object stored as `data` under `oid`, checked against its oid, decoded and cached."""
+        if data is None:
+            raise NotFound(f"no object {bytes(oid).hex()}")
+        found = hash_bytes(data)
+        if found != oid:
+            raise ChecksumMismatch(bytes(oid).hex(), found.hex())
+        obj = decode_object(data)
+        obj.__dict__.update(encoded=data, oid=Oid(oid))  # primes the cached properties
+        self.remember(obj)
         return obj
 
     def remember(self, obj: OrgObject) -> None:
@@ -163,17 +208,29 @@ class ObjectStore:
 
     def add_raw(self, items: Iterable[tuple[bytes, bytes]]) -> int:
         """Store already-encoded objects (oid, bytes) in one transaction; return how many were new."""
-        items = list(items)
+        return self._engine.put_new(OBJECTS, [(bytes(oid), data) for oid, data in items])
 
-        def write() -> int:
-            new = 0
-            for oid, data in items:
-                if self._engine.get(OBJECTS, oid) is None:
-                    self._engine.put(OBJECTS, oid, data)
-                    new += 1
-            return new
+    def load_many(self, oids: Iterable[bytes]) -> list[OrgObject]:
+        """The objects named `oids`, those not cached read in one batch (NotFound if one is missing)."""
+        oids = [bytes(oid) for oid in oids]
+        missing = [oid for oid in dict.fromkeys(oids) if oid not in self._cache]
+        for oid, data in zip(missing, self._engine.get_many(OBJECTS, missing)):
+            if data is None:
+                raise NotFound(f"no object {oid.hex()}")
+            self._decoded(oid, data)
+        return [self[oid] for oid in oids]
 
-        return self._engine.transact(write)
+    def preload(self, roots: Iterable[bytes]) -> None:
+        """Read everything `roots` reach, one batch per level, so that walking it reads nothing more.
+
+        On a network engine this turns a walk's round trip per object into one per level.
+        """
+        level = list(roots)
+        seen: set[bytes] = set()
+        while level:
+            level = [oid for oid in dict.fromkeys(map(bytes, level)) if oid not in seen]
+            seen.update(level)
+            level = [ref for obj in self.load_many(level) for ref in obj.references]
 
     def delete_many(self, oids: Iterable[bytes]) -> int:
         """Remove objects (used by gc); return how many were removed."""
@@ -216,15 +273,10 @@ class RefStore:
         """Move `name` from `expected` to `new` atomically, or raise RefConflict; `logged`: add a reflog entry."""
 
         def move() -> None:
-            actual = self.get(name)
-            if actual != expected:
-                raise RefConflict(name, _as_oid(expected), actual)
-            if new is None:
-                self._engine.delete(REFS, name.encode())
-            else:
-                self._engine.put(REFS, name.encode(), bytes(new))
+            if not self._engine.swap(REFS, name.encode(), expected and bytes(expected), new and bytes(new)):
+                raise RefConflict(name, _as_oid(expected), self.get(name))
             if logged:
-                self._log(RefLogEntry(name, actual, _as_oid(new), time.time_ns(), message))
+                self._log(RefLogEntry(name, _as_oid(expected), _as_oid(new), time.time_ns(), message))
 
         self._engine.transact(move)
 

@@ -27,6 +27,7 @@ from typing import TypeVar
 import lmdb
 
 from .base import ENGINE_TABLES, Engine, StoreBusy, StoreDamaged, StoreFull, StoreLocked
+from .group import GroupCommit, Member
 
 T = TypeVar("T")
 
@@ -83,6 +84,7 @@ class LmdbEngine(Engine):
             self._unregister()
             raise
         self._local = threading.local()
+        self._group = GroupCommit(self._commit_group)
         self._exclusive, self._exclusive_lock = 0, threading.Lock()
         self._closed = False
 
@@ -225,21 +227,33 @@ class LmdbEngine(Engine):
         except lmdb.Error as exc:
             raise self._failure(exc, read=True) from None
 
+    def put_new(self, table: str, items: list[tuple[bytes, bytes]]) -> int:
+        db = self._dbs[table]
+        return self._in_write(lambda txn: sum(txn.put(key, value, db=db, overwrite=False) for key, value in items))
+
     def transact(self, fn: Callable[[], T]) -> T:
+        """Run `fn` in a write transaction, grouped with those other threads start meanwhile (one fsync for all)."""
         if getattr(self._local, "writing", False):
             return fn()
         if self._txn is not None:
             raise RuntimeError("cannot write inside a reading() block")
+        return self._group.run(fn)
+
+    def _commit_group(self, members: list[Member]) -> None:
+        """Run each member in a child of one write transaction and commit it once (see `group`)."""
         while True:
             txn = self._begin(write=True)
-            self._local.txn, self._local.writing = txn, True
             try:
-                result = fn()
+                if len(members) == 1:  # alone: no child transaction needed
+                    members[0].reset()
+                    members[0].succeed(self._within(txn, members[0].fn))
+                else:
+                    for member in members:
+                        self._run_member(txn, member)
                 txn.commit()
-                return result
+                return
             except lmdb.MapFullError:
                 txn.abort()
-                self._local.txn, self._local.writing = None, False
                 self._grow()
             except lmdb.Error as exc:
                 txn.abort()
@@ -247,8 +261,28 @@ class LmdbEngine(Engine):
             except BaseException:
                 txn.abort()
                 raise
-            finally:
-                self._local.txn, self._local.writing = None, False
+
+    def _run_member(self, parent: lmdb.Transaction, member: Member) -> None:
+        """Run one member in a child transaction: its error undoes its own writes only."""
+        member.reset()
+        child = self.env.begin(write=True, parent=parent)
+        try:
+            member.succeed(self._within(child, member.fn))
+            child.commit()
+        except lmdb.MapFullError:
+            child.abort()
+            raise  # the whole group runs again in a larger map
+        except Exception as exc:  # noqa: BLE001 - the member's own error, raised in its own thread
+            child.abort()
+            member.fail(self._failure(exc) if isinstance(exc, lmdb.Error) else exc)
+
+    def _within(self, txn: lmdb.Transaction, fn: Callable[[], T]) -> T:
+        """Run `fn` with `txn` as this thread's write transaction."""
+        self._local.txn, self._local.writing = txn, True
+        try:
+            return fn()
+        finally:
+            self._local.txn, self._local.writing = None, False
 
     def _grow(self) -> None:
         try:
@@ -341,6 +375,17 @@ class LmdbEngine(Engine):
                 return verify(str(self.path))
             except VerifyError as exc:
                 return [str(exc)]
+
+    def get_many(self, table: str, keys: list[bytes]) -> list[bytes | None]:
+        try:
+            with self._reader() as txn:
+                return [txn.get(key, db=self._dbs[table]) for key in keys]
+        except lmdb.Error as exc:
+            raise self._failure(exc, read=True) from None
+
+    @property
+    def local_folder(self) -> Path:
+        return self.path
 
     def size_bytes(self) -> int:
         info, stat = self.env.info(), self.env.stat()

@@ -27,7 +27,6 @@ from ..ingest import DOCS_BY_BYTES, STATS, SUBTREES
 from ..objects import Document, Headline, OrgObject, Snapshot, Tree
 from ..objects import decode as decode_object
 from ..paths import tree_problems
-from ..query import references
 from .forget import PURGES
 from .snapshots import SNAPSHOTS, SUMMARIES, snapshot_key
 
@@ -212,7 +211,7 @@ def _object(store: Store, oid: bytes, data: bytes) -> str | None:
         obj = decode_object(data)
     except _UNREADABLE as exc:
         return f"cannot decode: {exc}"
-    missing = [ref.hex() for ref in references(obj) if ref not in store.objects]
+    missing = [ref.hex() for ref in obj.references if ref not in store.objects]
     if missing:
         return f"refers to missing object {', '.join(missing)}"
     crafted = tree_problems(obj.entries) if isinstance(obj, Tree) else []

@@ -10,7 +10,6 @@ from ..backends import RefLogEntry, Store
 from ..hashing import Oid
 from ..ingest import forget_collected
 from ..objects import Snapshot
-from ..query import references
 from .snapshots import DEFAULT_KEEP, HEAD, SNAPSHOTS, not_negative, snapshot_key, snapshots
 
 
@@ -98,6 +97,6 @@ def reach(store: Store, roots: list[Oid]) -> set[Oid]:
         if oid in seen or oid not in store.objects:
             continue
         seen.add(oid)
-        stack.extend(references(store.objects[oid]))
+        stack.extend(store.objects[oid].references)
     return seen
 

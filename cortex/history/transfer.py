@@ -12,7 +12,6 @@ from ..hashing import hash_bytes
 from ..paths import tree_problems
 from ..objects import Document, Headline, OrgObject, Snapshot, Tree
 from ..objects import decode as decode_object
-from ..query import references
 from .gc import reach
 from .snapshots import SNAPSHOTS, resolve, snapshot_key
 
@@ -88,7 +87,7 @@ def _reached(store: Store, where: str, snap: Snapshot, decoded: dict[bytes, OrgO
     wanted = [(bytes(snap.oid), snap, Snapshot)]
     while wanted:
         referrer, obj, kind = wanted.pop()
-        for ref in references(obj):
+        for ref in obj.references:
             ref = bytes(ref)
             if ref in seen:
                 continue
