@@ -56,6 +56,8 @@ class StoreFull(UserError):
 class Engine(ABC):
     """Named byte tables with atomic, isolated transactions."""
 
+    remote = False  # reads cross a network, so a batch costs about what one read does
+
     @abstractmethod
     def get(self, table: str, key: bytes) -> bytes | None:
         """The value under `key`, or None."""
@@ -210,27 +212,34 @@ class ObjectStore:
         """Store already-encoded objects (oid, bytes) in one transaction; return how many were new."""
         return self._engine.put_new(OBJECTS, [(bytes(oid), data) for oid, data in items])
 
-    def load_many(self, oids: Iterable[bytes]) -> list[OrgObject]:
-        """The objects named `oids`, those not cached read in one batch (NotFound if one is missing)."""
+    def load_many(self, oids: Iterable[bytes], missing_ok: bool = False) -> list[OrgObject]:
+        """The objects named `oids`, those not cached read in one batch; a missing one is NotFound, or
+        left out when `missing_ok`."""
         oids = [bytes(oid) for oid in oids]
         missing = [oid for oid in dict.fromkeys(oids) if oid not in self._cache]
-        for oid, data in zip(missing, self._engine.get_many(OBJECTS, missing)):
-            if data is None:
+        fetched = dict(zip(missing, self._engine.get_many(OBJECTS, missing)))
+        found = []
+        for oid in oids:
+            obj = self._cache.get(oid)
+            if obj is None and (data := fetched.get(oid)) is not None:
+                obj = self._decoded(oid, data)
+            if obj is not None:
+                found.append(obj)
+            elif not missing_ok:
                 raise NotFound(f"no object {oid.hex()}")
-            self._decoded(oid, data)
-        return [self[oid] for oid in oids]
+        return found
 
     def preload(self, roots: Iterable[bytes]) -> None:
-        """Read everything `roots` reach, one batch per level, so that walking it reads nothing more.
-
-        On a network engine this turns a walk's round trip per object into one per level.
-        """
-        level = list(roots)
+        """On a network engine, read everything `roots` reach in one batch per level, so that walking it
+        reads nothing more; elsewhere a no-op (a walk reads as it goes, and may not need everything)."""
+        if not self._engine.remote:
+            return
+        level = [bytes(oid) for oid in roots]
         seen: set[bytes] = set()
         while level:
-            level = [oid for oid in dict.fromkeys(map(bytes, level)) if oid not in seen]
+            level = [oid for oid in dict.fromkeys(level) if oid not in seen]
             seen.update(level)
-            level = [ref for obj in self.load_many(level) for ref in obj.references]
+            level = [bytes(ref) for obj in self.load_many(level, missing_ok=True) for ref in obj.references]
 
     def delete_many(self, oids: Iterable[bytes]) -> int:
         """Remove objects (used by gc); return how many were removed."""

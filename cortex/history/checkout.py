@@ -149,6 +149,7 @@ def rollback(store: Store, root: Path, ref: str | int, *, keep: bool = False, fo
         confined(root, path)
     for path in to_remove:
         confined(root, path, follow=False)
+    store.objects.preload(tree.entries[path] for path in to_write)
     report = RollbackReport(target)
     dirty = unsnapshotted_edits(store, root, {rel: disk[rel] for rel in disk if disk[rel].problem is None})
     if dirty and keep:

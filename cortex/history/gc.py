@@ -89,14 +89,11 @@ def gc(store: Store) -> int:
 
 
 def reach(store: Store, roots: list[Oid]) -> set[Oid]:
-    """Every stored object `roots` reach through their content (not snapshot parents)."""
+    """Every stored object `roots` reach through their content (not snapshot parents), read a level at a time."""
     seen: set[Oid] = set()
-    stack = list(roots)
-    while stack:
-        oid = stack.pop()
-        if oid in seen or oid not in store.objects:
-            continue
-        seen.add(oid)
-        stack.extend(store.objects[oid].references)
+    level = list(roots)
+    while level:
+        found = store.objects.load_many({oid for oid in level if oid not in seen}, missing_ok=True)
+        seen.update(obj.oid for obj in found)
+        level = [ref for obj in found for ref in obj.references]
     return seen
-

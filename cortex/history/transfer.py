@@ -27,7 +27,8 @@ def export_snapshot(store: Store, ref: str | int, path: Path) -> tuple[Snapshot,
     """Write one snapshot and every object it reaches to a single file; return it and the object count."""
     snap = resolve(store, ref)
     closure = reach(store, [snap.root]) | {snap.oid}
-    body = encode([EXPORT_VERSION, snap.oid, [[oid, store.objects.raw(oid)] for oid in sorted(closure)]])
+    objects = store.objects.load_many(sorted(closure))
+    body = encode([EXPORT_VERSION, snap.oid, [[obj.oid, obj.encoded] for obj in objects]])
     write_atomically(Path(path), MAGIC + body + hash_bytes(body))
     return snap, len(closure)
 

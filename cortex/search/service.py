@@ -272,10 +272,12 @@ class SearchIndex:
             removed: set[int] = set()
             added: dict[int, Item] = {}
             get = self.store.objects.__getitem__
-            for path in old.entries.keys() | tree.entries.keys():
+            changed = [path for path in old.entries.keys() | tree.entries.keys()
+                       if old.entries.get(path) != tree.entries.get(path)]
+            self.store.objects.preload(doc.entries[path] for doc in (old, tree) for path in changed
+                                       if path in doc.entries)
+            for path in changed:
                 a, b = old.entries.get(path), tree.entries.get(path)
-                if a == b:
-                    continue
                 gone, came = changed_units(get, path, a and get(a), b and get(b))
                 indexed = self.by_path.get(path, set())
                 removed |= (gone.keys() - came.keys()) & indexed
