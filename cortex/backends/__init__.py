@@ -1,7 +1,7 @@
 """Where bytes live: key-value engines (memory, LMDB) under one object/ref/table layer."""
 
 from .base import (Engine, ObjectStore, RefLogEntry, RefStore, Store, StoreBusy, StoreDamaged, StoreFull,
-                   StoreLocked, Table)
+                   StoreLocked, StoreUnreachable, Table)
 from .memory import MemoryEngine
 
 
@@ -29,5 +29,5 @@ def open_store(location=None, **options) -> Store:
 
 __all__ = [
     "Engine", "MemoryEngine", "ObjectStore", "RefLogEntry", "RefStore", "Store", "StoreBusy", "StoreDamaged",
-    "StoreFull", "StoreLocked", "Table", "is_database_url", "open_store",
+    "StoreFull", "StoreLocked", "StoreUnreachable", "Table", "is_database_url", "open_store",
 ]

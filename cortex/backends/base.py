@@ -41,6 +41,10 @@ class StoreBusy(StoreLocked):
         self.pids = pids
 
 
+class StoreUnreachable(UserError):
+    """The database server holding the store cannot be reached (down, wrong address or credentials, no database)."""
+
+
 class StoreDamaged(IntegrityError):
     """The store's files are not what the engine wrote: truncated, or overwritten with other bytes."""
 
