@@ -1,9 +1,12 @@
-"""Both drivers pass the conformance suite; the registry, persistence and portability are tested here."""
+"""Every driver passes the conformance suite; the registry, persistence and portability are tested here."""
 
 import itertools
+import uuid
 from dataclasses import replace
 
+import psycopg
 import pytest
+from conftest import pg_database_url
 
 import cortex.api as cx
 from cortex.backends import open_store
@@ -32,27 +35,66 @@ from cortex.memory.conversation.conformance import (
 )
 from cortex.memory.conversation.drivers import memory_driver
 
+DRIVERS = ("memory", "lmdb", "postgres")
 
-class TestMemoryDriver(MemoryStoreContract):
+
+@pytest.fixture
+def pg_urls(pg_server):
+    """Fresh, empty databases on the test server, as many as taken, dropped after the test."""
+    admin, made = pg_server.get_uri(), []
+
+    def urls():
+        while True:
+            made.append(f"cortex_{uuid.uuid4().hex[:12]}")
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f'CREATE DATABASE "{made[-1]}"')
+            yield pg_database_url(admin, made[-1])
+
+    yield urls()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        for name in made:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def locate(tmp_path, request):
+    """locate(driver) -> the config settings of a fresh, empty store for `driver`."""
+    folders = (tmp_path / f"store{n}" for n in itertools.count())
+
+    def where(driver: str) -> dict:
+        if driver == "lmdb":
+            return {"path": str(next(folders))}
+        if driver == "postgres":  # the server starts only for tests that use it
+            return {"url": next(request.getfixturevalue("pg_urls"))}
+        return {}
+
+    return where
+
+
+class DriverContract(MemoryStoreContract):
+    """The conformance suite on the driver named `driver`, a fresh store at each open."""
+
+    driver = ""
+
     @pytest.fixture
-    def memory_factory(self):
-        return lambda config, deps: open_memory(replace(config, driver="memory"), deps)
+    def memory_factory(self, locate):
+        def factory(config, deps):
+            where = {} if deps.store is not None else locate(self.driver)
+            return open_memory(replace(config, driver=self.driver, **where), deps)
+
+        return factory
+
+
+class TestMemoryDriver(DriverContract):
+    driver = "memory"
 
     @pytest.fixture
     def shared_store(self):
         return open_store(None)
 
 
-class TestLmdbDriver(MemoryStoreContract):
-    @pytest.fixture
-    def memory_factory(self, tmp_path):
-        folders = (tmp_path / f"store{n}" for n in itertools.count())
-
-        def factory(config, deps):
-            path = None if deps.store is not None else str(next(folders))
-            return open_memory(replace(config, driver="lmdb", path=path), deps)
-
-        return factory
+class TestLmdbDriver(DriverContract):
+    driver = "lmdb"
 
     @pytest.fixture
     def shared_store(self, tmp_path):
@@ -60,9 +102,18 @@ class TestLmdbDriver(MemoryStoreContract):
             yield store
 
 
-def test_lmdb_memory_survives_closing_and_reopening(tmp_path):
-    config = MemoryConfig(driver="lmdb", path=str(tmp_path / "conversation"), strategy="rolling_summary",
-                          recent_turns=2)
+class TestPostgresDriver(DriverContract):
+    driver = "postgres"
+
+    @pytest.fixture
+    def shared_store(self, pg_url):
+        with open_store(pg_url) as store:
+            yield store
+
+
+@pytest.mark.parametrize("driver", ["lmdb", "postgres"])
+def test_memory_survives_closing_and_reopening(locate, driver):
+    config = MemoryConfig(driver=driver, strategy="rolling_summary", recent_turns=2, **locate(driver))
     summarizer = JoiningSummarizer()
     with open_memory(config, Deps(summarizer=summarizer)) as memory:
         for n in range(5):
@@ -88,12 +139,11 @@ def test_lmdb_driver_shares_a_given_store_and_leaves_it_open(tmp_path):
         assert again.get_llm_context(WHO).turns == (make_turn(1),)
 
 
-@pytest.mark.parametrize("source, target", [("memory", "lmdb"), ("lmdb", "memory")])
-def test_snapshots_are_portable_across_drivers(tmp_path, source, target):
+@pytest.mark.parametrize("source, target", list(itertools.product(DRIVERS, DRIVERS)))
+def test_snapshots_are_portable_across_drivers(locate, source, target):
     def opened(driver):
-        path = str(tmp_path / driver) if driver == "lmdb" else None
-        return open_memory(MemoryConfig(driver=driver, path=path, strategy="rolling_summary", recent_turns=2),
-                           Deps(summarizer=JoiningSummarizer()))
+        config = MemoryConfig(driver=driver, strategy="rolling_summary", recent_turns=2, **locate(driver))
+        return open_memory(config, Deps(summarizer=JoiningSummarizer()))
 
     with opened(source) as a, opened(target) as b:
         for n in range(6):
@@ -101,6 +151,9 @@ def test_snapshots_are_portable_across_drivers(tmp_path, source, target):
         b.restore(WHO, a.snapshot(WHO))
         assert b.get_llm_context(WHO) == a.get_llm_context(WHO)
         assert b.snapshot(WHO) == a.snapshot(WHO)
+        b.add_turn(WHO, make_turn(6))  # the restored memory carries on where the source was
+        assert b.get_llm_context(WHO).summary == "0 1 2 3 4"
+        assert b.flush(WHO) == [make_turn(n) for n in range(7)]
 
 
 @pytest.mark.parametrize("driver", ["lmdb", "memory"])
@@ -125,12 +178,13 @@ def test_the_memory_driver_never_writes_to_disk(tmp_path):
 def test_registry_opens_the_default_driver():
     memory = open_memory()
     assert registry.default == "memory" and memory.strategy == "truncation"
-    assert {"memory", "lmdb"} <= set(registry.names())
+    assert set(DRIVERS) <= set(registry.names())
     memory.close()
 
 
 def test_unknown_driver_lists_the_registered_ones():
-    with pytest.raises(UnknownDriver, match="no conversation-memory driver named 'redis'.*lmdb, memory") as err:
+    expected = "no conversation-memory driver named 'redis'.*lmdb, memory, postgres"
+    with pytest.raises(UnknownDriver, match=expected) as err:
         open_memory(MemoryConfig(driver="redis"))
     assert err.value.registered == registry.names()
 
@@ -167,6 +221,16 @@ def test_config_errors_say_what_is_wrong(tmp_path):
         open_memory(MemoryConfig(driver="lmdb"))
     with open_store(tmp_path / "s") as store, pytest.raises(ConfigError, match="not both"):
         open_memory(MemoryConfig(driver="lmdb", path=str(tmp_path / "t")), Deps(store=store))
+    with pytest.raises(ConfigError, match="postgres driver: needs a store in deps or a url"):
+        open_memory(MemoryConfig(driver="postgres"))
+    for url in ("mysql://db.example/conversations", str(tmp_path / "folder"), "postgresql:/typo"):
+        with pytest.raises(ConfigError, match="url must be a postgresql:// URL"):
+            open_memory(MemoryConfig(driver="postgres", url=url))
+    with pytest.raises(ConfigError, match="is a database URL; give it as url to the postgres driver"):
+        open_memory(MemoryConfig(driver="lmdb", path="postgresql://db.example/conversations"))
+    with pytest.raises(ConfigError, match="url must be text"):
+        MemoryConfig(url=5432)
+    assert not (tmp_path / "folder").exists()
 
 
 def test_strategy_errors_fail_before_anything_is_opened(tmp_path):
@@ -180,16 +244,17 @@ def test_strategy_errors_fail_before_anything_is_opened(tmp_path):
     assert not path.exists()
 
 
-def test_switching_strategy_keeps_the_conversation(tmp_path):
-    path = str(tmp_path / "conversation")
-    with open_memory(MemoryConfig(driver="lmdb", path=path)) as memory:
+@pytest.mark.parametrize("driver", ["lmdb", "postgres"])
+def test_switching_strategy_keeps_the_conversation(locate, driver):
+    truncation = MemoryConfig(driver=driver, **locate(driver))
+    with open_memory(truncation) as memory:
         for n in range(5):
             memory.add_turn(WHO, make_turn(n))
-    rolling = MemoryConfig(driver="lmdb", path=path, strategy="rolling_summary", recent_turns=2)
+    rolling = replace(truncation, strategy="rolling_summary", recent_turns=2)
     with open_memory(rolling, Deps(summarizer=JoiningSummarizer())) as memory:
         assert memory.get_llm_context(WHO).turns == tuple(make_turn(n) for n in range(5))
         memory.add_turn(WHO, make_turn(5))
         patch = memory.get_llm_context(WHO)
         assert patch.summary == "0 1 2 3" and patch.turns == (make_turn(4), make_turn(5))
-    with open_memory(MemoryConfig(driver="lmdb", path=path)) as memory:
+    with open_memory(truncation) as memory:
         assert memory.get_llm_context(WHO).turns == tuple(make_turn(n) for n in range(6))

@@ -367,6 +367,14 @@ class Table(MutableMapping):
         value = self._engine.get(TABLES, self._prefix + key)
         return default if value is None else value
 
+    def get_many(self, keys: Iterable[bytes]) -> list[bytes | None]:
+        """The values under `keys`, in order (None where absent), in one batch read."""
+        return self._engine.get_many(TABLES, [self._prefix + key for key in keys])
+
+    def put_new(self, items: Iterable[tuple[bytes, bytes]]) -> int:
+        """Write the pairs whose key is absent, in one batch; return how many were new."""
+        return self._engine.put_new(TABLES, [(self._prefix + key, value) for key, value in items])
+
     def __setitem__(self, key: bytes, value: bytes) -> None:
         self._engine.transact(lambda: self._engine.put(TABLES, self._prefix + key, value))
 

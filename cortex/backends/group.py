@@ -16,34 +16,28 @@ from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
-_PENDING = object()
-
-
 class Member(Generic[T]):
-    """One queued transaction function and, once its group has committed, its outcome."""
+    """One queued transaction function and its outcome, final once its group committed (or failed)."""
 
-    __slots__ = ("fn", "value", "error")
+    __slots__ = ("fn", "value", "error", "settled")
 
     def __init__(self, fn: Callable[[], T]):
         self.fn = fn
-        self.value: Any = _PENDING
+        self.value: Any = None
         self.error: BaseException | None = None
-
-    @property
-    def done(self) -> bool:
-        return self.value is not _PENDING or self.error is not None
+        self.settled = False  # set by the leader after the commit: only then may the caller return
 
     def succeed(self, value: T) -> None:
         """Record the function's result (it is returned once the group commits)."""
-        self.value = value
+        self.value, self.error = value, None
 
     def fail(self, error: BaseException) -> None:
         """Record the error to raise in the caller."""
-        self.error = error
+        self.value, self.error = None, error
 
     def reset(self) -> None:
         """Forget an outcome whose group did not commit: the function runs again."""
-        self.value, self.error = _PENDING, None
+        self.value, self.error = None, None
 
     def outcome(self) -> T:
         if self.error is not None:
@@ -73,9 +67,9 @@ class GroupCommit:
         member = Member(fn)
         with self._changed:
             self._queue.append(member)
-            while self._leading and not member.done:
+            while self._leading and not member.settled:
                 self._changed.wait()
-            if member.done:
+            if member.settled:
                 return member.outcome()
             self._leading = True
             self._queue.remove(member)
@@ -90,12 +84,11 @@ class GroupCommit:
         return member.outcome()
 
     def _lead(self, group: list[Member]) -> None:
-        """Run and commit `group`, whose first member is the leading thread's own."""
+        """Run and commit `group`, whose first member is the leading thread's own; then settle every member."""
         try:
             self._run_group(group)
         except Exception as error:  # noqa: BLE001 - the commit failed: every member learns why
             for m in group:
-                m.reset()
                 m.fail(error)
         except BaseException:
             for m in group:
@@ -103,3 +96,5 @@ class GroupCommit:
             with self._changed:
                 self._queue[:0] = group[1:]  # the first member is the leader's own call
             raise
+        for m in group:
+            m.settled = True

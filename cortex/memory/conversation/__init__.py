@@ -38,7 +38,11 @@ sharing a store never lose each other's turns. Pass it as `Deps(summarizer=...)`
 Writing a driver: a driver is a factory `(MemoryConfig, Deps) -> MemoryStore` given
 to `register(name, factory)`. The `memory` driver shares a conversation between the
 handles given one in-process store in `Deps(store=...)` (and only then); the `lmdb`
-driver between every handle and process on one store folder. Most drivers need only
+driver between every handle and process on one store folder (`path`); the `postgres`
+driver between every handle, process and machine on one database
+(`url="postgresql://user:password@host/database"`). Snapshots move between all three.
+Concurrent writes of a process share commits (group commit), and each call returns
+only once its write is durable. Most drivers need only
 a cortex `Store` (any engine) and return
 `ConversationMemory(store, make_strategy(config, deps.summarizer), deps.bus)`.
 `conformance.MemoryStoreContract` is the test suite every driver passes.

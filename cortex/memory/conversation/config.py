@@ -26,7 +26,8 @@ class MemoryConfig:
     identity; `backlog_max` bounds the batches queued for recovery; while degraded,
     every `recovery_every`-th write tries to drain the backlog; a summarizer call that
     has not answered after `summarizer_timeout` seconds counts as a failure; `path` is
-    where the lmdb driver keeps its store when it is not given one.
+    where the lmdb driver keeps its store and `url` (postgresql://...) the database the
+    postgres driver keeps it in, when they are not given one.
     """
 
     driver: str | None = None
@@ -38,6 +39,7 @@ class MemoryConfig:
     recovery_every: int = 1
     summarizer_timeout: float = 30.0
     path: str | None = None
+    url: str | None = None
 
     def __post_init__(self):
         for name in ("budget_tokens", "recent_turns", "retry_attempts", "backlog_max", "recovery_every"):
@@ -48,7 +50,7 @@ class MemoryConfig:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
             raise ConfigError(f"memory config: summarizer_timeout must be a positive number of seconds, "
                               f"got {timeout!r}")
-        for name in ("driver", "path"):
+        for name in ("driver", "path", "url"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise ConfigError(f"memory config: {name} must be text, got {value!r}")

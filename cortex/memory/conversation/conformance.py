@@ -499,6 +499,25 @@ class MemoryStoreContract:
         written, puts = write_concurrently(memories, WHO, 24)
         assert_no_turn_lost(memories, WHO, written, puts, strategy)
 
+    @pytest.mark.parametrize("strategy", ["truncation", "rolling_summary"])
+    def test_a_handle_sees_what_another_changed_since_it_read(self, open_memory, shared_store, strategy):
+        # A handle may remember what it read: deletes, flushes and restores by another must still show.
+        reader, writer = (open_memory(strategy, JoiningSummarizer(), store=shared_store, recent_turns=3,
+                                      budget_tokens=10**6) for _ in range(2))
+        keys = [writer.put(WHO, make_turn(n)) for n in range(3)]
+        assert reader.get_llm_context(WHO).turns == tuple(make_turn(n) for n in range(3))
+        writer.delete(WHO, keys[1])
+        assert reader.get_llm_context(WHO).turns == (make_turn(0), make_turn(2))
+        writer.flush(WHO)
+        for n in (5, 6, 7):  # as many turns as before, under the same numbers
+            writer.add_turn(WHO, make_turn(n))
+        assert reader.get_llm_context(WHO).turns == tuple(make_turn(n) for n in (5, 6, 7))
+        snap = writer.snapshot(WHO)
+        writer.add_turn(WHO, make_turn(8))
+        assert len(reader.get_llm_context(WHO).turns) == (4 if strategy == "truncation" else 3)
+        writer.restore(WHO, snap)
+        assert reader.get_llm_context(WHO).turns == tuple(make_turn(n) for n in (5, 6, 7))
+
     def test_the_summarizer_runs_outside_write_transactions(self, open_memory, shared_store):
         other = open_memory(store=shared_store)
         finished = []

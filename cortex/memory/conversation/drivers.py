@@ -1,11 +1,12 @@
-"""The driver registry: a name -> factory(config, deps) map, with the built-in `memory` and `lmdb` drivers."""
+"""The driver registry: a name -> factory(config, deps) map, with the built-in `memory`, `lmdb` and `postgres`
+drivers."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
 
-from ...backends import MemoryEngine, open_store
+from ...backends import MemoryEngine, is_database_url, open_store
 from ...errors import CortexError, UserError
 from .config import ConfigError, Deps, MemoryConfig
 from .protocol import MemoryStore
@@ -77,18 +78,37 @@ def memory_driver(config: MemoryConfig, deps: Deps) -> ConversationMemory:
 
 def lmdb_driver(config: MemoryConfig, deps: Deps) -> ConversationMemory:
     """Memory in a cortex LMDB store: the one in `deps.store`, or one it opens (and closes) at `config.path`."""
-    strategy = make_strategy(config, deps.summarizer)
-    if deps.store is not None and config.path is not None:
-        raise ConfigError("lmdb driver: give a store in deps or a path in config, not both")
+    if is_database_url(config.path):
+        raise ConfigError(f"lmdb driver: path {config.path!r} is a database URL; give it as url to the postgres "
+                          "driver")
+    return _persistent("lmdb", "path", config, deps)
+
+
+def postgres_driver(config: MemoryConfig, deps: Deps) -> ConversationMemory:
+    """Memory in a cortex PostgreSQL store: the one in `deps.store`, or one it opens (and closes) at
+    `config.url`, shared by every process and machine using that database."""
+    if config.url is not None and not is_database_url(config.url):
+        raise ConfigError(f"postgres driver: url must be a postgresql:// URL "
+                          f"(postgresql://user:password@host:5432/database), got {config.url!r}")
+    return _persistent("postgres", "url", config, deps)
+
+
+def _persistent(driver: str, setting: str, config: MemoryConfig, deps: Deps) -> ConversationMemory:
+    """Memory in `deps.store`, or in a store opened (and closed) at the config's `setting`."""
+    strategy = make_strategy(config, deps.summarizer)  # before opening: a bad strategy opens nothing
+    location = getattr(config, setting)
+    if deps.store is not None and location is not None:
+        raise ConfigError(f"{driver} driver: give a store in deps or a {setting} in config, not both")
     if deps.store is not None:
         return ConversationMemory(deps.store, strategy, deps.bus)
-    if config.path is None:
-        raise ConfigError("lmdb driver: needs a store in deps or a path in config")
-    return ConversationMemory(open_store(config.path), strategy, deps.bus, owns_store=True)
+    if location is None:
+        raise ConfigError(f"{driver} driver: needs a store in deps or a {setting} in config")
+    return ConversationMemory(open_store(location), strategy, deps.bus, owns_store=True)
 
 
 registry = DriverRegistry()
 registry.register("memory", memory_driver)
 registry.register("lmdb", lmdb_driver)
+registry.register("postgres", postgres_driver)
 register = registry.register
 open = registry.open  # the registry's verb, reached as drivers.open

@@ -20,7 +20,7 @@ class Identity:
     session: str
     run: str = ""
 
-    @property
+    @cached_property
     def missing(self) -> tuple[str, ...]:
         """The required parts that are absent or blank, in order."""
         return tuple(part for part in IDENTITY_PARTS if not _present(getattr(self, part)))

@@ -12,7 +12,7 @@ from ...hashing import Oid
 from .events import Event, EventBus, HealthChanged, ItemDeleted, ItemPut, Reason
 from .health import Health
 from .identity import Identity, require_identity
-from .log import TurnLog
+from .log import TurnLog, Window
 from .protocol import ContextPatch, InvalidSnapshot, Snapshot, StoreClosed
 from .strategies import Strategy
 from .turns import InvalidTurn, Turn
@@ -26,8 +26,9 @@ class ConversationMemory:
     """Identity-scoped conversation memory in a cortex store table; one instance serves many threads.
 
     Writes to one identity are serialized by a lock of its own, writes to different
-    identities only share the store's write transactions, and reads run in a
-    consistent read view without locks. Other handles and processes on the same store
+    identities only share the store's write transactions (a group commit: one durable
+    commit for the writes of many threads), and reads run in a consistent read view
+    without locks, reading again only what changed since the handle's last read. Other handles and processes on the same store
     are kept apart by the store alone: every write re-reads what it changes inside its
     transaction (see `strategies`), so the locks only spare duplicate summarizer calls.
     """
@@ -38,7 +39,8 @@ class ConversationMemory:
         self._strategy = strategy
         self._owns_store = owns_store
         self._writers: dict[bytes, list] = {}  # identity key -> [lock, holders and waiters]
-        self._gate = threading.Condition()
+        self._windows: dict[bytes, Window] = {}  # identity key -> the turns last read (see `log`)
+        self._gate = threading.Condition(threading.Lock())  # never taken twice by one thread
         self._active = 0
         self._closed = False
 
@@ -55,13 +57,13 @@ class ConversationMemory:
 
     def get_llm_context(self, identity: Identity) -> ContextPatch:
         """The summary and recent turns an LLM call should see."""
-        with self._call("get_llm_context", identity) as (turn_log, _), turn_log.reading():
-            return self._strategy.context(turn_log)
+        with self._call("get_llm_context", identity) as (turn_log, _):
+            return turn_log.view(lambda: self._strategy.context(turn_log))
 
     def estimate_tokens(self, identity: Identity) -> int:
         """The token estimate of the identity's LLM context."""
-        with self._call("estimate_tokens", identity) as (turn_log, _), turn_log.reading():
-            return self._strategy.context(turn_log).tokens
+        with self._call("estimate_tokens", identity) as (turn_log, _):
+            return turn_log.view(lambda: self._strategy.context(turn_log)).tokens
 
     def flush(self, identity: Identity) -> list[Turn]:
         """End the conversation: forget its turns, summary and backlog; return the turns, oldest first."""
@@ -138,7 +140,7 @@ class ConversationMemory:
         try:
             key = require_identity(identity, self.bus, operation)
             events: list[Event] = []
-            turn_log = TurnLog(self._store, key)
+            turn_log = TurnLog(self._store, key, self._windows)
             if not write:
                 yield turn_log, events
                 return

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from operator import attrgetter, itemgetter
 
 from ...codec import decode, encode
 from ...errors import UserError
@@ -164,13 +165,8 @@ class Truncation(Strategy):
 
 def newest_within(turn_log: TurnLog, state: dict, budget: int) -> tuple[tuple[Turn, ...], int]:
     """The newest turns (oldest first) whose token estimates sum to at most `budget`, and that sum."""
-    kept, tokens = [], 0
-    for _, turn in turn_log.newest(state):
-        if tokens + turn.tokens > budget:
-            break
-        kept.append(turn)
-        tokens += turn.tokens
-    return tuple(reversed(kept)), tokens
+    turns = tuple(map(itemgetter(1), turn_log.newest(state, budget=budget)))
+    return turns, sum(map(attrgetter("tokens"), turns))
 
 
 Change = Callable[[dict, list[Event]], None]
@@ -277,19 +273,19 @@ class RollingSummary(Strategy):
         turn_log.save(state)
 
     def _unfolded(self, turn_log: TurnLog, state: dict) -> list[tuple[int, Turn]]:
-        return list(turn_log.newest(state, stop=state["folded"]))[::-1]
+        return turn_log.newest(state, stop=state["folded"])
 
-    def _overflow(self, turn_log: TurnLog, state: dict) -> list[tuple[int, Turn]]:
+    def _seen(self, turn_log: TurnLog) -> tuple[dict, list[tuple[int, Turn]]]:
+        """The state, and the turns that left the window (to fold, or to queue while degraded)."""
+        state = self.state(turn_log)
         unfolded = self._unfolded(turn_log, state)
-        return unfolded[: max(0, len(unfolded) - self.recent_turns)]
+        return state, unfolded[: max(0, len(unfolded) - self.recent_turns)]
 
     def _settle(self, turn_log: TurnLog, events: list[Event]) -> None:
         """Fold the turns that left the window (queue them while degraded), redoing it if another writer
         moved first."""
         while True:
-            with turn_log.reading():
-                state = self.state(turn_log)
-                overflow = self._overflow(turn_log, state)
+            state, overflow = turn_log.view(lambda: self._seen(turn_log))
             if not overflow:
                 return
             end = overflow[-1][0] + 1
@@ -362,7 +358,7 @@ class RollingSummary(Strategy):
 
         def attempt() -> list[Event] | None:
             state = self.state(turn_log)
-            if _basis(state) != _basis(seen) or not all(turn_log.has(seq) for seq, _ in read):
+            if _basis(state) != _basis(seen) or not turn_log.stored([seq for seq, _ in read]):
                 return None
             queued: list[Event] = []
             change(state, queued)
