@@ -6,6 +6,9 @@ scope of one transaction (a child transaction, a savepoint), so a function that 
 only its own writes, and commits once. Every caller is answered after that commit, with its own
 result or error. Nothing waits on a timer: the functions that queue while one group commits
 form the next group, so a lone writer commits at once and many writers share each commit.
+
+Each waiting thread sleeps on an event of its own, woken once: when its group has committed,
+or when it is the first in the queue and the leader has finished, to lead the next group.
 """
 
 from __future__ import annotations
@@ -16,16 +19,18 @@ from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
+
 class Member(Generic[T]):
     """One queued transaction function and its outcome, final once its group committed (or failed)."""
 
-    __slots__ = ("fn", "value", "error", "settled")
+    __slots__ = ("fn", "value", "error", "settled", "wake")
 
     def __init__(self, fn: Callable[[], T]):
         self.fn = fn
         self.value: Any = None
         self.error: BaseException | None = None
         self.settled = False  # set by the leader after the commit: only then may the caller return
+        self.wake = threading.Event()
 
     def succeed(self, value: T) -> None:
         """Record the function's result (it is returned once the group commits)."""
@@ -60,27 +65,33 @@ class GroupCommit:
         self._max = max_members
         self._queue: list[Member] = []
         self._leading = False
-        self._changed = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
 
     def run(self, fn: Callable[[], T]) -> T:
         """Run `fn` in a group transaction; return its result (or raise its error) once the group committed."""
         member = Member(fn)
-        with self._changed:
+        with self._lock:
             self._queue.append(member)
-            while self._leading and not member.settled:
-                self._changed.wait()
+            waiting = self._leading
+            self._leading = True
+        while waiting:
+            member.wake.wait()
             if member.settled:
                 return member.outcome()
-            self._leading = True
+            member.wake.clear()  # woken to lead: the leadership was handed over, `_leading` stayed set
+            waiting = False
+        with self._lock:
             self._queue.remove(member)
             group = [member, *self._queue[:self._max - 1]]
             del self._queue[:self._max - 1]
         try:
             self._lead(group)
         finally:
-            with self._changed:
-                self._leading = False
-                self._changed.notify_all()
+            with self._lock:
+                if self._queue:
+                    self._queue[0].wake.set()  # the first waiter leads the next group
+                else:
+                    self._leading = False
         return member.outcome()
 
     def _lead(self, group: list[Member]) -> None:
@@ -93,8 +104,9 @@ class GroupCommit:
         except BaseException:
             for m in group:
                 m.reset()
-            with self._changed:
+            with self._lock:
                 self._queue[:0] = group[1:]  # the first member is the leader's own call
             raise
         for m in group:
             m.settled = True
+            m.wake.set()
