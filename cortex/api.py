@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import history, ingest as ingesting, query
 from .files import write_atomically
-from .backends import MemoryEngine, Store, open_store
+from .backends import Store, is_database_url, open_store
 from .backends.base import TABLES
 from .errors import NotFound, UserError, located
 from .hashing import Oid
@@ -77,10 +77,11 @@ def convert_brace_file(path: str | os.PathLike, output: str | os.PathLike | None
     return converted
 
 
-def default_store_path() -> Path:
-    """`CORTEX_STORE`, else `snapshots/` when run from the repository, else the per-user data folder."""
-    if os.environ.get("CORTEX_STORE"):
-        return Path(os.environ["CORTEX_STORE"])
+def default_store_path() -> str | Path:
+    """`CORTEX_STORE` (a folder, or a postgresql:// URL), else `snapshots/` when run from the repository,
+    else the per-user data folder."""
+    if location := os.environ.get("CORTEX_STORE"):
+        return location if is_database_url(location) else Path(location)
     if Path("snapshots").is_dir() and Path("org").is_dir():
         return Path("snapshots")
     data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
@@ -89,20 +90,35 @@ def default_store_path() -> Path:
 
 def open(store: str | os.PathLike | None = None, org_root: str | os.PathLike | None = None,
          in_memory: bool = False) -> "Cortex":  # noqa: A001 - mirrors builtins.open on purpose
-    """Open a store (default: `default_store_path()`) tracking an Org folder (default: the one it tracked, else `org/`)."""
-    backend = open_store(None if in_memory else (store or default_store_path()))
+    """Open a store (default: `default_store_path()`): a folder, or a postgresql://user@host/db URL for a shared
+    one; it tracks an Org folder (default: the one it tracked, else `org/`)."""
+    location = None if in_memory else (store or default_store_path())
+    backend = open_store(location)
     try:
-        return Cortex(backend, org_root)
+        return Cortex(backend, org_root, location)
     except BaseException:
         backend.close()
         raise
 
 
+def store_name(location: str | os.PathLike | None) -> str:
+    """How messages name a store: its folder, or its server's URL with any password hidden."""
+    if location is None:
+        return "(in memory)"
+    if not is_database_url(location):
+        return str(location)
+    from .backends.postgres import redact
+
+    return redact(str(location))
+
+
 class Cortex:
     """An open store and the Org folder it tracks."""
 
-    def __init__(self, store: Store, org_root: str | os.PathLike | None = None):
+    def __init__(self, store: Store, org_root: str | os.PathLike | None = None,
+                 location: str | os.PathLike | None = None):
         self.store = store
+        self.location = store_name(location)  # where the store is, password hidden
         self.root = self._settle_root(org_root)
         self._closed = False
 
@@ -318,7 +334,7 @@ class Cortex:
             return history.forget(self.store, rewrite, what, lambda replaced: forget_embeddings(self.store, replaced))
 
     def export(self, ref: str | int = "HEAD", path: str | os.PathLike | None = None) -> tuple[Path, int]:
-        """Write a snapshot and what it reaches to one file (default in the store folder); return it and the count."""
+        """Write a snapshot and what it reaches to one file (default in `store_folder()`); return it and the count."""
         snap = history.resolve(self.store, ref)
         target = Path(path) if path else self.store_folder() / f"snapshot-{snap.oid.hex()[:12]}.cortex"
         _, count = history.export_snapshot(self.store, snap.oid.hex(), target)
@@ -346,11 +362,12 @@ class Cortex:
         return SearchIndex.load(self.store, cached_embedder(self.store), self._index_folder())
 
     def _index_folder(self) -> Path | None:
-        """Where the search indexes are saved: beside the store (nowhere for an in-memory store)."""
-        return None if isinstance(self.store.engine, MemoryEngine) else self.store_folder() / "index"
+        """Where the search indexes are saved: in the store's local folder (nowhere for an in-memory store)."""
+        folder = self.store.engine.local_folder
+        return None if folder is None else folder / "index"
 
     def _drop_search_indexes(self) -> None:
-        """Forget the search indexes held here and saved beside the store (they are rebuilt on the next search).
+        """Forget the search indexes held here and saved in the local folder (they are rebuilt on the next search).
 
         After a purge they hold its text: a removal only masks it, and a save would write it back.
         """
@@ -545,8 +562,9 @@ class Cortex:
         return open_memory(config, Deps(bus=bus, summarizer=summarizer, store=self.store))
 
     def store_folder(self) -> Path:
-        """Where this store keeps its files (the current folder for an in-memory store)."""
-        return Path(getattr(self.store.engine, "path", "."))
+        """Where this machine keeps files of the store (exports, the REPL's history): the store folder itself,
+        a per-user cache folder for a store on a server, the current folder for an in-memory store."""
+        return self.store.engine.local_folder or Path(".")
 
     def close(self) -> None:
         """Save what the session derived (search indexes) and close the store; idempotent."""

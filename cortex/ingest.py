@@ -8,7 +8,8 @@ it costs one hash: its bytes' blake3 names the document parsed from
 them. An edited file re-parses only the headlines whose subtree text changed; every
 other subtree is found by its text's hash. A large file edited again in the same process
 goes further: its last layout is kept, and only the sections around the changed bytes are
-read at all (`orgfile.reparse`). Each ingest is one write transaction.
+read at all (`orgfile.reparse`). Each ingest is one write transaction, applied to whatever
+other writers committed meanwhile (see `retry`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .files import is_leftover, remove_leftovers
 from .hashing import OID_SIZE, Oid, hash_bytes
 from .objects import EMPTY_TREE, OrgObject, Tree
 from .paths import ORG_SUFFIX, path_problem
+from .retry import retrying
 
 WORKING = "working"
 DOCS_BY_BYTES = "ingest.docs"
@@ -84,7 +86,10 @@ class IngestReport:
 
 def working_tree(store: Store) -> Tree:
     """The tree of the working state (empty before the first ingest)."""
-    oid = store.refs.get(WORKING)
+    return _tree(store, store.refs.get(WORKING))
+
+
+def _tree(store: Store, oid: Oid | None) -> Tree:
     return EMPTY_TREE if oid is None else store.objects[oid]
 
 
@@ -162,23 +167,17 @@ def relative_path(root: Path, path: Path) -> str:
 
 
 def ingest(store: Store, root: Path, target: Path | None = None, progress: Progress | None = None,
-           attempts: int = 3, marker: bytes | None = None, written: Mapping[str, bytes] | None = None,
-           ) -> IngestReport:
+           marker: bytes | None = None, written: Mapping[str, bytes] | None = None) -> IngestReport:
     """Bring the working state in line with the Org files under `target` (default: all of `root`).
 
     The report lists the parsed files whose bytes contain `marker`, so a caller that looks
     for something in changed files need not read them again. `written` holds the bytes the
     caller has just written to some of the files (by path from the root): they are taken as
-    read, not read back.
+    read, not read back. Other writers may ingest other files of the root meanwhile.
     """
     root = Path(os.path.abspath(root))
     target = root if target is None else Path(os.path.abspath(target))
-    for attempt in range(attempts):
-        try:
-            return _ingest_once(store, root, target, progress, marker, written or {})
-        except (RefConflict, _CollectedMeanwhile):
-            if attempt == attempts - 1:
-                raise
+    return retrying(lambda: _ingest_once(store, root, target, progress, marker, written or {}))
 
 
 class _CollectedMeanwhile(RefConflict):
@@ -195,21 +194,16 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
     if not target.exists():
         raise UserError(f"{target}: no such file or folder")
     files, skipped = _files_under(root, target, scope)
+    in_scope = _scope_test(scope, target.is_dir())
     base_oid = store.refs.get(WORKING)
-    base = EMPTY_TREE if base_oid is None else store.objects[base_oid]
-    if scope == ".":
-        scoped = list(base.entries)
-    elif target.is_dir():
-        scoped = [p for p in base.entries if p.startswith(scope + "/")]
-    else:
-        scoped = [scope] if scope in base.entries else []
-    entries = dict(base.entries)
-    for path in scoped:
-        del entries[path]
-    batch = _Batch(store, _layouts.setdefault(store, {}))
+    base = _tree(store, base_oid)
+    scoped = _within(base, in_scope)
+    entries: dict[str, Oid] = {}  # the scope's files as read now: they replace `scoped`
     report = IngestReport(root=base_oid or EMPTY_TREE.oid, files=len(files) + len(skipped),
                           problems=list(skipped))
+    under = os.path.join(target, "") if target.is_dir() else os.fspath(target)
     with store.reading():
+        batch = _Batch(store, _layouts.setdefault(store, {}), base, under)
         for n, rel in enumerate(files, 1):
             if progress:
                 progress(n, len(files), rel)
@@ -239,26 +233,49 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
                     report.marked.append(rel)
     # A file we could not read keeps its last good version rather than vanishing (a link not followed is no file).
     for problem in report.problems[len(skipped):]:
-        if problem.path in base.entries:
-            entries[problem.path] = base.entries[problem.path]
+        if problem.path in scoped:
+            entries[problem.path] = scoped[problem.path]
     report.removed = sorted(p for p in scoped if p not in entries)
-    tree = Tree(dict(sorted(entries.items())))
-    batch.add(tree)
-    report.root = tree.oid
 
     def commit() -> None:
-        if any(oid not in store.objects for oid in batch.reused):
+        # Other writers may have committed since `base` was read. Their files outside our scope are
+        # kept; a change within it means what we read may be stale, so `ingest` starts over.
+        latest_oid = store.refs.get(WORKING)
+        latest = base if latest_oid == base_oid else _tree(store, latest_oid)
+        if latest is not base and _within(latest, in_scope) != scoped:
+            raise RefConflict(WORKING, base_oid, latest_oid)
+        # What the working state reaches is stored (gc spares it); anything else reused may be gone.
+        reachable = batch.in_base if latest is base else set(latest.entries.values())
+        if any(oid not in reachable and oid not in store.objects for oid in batch.reused):
             raise _CollectedMeanwhile()
+        outside = {path: oid for path, oid in latest.entries.items() if not in_scope(path)}
+        tree = Tree(dict(sorted({**outside, **entries}.items())))
+        batch.add(tree)
+        report.root = tree.oid
         report.new_objects = batch.write()
         for rel in report.removed:
             batch.stats.pop(os.fsencode(os.path.join(root, rel)), None)
-        if tree.oid != base_oid:
-            store.refs.set_if_equals(WORKING, tree.oid, base_oid, f"ingest {scope}")
+        if tree.oid != latest_oid:
+            store.refs.set_if_equals(WORKING, tree.oid, latest_oid, f"ingest {scope}")
 
     store.transact(commit)
     batch.committed()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _within(tree: Tree, in_scope: Callable[[str], bool]) -> dict[str, Oid]:
+    """The entries of `tree` in an ingest's scope."""
+    return {path: oid for path, oid in tree.entries.items() if in_scope(path)}
+
+
+def _scope_test(scope: str, folder: bool) -> Callable[[str], bool]:
+    """Whether a path of the working state lies in an ingest's scope: the root, a folder, or one file."""
+    if scope == ".":
+        return lambda path: True
+    if folder:
+        return lambda path: path.startswith(scope + "/")
+    return lambda path: path == scope
 
 
 def _files_under(root: Path, target: Path, scope: str) -> tuple[list[str], list[Problem]]:
@@ -281,11 +298,15 @@ def _files_under(root: Path, target: Path, scope: str) -> tuple[list[str], list[
 class _Batch:
     """Objects and cache entries gathered during one ingest, written in one transaction."""
 
-    def __init__(self, store: Store, layouts: dict[str, orgfile.Layout]):
+    def __init__(self, store: Store, layouts: dict[str, orgfile.Layout], base: Tree, under: str):
         self.store = store
         self.layouts = layouts
         self.new_layouts: dict[str, orgfile.Layout] = {}
+        self.in_base = set(base.entries.values())  # stored: the working state reaches them
         self.stats = store.table(STATS)
+        # The stat entries of every file under `under` (a folder, or one file), in one scan rather than
+        # a lookup per file: on a database server each lookup is a round trip.
+        self.seen = dict(self.stats.items(os.fsencode(under)))
         self.new_stats: dict[bytes, bytes] = {}
         self.docs = store.table(DOCS_BY_BYTES)
         self.subtrees = store.table(SUBTREES)
@@ -296,7 +317,7 @@ class _Batch:
 
     def unchanged(self, path: str) -> Oid | None:
         """The document of a file whose stat is what it was when last read, if it is still stored."""
-        seen = self.stats.get(os.fsencode(path))
+        seen = self.seen.get(os.fsencode(path))
         if seen is None:
             return None
         try:
@@ -365,9 +386,10 @@ class _Batch:
 
     def _stored(self, table, key: bytes) -> bytes | None:
         """The oid a cache table holds for `key` if it names a stored object: a damaged entry is a miss,
-        so the file is parsed again and the entry overwritten, at the cost of one lookup per hit."""
+        so the file is parsed again and the entry overwritten, at the cost of one lookup per hit (none for
+        a document of the working state)."""
         oid = table.get(key)
-        if oid is None or len(oid) != OID_SIZE or oid not in self.store.objects:
+        if oid is None or len(oid) != OID_SIZE or oid not in self.in_base and oid not in self.store.objects:
             return None
         self.reused.add(oid)
         return oid

@@ -89,19 +89,31 @@ def pg_server():
 
 
 @pytest.fixture
-def pg_url(pg_server) -> str:
-    """The URL of a fresh, empty database on the test server, dropped after the test."""
+def pg_urls(pg_server):
+    """Fresh, empty databases on the test server, as many as taken (an iterator of URLs), dropped after the test."""
     import uuid
 
     import psycopg
 
-    name = f"cortex_{uuid.uuid4().hex[:12]}"
-    admin = pg_server.get_uri()
+    admin, made = pg_server.get_uri(), []
+
+    def urls():
+        while True:
+            made.append(f"cortex_{uuid.uuid4().hex[:12]}")
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f'CREATE DATABASE "{made[-1]}"')
+            yield pg_database_url(admin, made[-1])
+
+    yield urls()
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield pg_database_url(admin, name)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        for name in made:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def pg_url(pg_urls) -> str:
+    """The URL of a fresh, empty database on the test server, dropped after the test."""
+    return next(pg_urls)
 
 
 def pg_database_url(server_url: str, database: str) -> str:
@@ -110,3 +122,12 @@ def pg_database_url(server_url: str, database: str) -> str:
 
     parts = urlsplit(server_url)
     return urlunsplit(parts._replace(path="/" + database))
+
+
+@pytest.fixture(params=["lmdb", "postgresql"])
+def store_at(request, tmp_path) -> str:
+    """An LMDB store folder, or a fresh database on the test server (its local folder under tmp_path)."""
+    if request.param == "lmdb":
+        return str(tmp_path / "store")
+    request.getfixturevalue("monkeypatch").setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return request.getfixturevalue("pg_url")

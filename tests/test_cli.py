@@ -1,19 +1,21 @@
-"""The CLI end to end through click's runner: store, history and DSL commands."""
+"""The CLI end to end through click's runner: store, history and DSL commands, on LMDB and PostgreSQL."""
+
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+import cortex.api as cx
 from cortex.cli import main
 from cortex.cli.app import cli
 
 
-@pytest.fixture
-def run(tmp_path, org):
+def invoker(*options):
+    """`invoke(command, *args, ok=True)`: run a cortex command with `options` after it; `ok`: it must succeed."""
     runner = CliRunner()
 
     def invoke(*args, ok=True):
-        result = runner.invoke(cli, [args[0], "--store", str(tmp_path / "store"), "--org", str(org), *args[1:]]
-                               if args[0] != "dsl" else list(args))
+        result = runner.invoke(cli, [args[0], *options, *args[1:]])
         if ok:
             assert result.exit_code == 0, result.output + str(result.exception)
         return result
@@ -21,13 +23,26 @@ def run(tmp_path, org):
     return invoke
 
 
-def test_ingest_find_show_stats_fsck(run):
+@pytest.fixture
+def run(store_at, org):
+    """Commands on a store of each engine tracking the copied Org folder."""
+    return invoker("--store", store_at, "--org", str(org))
+
+
+@pytest.fixture
+def dsl():
+    """`cortex dsl ...` commands, which need no store."""
+    return invoker()
+
+
+def test_ingest_find_show_stats_fsck(run, store_at):
     assert "5 files: 5 parsed" in run("ingest").output
     assert "1 headlines" not in run("find", "--todo", "TODO").output
     out = run("find", "--tag", "security").output
     assert "notes/projects.org:25" in out and "task-rotate-secrets" in out
     assert run("show", "task-rotate-secrets").output.startswith("** TODO [#A] Rotate the webhook secrets")
-    assert "headlines" in run("stats").output
+    stats = run("stats").output
+    assert "headlines" in stats and cx.store_name(store_at) in stats
     assert run("fsck").output.startswith("ok:")
 
 
@@ -54,20 +69,20 @@ def test_user_errors_are_one_line_without_traceback(tmp_path, org, capsys):
     assert err.strip() == "cortex: no headline with :ID: no-such-id" and "Traceback" not in err
 
 
-def test_dsl_check_reports_every_error(run, tmp_path):
+def test_dsl_check_reports_every_error(dsl, tmp_path):
     bad = tmp_path / "bad.hy"
     bad.write_text('(defwebhook x :path "/a" :provider gitlab :secret "s")\n(defmemory m :serch {})\n')
-    result = run("dsl", "check", str(bad), ok=False)
+    result = dsl("dsl", "check", str(bad), ok=False)
     assert result.exit_code == 1
     assert f"{bad}:1:36: unknown provider gitlab; did you mean github?" in result.output
     assert f"{bad}:2:14: unknown keyword :serch in defmemory m; did you mean :search?" in result.output
 
 
-def test_dsl_show_and_convert(run, tmp_path):
-    assert "github-events" in run("dsl", "show", "org/definitions.hy").output
+def test_dsl_show_and_convert(dsl, tmp_path):
+    assert "github-events" in dsl("dsl", "show", "org/definitions.hy").output
     brace = tmp_path / "agent.dsl"
     brace.write_text('webhook "gh" {\n  path "/hooks/gh"\n  provider github\n  secret $GH_SECRET\n}\n')
-    out = run("dsl", "convert", str(brace)).output
+    out = dsl("dsl", "convert", str(brace)).output
     assert "(defwebhook gh" in out and '"secret://env/GH_SECRET"' in out
 
 
@@ -85,3 +100,12 @@ def test_search_shows_the_matching_item(run):
     run("ingest")
     out = run("search", "which region hosts staging?", "-n", "1", "--agent", "assistant").output
     assert "agents/assistant/memory.org:4" in out and "Facts — The staging cluster lives in eu-west-1." in out
+
+
+def test_a_store_url_is_kept_as_a_url_and_named_without_its_password(monkeypatch):
+    url = "postgresql://ann:s3cret@db.example:5433/cortex?sslmode=require&password=s3cret"
+    monkeypatch.setenv("CORTEX_STORE", url)
+    assert cx.default_store_path() == url  # not a Path, which would fold the // away
+    assert cx.store_name(url) == "postgresql://ann@db.example:5433/cortex?sslmode=require"
+    monkeypatch.setenv("CORTEX_STORE", "some/folder")
+    assert cx.default_store_path() == Path("some/folder")

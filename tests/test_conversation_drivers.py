@@ -1,12 +1,9 @@
 """Every driver passes the conformance suite; the registry, persistence and portability are tested here."""
 
 import itertools
-import uuid
 from dataclasses import replace
 
-import psycopg
 import pytest
-from conftest import pg_database_url
 
 import cortex.api as cx
 from cortex.backends import open_store
@@ -36,24 +33,6 @@ from cortex.memory.conversation.conformance import (
 from cortex.memory.conversation.drivers import memory_driver
 
 DRIVERS = ("memory", "lmdb", "postgres")
-
-
-@pytest.fixture
-def pg_urls(pg_server):
-    """Fresh, empty databases on the test server, as many as taken, dropped after the test."""
-    admin, made = pg_server.get_uri(), []
-
-    def urls():
-        while True:
-            made.append(f"cortex_{uuid.uuid4().hex[:12]}")
-            with psycopg.connect(admin, autocommit=True) as conn:
-                conn.execute(f'CREATE DATABASE "{made[-1]}"')
-            yield pg_database_url(admin, made[-1])
-
-    yield urls()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        for name in made:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 
 from ..errors import CortexError
-from .common import err_console
+from .common import err_console, store_option
 from .dsl import dsl_group
 from .memory import memory_group
 from .search import search
@@ -28,7 +28,7 @@ def cli(ctx: click.Context) -> None:
 
 
 @click.command()
-@click.option("--store", type=click.Path(file_okay=False), envvar="CORTEX_STORE", help="Store folder.")
+@store_option
 @click.argument("org_root", required=False, type=click.Path(file_okay=False))
 def repl(store, org_root):
     """The Hy REPL over a store, after ingesting ORG_ROOT (default: the store's, else ./org)."""
@@ -40,7 +40,7 @@ def repl(store, org_root):
 
 
 @click.command(name="eval")
-@click.option("--store", type=click.Path(file_okay=False), envvar="CORTEX_STORE", help="Store folder.")
+@store_option
 @click.option("--org", "org_root", type=click.Path(file_okay=False), help="Org folder.")
 @click.argument("forms", nargs=-1)
 def eval_(store, org_root, forms):

@@ -15,11 +15,30 @@ console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty(
 err_console = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
 
 
+class StoreLocation(click.Path):
+    """A store folder, or the postgresql:// URL of a shared store (kept as it is: a URL is no path)."""
+
+    name = "store"
+
+    def __init__(self):
+        super().__init__(file_okay=False)
+
+    def convert(self, value, param, ctx):
+        from ..backends import is_database_url
+
+        return value if is_database_url(value) else super().convert(value, param, ctx)
+
+
+store_option = click.option(
+    "--store", type=StoreLocation(), envvar="CORTEX_STORE", metavar="DIR|URL",
+    help="Store folder, or postgresql://user@host/db for a store shared through PostgreSQL "
+         "(default: snapshots/ in the repository, else ~/.local/share/cortex/store).")
+
+
 def with_cortex(fn):
     """Add --store and --org to a command and pass it an open `Cortex` as its first argument."""
 
-    @click.option("--store", type=click.Path(file_okay=False), envvar="CORTEX_STORE",
-                  help="Store folder (default: snapshots/ in the repository, else ~/.local/share/cortex/store).")
+    @store_option
     @click.option("--org", "org_root", type=click.Path(file_okay=False),
                   help="Org folder the store tracks (default: the one it tracked, else ./org).")
     @functools.wraps(fn)

@@ -74,8 +74,9 @@ def ls(cx, path):
 @click.command()
 @with_cortex
 def stats(cx):
-    """Files, headlines, objects, snapshots and bytes of the store."""
+    """Where the store is, and its files, headlines, objects, snapshots and bytes."""
     t = table("what", "count")
+    t.add_row("store", escape(cx.location))
     for key, value in cx.stats().items():
         t.add_row(key, f"{value:,}")
     console.print(t)

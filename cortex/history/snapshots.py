@@ -10,20 +10,18 @@ from __future__ import annotations
 import re
 import struct
 import time
-from collections.abc import Callable
-from typing import TypeVar
 
 from ..backends import Store
 from ..codec import decode, encode
-from ..errors import NotFound, RefConflict, UserError
+from ..errors import NotFound, UserError
 from ..ingest import WORKING, working_tree
 from ..objects import EMPTY_TREE, Snapshot, Tree
+from ..retry import retrying
 
 HEAD = "HEAD"
 SNAPSHOTS = "history.snapshots"
 SUMMARIES = "history.summaries"
 DEFAULT_KEEP = 20
-T = TypeVar("T")
 
 
 def head(store: Store) -> Snapshot | None:
@@ -66,8 +64,9 @@ def snapshot(store: Store, message: str = "", now_ns: int | None = None) -> Snap
     summary(store, working_tree(store))  # counted before the write lock is taken: inside, a cached read
 
     def record() -> Snapshot:
-        # HEAD and the working state are read inside the write transaction: writers take turns, so
-        # the compare-and-swap below cannot lose to a concurrent snapshot.
+        # HEAD and the working state are read inside the write transaction: where writers take turns
+        # (LMDB) the compare-and-swap below cannot lose; where they do not (PostgreSQL), the loser
+        # tries again from what won.
         root = store.refs.get(WORKING) or store.objects.add(EMPTY_TREE)
         parent = store.refs.get(HEAD)
         snap = Snapshot(root=root, parent=parent, time_ns=now_ns or time.time_ns(), message=message,
@@ -78,19 +77,6 @@ def snapshot(store: Store, message: str = "", now_ns: int | None = None) -> Snap
         return snap
 
     return retrying(lambda: store.transact(record))
-
-
-def retrying(operation: Callable[[], T], attempts: int = 3) -> T:
-    """Run `operation`, again when it loses a compare-and-swap race: it must re-read whatever it moves.
-
-    LMDB serialises writers, so this matters only on an engine that does not (the PostgreSQL plan).
-    """
-    for _ in range(attempts - 1):
-        try:
-            return operation()
-        except RefConflict:
-            continue
-    return operation()
 
 
 def snapshot_key(snap: Snapshot) -> bytes:

@@ -1,6 +1,6 @@
 """The interactive REPL: prompt-toolkit around the terminal-free core.
 
-Hy highlighting, multi-line entry until the forms are complete, history in the store folder,
+Hy highlighting, multi-line entry until the forms are complete, history in the store's local folder,
 completion from the session; Ctrl-C cancels the entry, Ctrl-D leaves. Nothing but prompt-toolkit
 loads before its prompt is up: Hy, the forms and Pygments take longer to load than prompt-toolkit
 itself, so they load in the background once the prompt is drawn, and then the store opens. (On a
@@ -193,7 +193,7 @@ def confirm(question: str, input: Input | None = None, output: Output | None = N
 
 def prompt_session(startup: Startup, input: Input | None = None,  # noqa: A002
                    output: Output | None = None) -> PromptSession:
-    """The prompt: Hy highlighting, smart Enter, history in the store folder, session completion."""
+    """The prompt: Hy highlighting, smart Enter, history in the store's local folder, session completion."""
     return PromptSession(
         lexer=DynamicLexer(lambda: startup.lexer),  # plain text until Pygments is loaded
         completer=DynamicCompleter(startup.complete),
@@ -238,7 +238,8 @@ def _completion_selected() -> bool:
 
 
 class StoreHistory(FileHistory):
-    """Entries kept in the store folder, located once the store is open (ThreadedHistory reads it in a thread)."""
+    """Entries kept in the store's local folder (`Cortex.store_folder`: the store folder, or a cache folder for
+    a store on a server), located once the store is open (ThreadedHistory reads it in a thread)."""
 
     def __init__(self, startup: Startup):
         History.__init__(self)  # not FileHistory's: the file is not known yet
@@ -246,7 +247,7 @@ class StoreHistory(FileHistory):
 
     @property
     def filename(self) -> Path:  # type: ignore[override]
-        """The history file in the store folder (waits for the store to open)."""
+        """The history file in the store's local folder (waits for the store to open)."""
         return self.startup.session.cortex.store_folder() / HISTORY_FILE
 
     def load_history_strings(self):
