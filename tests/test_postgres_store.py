@@ -117,3 +117,20 @@ def test_the_cli_on_postgresql(pg_url, org, tmp_path, monkeypatch, cache, capsys
     with pytest.raises(SystemExit) as exit_:  # the REPL's forms, as `cortex eval` runs them
         main(["eval", "--store", pg_url, '(len (find :todo "TODO"))'])
     assert exit_.value.code == 0 and capsys.readouterr().out.strip() == "2"
+
+
+def test_a_purge_on_one_machine_removes_the_index_another_saved(pg_url, org, tmp_path, monkeypatch, cache):
+    secret = "The vault passphrase is tangerine-47."
+    with cx.open(pg_url, org) as c:
+        c.ingest()
+        c.memory.add_item("assistant", "fact", secret)
+        assert c.search("vault passphrase", limit=1)[0].text.startswith("The vault passphrase")
+    saved = c.store_folder() / "index"
+    assert any(b"tangerine-47" in f.read_bytes() for f in saved.rglob("*") if f.is_file())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "elsewhere"))  # another machine purges the agent
+    with cx.open(pg_url, org) as other:
+        other.memory.purge("assistant", hard=True)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))  # back on the first machine
+    with cx.open(pg_url, org) as c:
+        assert c.search("vault passphrase", limit=1) == [] or "tangerine" not in c.search("vault passphrase")[0].text
+        assert not any(b"tangerine-47" in f.read_bytes() for f in saved.rglob("*") if f.is_file())

@@ -1,4 +1,4 @@
-"""`python -m cortex.repl [--store DIR] [-e FORMS] [ORG_DIR]`: the REPL, or forms from -e or piped stdin."""
+"""`python -m cortex.repl [--store DIR|URL] [-e FORMS] [ORG_DIR]`: the REPL, or forms from -e or piped stdin."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ def main(argv: list[str] | None = None) -> int:
                                      description="The cortex REPL, or forms from -e or piped stdin.")
     parser.add_argument("org_root", nargs="?", metavar="ORG_DIR",
                         help="the Org folder (default: the store's, else ./org)")
-    parser.add_argument("--store", help="the store folder (default: $CORTEX_STORE, snapshots/ in the repository, "
-                                        "else ~/.local/share/cortex/store)")
+    parser.add_argument("--store", help="the store folder or postgresql:// URL (default: $CORTEX_STORE, "
+                                        "snapshots/ in the repository, else ~/.local/share/cortex/store)")
     parser.add_argument("-e", "--eval", dest="source", metavar="FORMS", help="evaluate FORMS, print their values, exit")
     args = parser.parse_args(argv)
     if args.source is not None:

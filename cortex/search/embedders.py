@@ -258,6 +258,11 @@ class CachedEmbedder:
         """Whether the wrapped embedder is the degraded fallback."""
         return self.embedder.degraded
 
+    def _cached(self, keys: list[bytes]) -> list[bytes | None]:
+        """The cached vectors under `keys`: a store table reads them in one batch (one round trip on a server)."""
+        get_many = getattr(self.cache, "get_many", None)
+        return get_many(keys) if get_many else [self.cache.get(key) for key in keys]
+
     def key(self, text: str) -> bytes:
         """The cache key of `text` under this embedder."""
         return self._prefix + hash_text(text)
@@ -266,9 +271,8 @@ class CachedEmbedder:
         """Embed `texts`, computing only those whose vector is not cached yet."""
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         missing: dict[bytes, list[int]] = {}
-        for row, text in enumerate(texts):
-            key = self.key(text)
-            cached = self.cache.get(key)
+        keys = [self.key(text) for text in texts]
+        for row, (key, cached) in enumerate(zip(keys, self._cached(keys))):
             if cached is not None and len(cached) == 4 * self.dim:
                 out[row] = np.frombuffer(cached, dtype="<f4")
             else:

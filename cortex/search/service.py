@@ -13,6 +13,7 @@ they say which root they match; otherwise they are updated from that root or reb
 from __future__ import annotations
 
 import re
+import shutil
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -29,6 +30,7 @@ from ..codec import decode, encode
 from ..errors import UserError
 from ..files import locked, remove_stale, write_atomically
 from ..hashing import OID_SIZE, Oid, hash_text
+from ..history.forget import PURGES
 from ..memory.layout import classify
 from ..objects import EMPTY_TREE, Document, Headline, OrgObject, Tree
 from ..query import walk_document
@@ -38,7 +40,7 @@ from .keyword import KeywordIndex
 from .vector import VectorIndex
 
 EMBEDDINGS = "search.embeddings"
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: the state records the newest purge it was made after
 SAVE_LOCK = "save.lock"  # held while the indexes are written (not hidden: leftovers of saves are)
 MASKS_KEPT = 8  # filters whose keys are kept up to date across changes
 LINES_KEPT = 200_000  # subtrees whose line counts are kept
@@ -251,6 +253,7 @@ class SearchIndex:
         self.keyword = KeywordIndex.build([])
         self.vector = VectorIndex(embedder.dim)
         self.dirty = False
+        self.purged = newest_purge(store)  # a purge after this one makes these indexes hold purged text
         self._lock = threading.RLock()
         self._rebuilding: threading.Thread | None = None
         self._lines: dict[bytes, int] = {}  # headline oid -> lines of its subtree
@@ -429,13 +432,15 @@ class SearchIndex:
         """Write the indexes beside the store, each file replaced atomically, the state last."""
         if self.folder is None or not self.dirty:
             return
+        if newest_purge(self.store) != self.purged:
+            return  # history was purged meanwhile (by another process): these indexes may hold its text
         self.wait()
         self.folder.mkdir(parents=True, exist_ok=True)
         with self._lock, locked(self.folder / SAVE_LOCK):  # another process closing the same store saves too
             self.keyword.save(self.folder / "keyword")
             self.vector.save(self.folder / "vectors.usearch")
             state = encode([STATE_VERSION, self.embedder.name, bytes(self.root),
-                            [i.record() for i in self.items.values()]])
+                            [i.record() for i in self.items.values()], self.purged])
             write_atomically(self.folder / "state.msgpack", state)
             self.dirty = False
 
@@ -449,7 +454,10 @@ class SearchIndex:
         if not (folder / "state.msgpack").exists():
             return index
         try:
-            version, name, root, records = decode((folder / "state.msgpack").read_bytes())
+            version, name, root, records, purged = decode((folder / "state.msgpack").read_bytes())
+            if purged != index.purged:  # made before a purge (on any machine): it may hold the purged text
+                shutil.rmtree(folder, ignore_errors=True)
+                return index
             if version != STATE_VERSION or name != embedder.name:
                 return index
             keyword = KeywordIndex.load(folder / "keyword")
@@ -463,6 +471,12 @@ class SearchIndex:
         for key, item in items.items():
             index.by_path[item.path].add(key)
         return index
+
+
+def newest_purge(store: Store) -> bytes:
+    """The key of the newest purge of history (b"" when there was none)."""
+    keys = list(store.table(PURGES).keys_in_order())  # one per purge: few
+    return keys[-1] if keys else b""
 
 
 def _admits(f: Filters, item: Item) -> bool:
