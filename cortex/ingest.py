@@ -264,6 +264,55 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
     return report
 
 
+Change = Callable[[Tree], Mapping[str, "bytes | None"]]
+
+
+def commit_files(store: Store, change: Change, message: str) -> IngestReport:
+    """Change the working state in the store itself, with no Org folder: `change(tree)` gives the new
+    bytes of the files it changes (None: remove the file), which are parsed and committed by
+    compare-and-swap. If another writer moved the working state meanwhile, `change` runs again on
+    the newer state: it must compute its bytes from the tree it is given."""
+    return retrying(lambda: _commit_once(store, change, message))
+
+
+def _commit_once(store: Store, change: Change, message: str) -> IngestReport:
+    started = time.perf_counter()
+    base_oid = store.refs.get(WORKING)
+    base = _tree(store, base_oid)
+    files = dict(change(base))
+    named = [f"{rel}: {problem}" for rel in files if (problem := path_problem(rel)) is not None]
+    if named:
+        raise UserError("cannot write these files:\n  " + "\n  ".join(named))
+    entries = dict(base.entries)
+    report = IngestReport(root=base_oid or EMPTY_TREE.oid, files=len(files))
+    with store.reading():
+        batch = _Batch(store, _layouts.setdefault(store, {}), base, None)
+        for rel, data in files.items():
+            if data is None:
+                report.removed += [rel] if entries.pop(rel, None) else []
+                continue
+            try:
+                entries[rel], changed = batch.document(rel, data, hash_bytes(data))
+            except NotOrgText as exc:
+                raise UserError(located(rel, exc.line, exc.reason)) from None
+            report.parsed += [rel] if changed else []
+    tree = Tree(dict(sorted(entries.items())))
+
+    def commit() -> None:
+        if any(oid not in batch.in_base and oid not in store.objects for oid in batch.reused):
+            raise _CollectedMeanwhile()
+        batch.add(tree)
+        report.root = tree.oid
+        report.new_objects = batch.write()
+        if tree.oid != base_oid:
+            store.refs.set_if_equals(WORKING, tree.oid, base_oid, message)
+
+    store.transact(commit)
+    batch.committed()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
 def _within(tree: Tree, in_scope: Callable[[str], bool]) -> dict[str, Oid]:
     """The entries of `tree` in an ingest's scope."""
     return {path: oid for path, oid in tree.entries.items() if in_scope(path)}
@@ -298,15 +347,15 @@ def _files_under(root: Path, target: Path, scope: str) -> tuple[list[str], list[
 class _Batch:
     """Objects and cache entries gathered during one ingest, written in one transaction."""
 
-    def __init__(self, store: Store, layouts: dict[str, orgfile.Layout], base: Tree, under: str):
+    def __init__(self, store: Store, layouts: dict[str, orgfile.Layout], base: Tree, under: str | None):
         self.store = store
         self.layouts = layouts
         self.new_layouts: dict[str, orgfile.Layout] = {}
         self.in_base = set(base.entries.values())  # stored: the working state reaches them
         self.stats = store.table(STATS)
-        # The stat entries of every file under `under` (a folder, or one file), in one scan rather than
-        # a lookup per file: on a database server each lookup is a round trip.
-        self.seen = dict(self.stats.items(os.fsencode(under)))
+        # The stat entries of every file under `under` (a folder, or one file; None: no files read), in one
+        # scan rather than a lookup per file: on a database server each lookup is a round trip.
+        self.seen = {} if under is None else dict(self.stats.items(os.fsencode(under)))
         self.new_stats: dict[bytes, bytes] = {}
         self.docs = store.table(DOCS_BY_BYTES)
         self.subtrees = store.table(SUBTREES)
