@@ -198,39 +198,12 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
     base_oid = store.refs.get(WORKING)
     base = _tree(store, base_oid)
     scoped = _within(base, in_scope)
-    entries: dict[str, Oid] = {}  # the scope's files as read now: they replace `scoped`
     report = IngestReport(root=base_oid or EMPTY_TREE.oid, files=len(files) + len(skipped),
                           problems=list(skipped))
     under = os.path.join(target, "") if target.is_dir() else os.fspath(target)
     with store.reading():
         batch = _Batch(store, _layouts.setdefault(store, {}), base, under)
-        for n, rel in enumerate(files, 1):
-            if progress:
-                progress(n, len(files), rel)
-            path, data, stat = os.path.join(root, rel), written.get(rel), None
-            if data is None:
-                try:
-                    if (known := batch.unchanged(path)) is not None:
-                        entries[rel] = known
-                        continue
-                    with open(path, "rb") as file:
-                        read_at, stat = time.time_ns(), os.fstat(file.fileno())
-                        data = file.read()
-                except OSError as exc:
-                    report.problems.append(Problem(rel, exc.strerror or str(exc)))
-                    continue
-            digest = hash_bytes(data)
-            try:
-                entries[rel], changed = batch.document(rel, data, digest)
-            except NotOrgText as exc:
-                report.problems.append(Problem(rel, exc.reason, exc.line))
-                continue
-            if stat is not None:
-                batch.read(path, stat, read_at, digest)
-            if changed:
-                report.parsed.append(rel)
-                if marker is not None and batch.contains(rel, data, marker):
-                    report.marked.append(rel)
+        entries = _read(batch, root, files, report, progress, marker, written)
     # A file we could not read keeps its last good version rather than vanishing (a link not followed is no file).
     for problem in report.problems[len(skipped):]:
         if problem.path in scoped:
@@ -311,6 +284,71 @@ def _commit_once(store: Store, change: Change, message: str) -> IngestReport:
     batch.committed()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _read(batch: "_Batch", root: Path, files: list[str], report: IngestReport, progress: Progress | None = None,
+          marker: bytes | None = None, written: Mapping[str, bytes] | None = None) -> dict[str, Oid]:
+    """The document of each Org file named (by path from `root`), parsing only bytes not seen before;
+    problems and parsed files go into `report`."""
+    entries: dict[str, Oid] = {}
+    for n, rel in enumerate(files, 1):
+        if progress:
+            progress(n, len(files), rel)
+        path, data, stat = os.path.join(root, rel), (written or {}).get(rel), None
+        if data is None:
+            try:
+                if (known := batch.unchanged(path)) is not None:
+                    entries[rel] = known
+                    continue
+                with open(path, "rb") as file:
+                    read_at, stat = time.time_ns(), os.fstat(file.fileno())
+                    data = file.read()
+            except OSError as exc:
+                report.problems.append(Problem(rel, exc.strerror or str(exc)))
+                continue
+        digest = hash_bytes(data)
+        try:
+            entries[rel], changed = batch.document(rel, data, digest)
+        except NotOrgText as exc:
+            report.problems.append(Problem(rel, exc.reason, exc.line))
+            continue
+        if stat is not None:
+            batch.read(path, stat, read_at, digest)
+        if changed:
+            report.parsed.append(rel)
+            if marker is not None and batch.contains(rel, data, marker):
+                report.marked.append(rel)
+    return entries
+
+
+@dataclass
+class FolderRead:
+    """A folder's Org files read into a tree, not yet committed: `write()` stores its objects (in a transaction)."""
+
+    tree: Tree
+    report: IngestReport
+    batch: "_Batch"
+
+    def get(self, oid: bytes) -> OrgObject:
+        """An object of the tree, read or stored."""
+        return self.batch.objects.get(oid) or self.batch.store.objects[oid]
+
+    def write(self) -> int:
+        """Store what reading parsed (and the tree); call inside a transaction."""
+        self.batch.add(self.tree)
+        return self.batch.write()
+
+
+def read_folder(store: Store, root: Path) -> FolderRead:
+    """Every Org file under `root` as a tree of documents, parsing only what changed, without moving any ref."""
+    root = Path(os.path.abspath(root))
+    files, skipped = _files_under(root, root, ".")
+    report = IngestReport(root=EMPTY_TREE.oid, files=len(files) + len(skipped), problems=list(skipped))
+    with store.reading():
+        batch = _Batch(store, _layouts.setdefault(store, {}), EMPTY_TREE, os.path.join(root, ""))
+        tree = Tree(dict(sorted(_read(batch, root, files, report).items())))
+    report.root = tree.oid
+    return FolderRead(tree, report, batch)
 
 
 def _within(tree: Tree, in_scope: Callable[[str], bool]) -> dict[str, Oid]:

@@ -192,13 +192,13 @@ def test_an_edit_saved_in_a_file_rollback_removes_is_kept(cortex, org, monkeypat
     (org / "notes" / "new.org").write_text("* New\n")
     cortex.ingest()
     cortex.snapshot("second")
-    holds = checkout._holds
+    holds = checkout.holds
 
     def edited_first(digest):
         (org / "notes" / "new.org").write_text("* New, edited meanwhile\n")
         return holds(digest)
 
-    monkeypatch.setattr(checkout, "_holds", edited_first)
+    monkeypatch.setattr(checkout, "holds", edited_first)
     with pytest.raises(RollbackStopped, match="notes/new.org changed"):
         cortex.rollback("HEAD~1")
     assert (org / "notes" / "new.org").read_text() == "* New, edited meanwhile\n"

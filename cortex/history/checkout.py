@@ -182,7 +182,7 @@ def _restore(store: Store, root: Path, tree: Tree, disk: dict[str, OnDisk], to_w
         root.mkdir(parents=True, exist_ok=True)
     for n, (path, write) in enumerate(steps):
         real = confined(root, path, follow=write)
-        unchanged = _holds({disk[path].digest if path in disk else None, ours.get(real, b"")})
+        unchanged = holds({disk[path].digest if path in disk else None, ours.get(real, b"")})
         try:
             if write:
                 data = orgfile.render(get(tree.entries[path]), get).encode("utf-8")
@@ -200,7 +200,7 @@ def _restore(store: Store, root: Path, tree: Tree, disk: dict[str, OnDisk], to_w
     return written
 
 
-def _holds(digests: set[bytes | None]) -> Callable[[Path], bool]:
+def holds(digests: set[bytes | None]) -> Callable[[Path], bool]:
     """Whether a file still holds bytes hashed to one of `digests` (None: that it still does not exist)."""
 
     def check(path: Path) -> bool:

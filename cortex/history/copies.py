@@ -1,0 +1,191 @@
+"""Working copies: folders that hold a store's working state and sync with it by a three-way merge.
+
+`checkout` writes the working state into a folder and records it as a copy; `sync` merges the
+folder's edits and the store's changes since they last agreed (the copy's base), per file and
+per headline (`merge`), commits the result by compare-and-swap, then writes what the store added
+into the folder. Nothing is overwritten unseen: each file is replaced only while it still holds
+the bytes the merge read, so an editor's save during a sync is kept for the next one.
+
+The base is kept per file: a file that could not be brought up to date keeps, as its base, the
+version the store has now absorbed, so the next sync merges only what was saved meanwhile. Each
+copy's base tree is held by the ref `copies/<id>` (gc keeps it); the folder names its copy in
+`.cortex/copy`. A sync killed at any point leaves the store at a committed state and every file
+whole; the next sync completes it, as merging what both sides already share changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .. import orgfile
+from ..backends import Store
+from ..errors import UserError
+from ..files import ChangedMeanwhile, remove_under, write_atomically, write_under
+from ..hashing import Oid, hash_bytes
+from ..ingest import WORKING, read_folder, working_tree
+from ..objects import EMPTY_TREE, Tree
+from ..retry import retrying
+from .checkout import holds
+from .merge import Conflict, conflicts_in, merge_trees
+
+RECORD = Path(".cortex") / "copy"
+REF_PREFIX = "copies/"
+
+
+class NotACopy(UserError):
+    """A folder that is not a working copy of this store."""
+
+
+@dataclass
+class SyncReport:
+    """What one sync did: files taken from each side, files written into the folder, conflicts."""
+
+    folder: Path
+    sent: list[str] = field(default_factory=list)  # files whose edits went into the store
+    received: list[str] = field(default_factory=list)  # files written or removed in the folder
+    merged: list[str] = field(default_factory=list)  # files both sides changed
+    kept: list[str] = field(default_factory=list)  # files saved during the sync: merged next time
+    conflicts: list[Conflict] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # files that could not be read
+
+    def __str__(self) -> str:
+        lines = [f"{self.folder}: {len(self.sent)} sent, {len(self.received)} received, "
+                 f"{len(self.merged)} merged, {len(self.conflicts)} conflicts"]
+        lines += [f"  conflict {c}" for c in self.conflicts]
+        lines += [f"  {rel}: changed during the sync; it is merged by the next one" for rel in self.kept]
+        lines += [f"  skipped {problem}" for problem in self.problems]
+        return "\n".join(lines)
+
+
+def checkout(store: Store, folder: str | os.PathLike) -> SyncReport:
+    """Write the store's working state into a new (or empty) folder and make it a working copy."""
+    folder = Path(os.path.abspath(folder))
+    if (folder / RECORD).exists():
+        raise UserError(f"{folder}: already a working copy; run `cortex sync {folder}`")
+    if folder.exists() and any(folder.iterdir()):
+        raise UserError(f"{folder}: not empty; check out into a new or empty folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    copy_id = uuid.uuid4().hex
+    # Recorded first, with an empty base: a checkout killed halfway is completed by `sync`.
+    store.refs.set_if_equals(_ref(copy_id), store.objects.add(EMPTY_TREE), None, f"checkout into {folder}")
+    (folder / RECORD).parent.mkdir(exist_ok=True)
+    write_atomically(folder / RECORD, json.dumps({"copy": copy_id, "host": socket.gethostname()}).encode())
+    return sync(store, folder)
+
+
+def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> SyncReport:
+    """Merge a working copy's edits into the store and the store's changes into it (see the module)."""
+    folder = Path(os.path.abspath(folder))
+    ref = _ref(_copy_id(store, folder))
+    report = SyncReport(folder)
+    read = read_folder(store, folder)
+    report.problems = [str(p) for p in read.report.problems]
+    ours = read.tree
+    unreadable = {p.path for p in read.report.problems}
+    labels = (label or folder.name or str(folder), "store")
+
+    def merge_and_commit():
+        base_oid, theirs_oid = store.refs.get(ref), store.refs.get(WORKING)
+        base = store.objects[base_oid]
+        theirs = working_tree(store)
+        # A file that cannot be read now is as the base has it: its edits wait for a readable file.
+        mine = Tree({**ours.entries, **{p: base.entries[p] for p in unreadable if p in base.entries}})
+        merge = merge_trees(base, mine, theirs, read.get, labels=labels)
+
+        def commit() -> None:
+            read.write()
+            store.objects.add_many(merge.objects)
+            if merge.tree.oid != theirs.oid:
+                store.refs.set_if_equals(WORKING, merge.tree.oid, theirs_oid, f"sync {folder}")
+
+        store.transact(commit)
+        return base, mine, theirs, merge
+
+    base, mine, theirs, merge = retrying(merge_and_commit)
+    read.batch.committed()
+    report.sent = sorted(p for p in mine.entries.keys() | base.entries.keys()
+                         if mine.entries.get(p) != base.entries.get(p) and p not in unreadable)
+    report.merged = sorted(merge.files)
+    report.conflicts = list(merge.conflicts)
+    agreed = _bring_up_to_date(folder, mine, merge.tree, read.get, report, unreadable)
+    store.objects.add(agreed)
+    store.refs.set_if_equals(ref, agreed.oid, store.refs.get(ref), logged=False)
+    return report
+
+
+def conflicts(store: Store, folder: str | os.PathLike | None = None) -> list[Conflict]:
+    """The conflicts left unresolved: in a working copy's files, or (no folder) in the store's working state."""
+    if folder is None:
+        tree = working_tree(store)
+        found = []
+        for path, oid in tree.entries.items():
+            found += [_at(c, path) for c in conflicts_in(store.objects[oid], store.objects.__getitem__)]
+        return found
+    folder = Path(os.path.abspath(folder))
+    _copy_id(store, folder)
+    read = read_folder(store, folder)
+    return [_at(c, path) for path, oid in read.tree.entries.items()
+            for c in conflicts_in(read.get(oid), read.get)]
+
+
+def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, get, report: SyncReport,
+                      unreadable: set[str]) -> Tree:
+    """Write into the folder what the merge changed there; return the copy's new base, file by file."""
+    agreed = dict(merged.entries)
+    for rel in sorted(mine.entries.keys() | merged.entries.keys()):
+        was, now = mine.entries.get(rel), merged.entries.get(rel)
+        if was == now:
+            continue
+        if rel in unreadable:
+            _keep_base(agreed, rel, was)  # left alone: it syncs once it can be read
+            continue
+        unchanged = holds({None if was is None else hash_bytes(_render(get, was))})
+        try:
+            if now is None:
+                remove_under(folder, rel, unchanged)
+            else:
+                write_under(folder, rel, _render(get, now), unchanged)
+            report.received.append(rel)
+        except ChangedMeanwhile:
+            # Saved during the sync: the store has what was read; what was saved since merges next time.
+            report.kept.append(rel)
+            _keep_base(agreed, rel, was)
+    return Tree(dict(sorted(agreed.items())))
+
+
+def _keep_base(agreed: dict[str, Oid], rel: str, was: Oid | None) -> None:
+    """Make the folder's version (None: no file) the base of `rel`: the store holds what it changed."""
+    if was is None:
+        agreed.pop(rel, None)
+    else:
+        agreed[rel] = was
+
+
+def _render(get, oid: Oid) -> bytes:
+    return orgfile.render(get(oid), get).encode("utf-8")
+
+
+def _copy_id(store: Store, folder: Path) -> str:
+    """The id of the working copy in `folder`, known to `store`; NotACopy otherwise."""
+    try:
+        copy_id = json.loads((folder / RECORD).read_text())["copy"]
+    except FileNotFoundError:
+        raise NotACopy(f"{folder}: not a working copy; make one with `cortex checkout {folder}`") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise NotACopy(f"{folder / RECORD}: unreadable ({exc}); check the folder out again") from None
+    if not isinstance(copy_id, str) or store.refs.get(_ref(copy_id)) is None:
+        raise NotACopy(f"{folder}: a working copy of another store (or one this store has forgotten)")
+    return copy_id
+
+
+def _ref(copy_id: str) -> str:
+    return REF_PREFIX + copy_id
+
+
+def _at(conflict: Conflict, path: str) -> Conflict:
+    return replace(conflict, path=path)

@@ -1,0 +1,183 @@
+"""Working copies: checkout, sync by a three-way merge per file and headline, conflicts kept in Org, nothing lost."""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from cortex.backends import open_store
+from cortex.errors import UserError
+from cortex.history import copies
+from cortex.history.copies import NotACopy, checkout, conflicts, sync
+from cortex.history.fsck import fsck
+from cortex.ingest import commit_files, working_tree
+from cortex.query import render_file
+
+PLAN = """#+TITLE: Plan
+* Launch
+:PROPERTIES:
+:ID: launch
+:END:
+Ship on Monday.
+* Budget
+Ten thousand.
+* Notes
+Nothing yet.
+"""
+
+
+@pytest.fixture
+def store(store_at):
+    with open_store(store_at) as s:
+        commit_files(s, lambda tree: {"plan.org": PLAN.encode(), "team/ann.org": b"* Ann\nLikes tea.\n"}, "seed")
+        yield s
+
+
+def edit(folder, rel, old, new):
+    path = folder / rel
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def stored(store, rel):
+    return render_file(store, working_tree(store), rel)
+
+
+def test_checkout_writes_the_working_state_and_refuses_a_used_folder(store, tmp_path):
+    report = checkout(store, tmp_path / "a")
+    assert (tmp_path / "a" / "plan.org").read_text() == PLAN and report.received == ["plan.org", "team/ann.org"]
+    with pytest.raises(UserError, match="already a working copy"):
+        checkout(store, tmp_path / "a")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "mine.org").write_text("* mine\n")
+    with pytest.raises(UserError, match="not empty"):
+        checkout(store, tmp_path / "b")
+    with pytest.raises(NotACopy, match="cortex checkout"):
+        sync(store, tmp_path / "b")
+
+
+def test_disjoint_edits_of_two_copies_and_the_store_all_land(store, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    checkout(store, a), checkout(store, b)
+    edit(a, "plan.org", "Ship on Monday.", "Ship on Tuesday.")  # one headline of plan.org
+    edit(b, "plan.org", "Ten thousand.", "Twelve thousand.")  # another headline of the same file
+    edit(b, "team/ann.org", "Likes tea.", "Likes green tea.")  # another file
+    commit_files(store, lambda tree: {"team/bo.org": b"* Bo\n"}, "a store-side writer")
+    first = sync(store, a)
+    assert first.sent == ["plan.org"] and first.received == ["team/bo.org"] and first.conflicts == []
+    second = sync(store, b)
+    assert second.merged == ["plan.org"] and second.conflicts == []
+    sync(store, a)
+    for text in (stored(store, "plan.org"), (a / "plan.org").read_text(), (b / "plan.org").read_text()):
+        assert "Ship on Tuesday." in text and "Twelve thousand." in text and "CONFLICT" not in text
+    assert (a / "team/ann.org").read_text() == "* Ann\nLikes green tea.\n" and (a / "team/bo.org").exists()
+
+
+def test_the_same_headline_changed_on_both_sides_keeps_both_until_resolved(store, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    checkout(store, a), checkout(store, b)
+    edit(a, "plan.org", "Ship on Monday.", "Ship on Tuesday.")
+    edit(b, "plan.org", "Ship on Monday.", "Ship on Friday.")
+    sync(store, a)
+    report = sync(store, b)
+    assert [(c.kind, c.path, c.id) for c in report.conflicts] == [("both-changed", "plan.org", "launch")]
+    text = (b / "plan.org").read_text()
+    assert "Ship on Tuesday." in text and "Ship on Friday." in text and ":CONFLICT:" in text
+    assert text == stored(store, "plan.org") and len(conflicts(store, b)) == len(conflicts(store)) == 1
+    sync(store, a)
+    assert len(conflicts(store, a)) == 1
+    # Resolved in copy a: keep Friday, delete the conflict copy.
+    lines = (a / "plan.org").read_text().split("\n* ")
+    kept = [part for part in lines if "CONFLICT" not in part]
+    (a / "plan.org").write_text("\n* ".join(kept).replace("Ship on Tuesday.", "Ship on Friday."))
+    sync(store, a), sync(store, b)
+    assert conflicts(store) == [] and conflicts(store, b) == []
+    assert "Ship on Friday." in stored(store, "plan.org") and "Tuesday" not in stored(store, "plan.org")
+
+
+def test_an_editor_save_during_a_sync_is_kept_and_merged_next_time(store, tmp_path, monkeypatch):
+    a = tmp_path / "a"
+    checkout(store, a)
+    commit_files(store, lambda tree: {"plan.org": PLAN.replace("Nothing yet.", "From the store.").encode()}, "w")
+    edit(a, "plan.org", "Ten thousand.", "Nine thousand.")
+    real_write = copies.write_under
+
+    def save_first(root, rel, data, unchanged):  # Emacs saves (temp file, rename) just before the sync writes
+        path = root / rel
+        temp = path.with_name(".#" + path.name)
+        temp.write_text(path.read_text().replace("Ship on Monday.", "Ship on Sunday."))
+        os.replace(temp, path)
+        return real_write(root, rel, data, unchanged)
+
+    monkeypatch.setattr(copies, "write_under", save_first)
+    report = sync(store, a)
+    assert report.kept == ["plan.org"] and "Nine thousand." in stored(store, "plan.org")
+    monkeypatch.setattr(copies, "write_under", real_write)
+    sync(store, a)
+    for text in (stored(store, "plan.org"), (a / "plan.org").read_text()):
+        assert all(s in text for s in ("Ship on Sunday.", "Nine thousand.", "From the store.")), text
+
+
+SYNC_LOOP = """
+import sys
+from cortex.backends import open_store
+from cortex.history.copies import sync
+with open_store(sys.argv[1]) as s:
+    print("ready", flush=True)
+    while True:
+        sync(s, sys.argv[2])
+"""
+
+
+def test_a_sync_killed_at_any_moment_is_completed_by_the_next(store, store_at, tmp_path):
+    a = tmp_path / "a"
+    checkout(store, a)
+    rng = random.Random(7)
+    for trial in range(4):
+        many = {f"bulk/{trial}-{n}.org": f"* file {n}\n".encode() * 50 for n in range(40)}
+        commit_files(store, lambda tree, many=many: many, "bulk")
+        edit(a, "team/ann.org", "Ann\n", f"Ann\nEdit {trial}.\n")
+        child = subprocess.Popen([sys.executable, "-c", SYNC_LOOP, store_at, str(a)], stdout=subprocess.PIPE)
+        assert child.stdout.readline() == b"ready\n"
+        time.sleep(rng.uniform(0, 0.3))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        report = sync(store, a)
+        assert report.conflicts == [], report
+        tree = working_tree(store)
+        assert all((a / rel).read_text() == render_file(store, tree, rel) for rel in tree.entries)
+        assert f"Edit {trial}." in stored(store, "team/ann.org")
+        assert fsck(store) == []
+
+
+WRITER = """
+import sys
+from cortex.backends import open_store
+from cortex.history.copies import sync
+from pathlib import Path
+store, folder, name = sys.argv[1:]
+with open_store(store) as s:
+    for k in range(6):
+        path = Path(folder) / "plan.org"
+        path.write_text(path.read_text() + f"* {name} {k}\\n")
+        sync(s, folder)
+"""
+
+
+def test_copies_in_separate_processes_lose_no_edit(store, store_at, tmp_path):
+    folders = [tmp_path / name for name in ("a", "b", "c")]
+    for folder in folders:
+        checkout(store, folder)
+    children = [subprocess.Popen([sys.executable, "-c", WRITER, store_at, str(f), f.name]) for f in folders]
+    assert [c.wait(timeout=120) for c in children] == [0, 0, 0]
+    for folder in folders:
+        sync(store, folder)
+    text = stored(store, "plan.org")
+    for name in ("a", "b", "c"):
+        assert all(f"* {name} {k}\n" in text for k in range(6)), text
+    assert all((f / "plan.org").read_text() == text for f in folders)
