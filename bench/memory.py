@@ -1,4 +1,5 @@
-"""Agent memory: saving one fact at 10k vs 100 items, compacting 90 daily logs, searching one agent."""
+"""Agent memory: saving one fact at 10k vs 100 items, facts added from many threads at once, compacting 90 daily
+logs, searching one agent."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import shutil
 import statistics
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timedelta
+from itertools import count
 from pathlib import Path
 
 from _common import best_of, percentiles, report, timed
@@ -41,6 +44,25 @@ def save_one_fact(c, agents: dict[str, MemoryContext], label: str, rounds: int =
             agents[agent] = c.memory.save_context(agent, context, now=NOW)
             times[agent].append(time.perf_counter() - start)
     return {agent: statistics.median(seconds) for agent, seconds in times.items()}
+
+
+def concurrent_adds(c, threads: int = 20) -> None:
+    """Facts added to one agent by `threads` threads at once (their saves are grouped: one write of memory.org,
+    one ingest) against the same number added one after another, into a memory of 100 items."""
+    seeded(c, "grouped", 100)
+    rounds = count()
+
+    def add_all(pool: ThreadPoolExecutor | None) -> None:
+        this = next(rounds)
+        facts = [f"Fact {n} of round {this}, a sentence of ordinary length." for n in range(threads)]
+        add = lambda text: c.memory.add_item("grouped", "fact", text, now=NOW)  # noqa: E731
+        list(pool.map(add, facts) if pool else map(add, facts))
+
+    alone = best_of(lambda: add_all(None), repeat=3)
+    with ThreadPoolExecutor(threads) as pool:
+        together = best_of(lambda: add_all(pool), repeat=3)
+    report(f"{threads} facts added from {threads} threads at once vs one after another", together, alone,
+           target="(saves grouped: one write, one ingest)")
 
 
 def file_write(path: Path, rounds: int = 15) -> float:
@@ -100,6 +122,7 @@ def main() -> None:
         report("of which the atomic write of memory.org alone, 10k vs 100 items", writes["large"], writes["small"],
                target="(temporary file, fsync, rename: the floor)")
         small = save_beside_logs(c, org, small, seconds["small"])
+        concurrent_adds(c)
 
         logs = org / "agents/logger/logs"
         write_logs(logs, 90)

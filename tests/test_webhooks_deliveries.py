@@ -130,13 +130,19 @@ def test_a_claim_takes_its_keys_and_a_later_claim_finds_their_holder(log):
     assert log.claim(delivery(time_ns=start + 4), b"{}", [SeenKey(DELIVERY, "evt_2", start + DAY)]) is None
 
 
-def test_a_pending_claim_is_marked_until_it_completes(log):
+def test_a_pending_claim_is_marked_until_it_finishes(log):
     pending = delivery(status=202, outcome=Outcome.PENDING, agent="assistant")
+    still = delivery(status=202, outcome=Outcome.PENDING, agent="assistant")
     log.claim(pending, b"{}", [])
-    [(found, host, pid)] = log.pending()
-    assert found == pending and log.owner(pending.id) == (host, pid) and isinstance(pid, int)
-    log.complete(Delivery(**{**pending.__dict__, "status": 200, "outcome": Outcome.ROUTED}))
-    assert log.pending() == [] and log.owner(pending.id) is None and log.get(pending.id).outcome == "routed"
+    log.claim(still, b"{}", [])
+    found = {d.id: (d, host, pid) for d, host, pid in log.pending()}
+    host, pid = found[pending.id][1:]
+    assert found[pending.id][0] == pending and log.owner(pending.id) == (host, pid) and isinstance(pid, int)
+    # One transaction for many: a delivery whose routing ended leaves the pending ones, one still pending stays.
+    log.finish([Delivery(**{**pending.__dict__, "status": 200, "outcome": Outcome.ROUTED}),
+                Delivery(**{**still.__dict__, "status": 500, "detail": "the ingest failed"})])
+    assert [d.id for d, _, _ in log.pending()] == [still.id] and log.owner(pending.id) is None
+    assert log.get(pending.id).outcome == "routed" and log.get(still.id).detail == "the ingest failed"
 
 
 def test_expired_keys_are_forgotten_so_the_table_stays_bounded(log):

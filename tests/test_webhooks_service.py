@@ -184,7 +184,7 @@ def test_an_unexpected_routing_error_is_still_logged_as_failed(cortex, service, 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(cortex.memory, "save_context", broken)
+    monkeypatch.setattr(cortex.memory, "save_contexts", broken)
     delivery = service.deliver(*signed(service, "github-events", OPENED))
     assert (delivery.status, delivery.outcome) == (500, Outcome.FAILED) and delivery.detail.endswith("RuntimeError")
     assert service.log.get(delivery.id).outcome == Outcome.FAILED and service.log.body(delivery.id)

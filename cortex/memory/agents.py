@@ -5,7 +5,9 @@
 
 Every write is a merge: the file is read, the saved context is merged into it item by item
 (a person's edits since the context was loaded are kept, or the save is refused when both
-changed the same item), written atomically and ingested in the same step.
+changed the same item), written atomically and ingested in the same step. Saves to one agent
+that a process makes concurrently are grouped (group commit): one merges them all, each file
+is written once and the folder ingested once, and every caller is answered after that.
 
 A save costs what it changes, not what the memory holds: the context's lists are compared
 with the lists it was loaded with (an agent that only appends is found out without looking
@@ -16,14 +18,18 @@ while nobody else touches the file it is neither read nor merged whole again.
 from __future__ import annotations
 
 import shutil
+import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
+from functools import partial
 from itertools import compress
 from pathlib import Path
 from typing import NamedTuple
 
+from ..backends.group import GroupCommit, Member
 from ..bounded import BoundedDict
 from ..errors import NotFound, UserError, located
 from ..hashing import Oid, hash_bytes
@@ -45,7 +51,7 @@ from .layout import (
     memory_path,
     tagged_type,
 )
-from .logs import Marked, append_entry, mark_compacted, marked_items, render_entry
+from .logs import Marked, log_addition, mark_compacted, marked_items, render_entry
 from .memoryfile import Getter, MemoryFile, Typed, merge
 from .retention import RetentionPolicy
 from .writes import agent_lock, replace_file
@@ -140,6 +146,16 @@ class _Named:
         return key in self.names or item.id in self.names or item.normalised in self.texts
 
 
+@dataclass(frozen=True)
+class _Save:
+    """One save waiting for its group: what it changes in memory.org since `base`, and its log entry."""
+
+    base: Mapping[str, Typed]
+    ours: dict[str, Typed | None]
+    entry: str | None
+    day: date
+
+
 class _Known(NamedTuple):
     """A memory.org's bytes as last read or written, what they read as, and their document once known."""
 
@@ -154,6 +170,9 @@ class AgentMemory:
     def __init__(self, cortex):
         self.cortex = cortex
         self._known: BoundedDict = BoundedDict(_KNOWN_LIMIT)  # path -> the memory.org last read or written
+        # agent folder -> the group commit of its saves, while a save is queued or being written
+        self._groups: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self._groups_lock = threading.Lock()
 
     @property
     def root(self) -> Path:
@@ -167,35 +186,40 @@ class AgentMemory:
 
     def _load(self, agent: str, folder: Path, written: dict[str, bytes] | None = None) -> MemoryContext:
         """The context of memory.org once the folder is ingested (`written`: bytes just written there)."""
+        return _context(agent, self._synced(agent, folder, written))
+
+    def _synced(self, agent: str, folder: Path, written: dict[str, bytes] | None = None) -> MemoryFile | None:
+        """The model of memory.org once the folder is ingested (None: there is none)."""
         self._sync(folder, written)
         path = memory_path(agent)
         oid = self.cortex.working().entries.get(path)
         if oid is None:
-            return MemoryContext(agent=agent)
+            return None
         known = self._known.get(path)
         if known is not None and written and written.get(path) is known.data:
             known = self._known[path] = known._replace(document=oid)  # the document of what was just written
         if known is not None and known.document == oid:
-            return _context(agent, known.model)
-        return _context(agent, self._model(path, self.cortex.store.objects[oid]))
+            return known.model
+        return self._model(path, self.cortex.store.objects[oid])
 
     def save_context(self, agent: str, context: MemoryContext, *, now: datetime | None = None) -> MemoryContext:
         """Merge the context into memory.org, append its summary to today's log, ingest; return the memory as saved."""
-        now = _minute(now)
-        folder = agent_folder(self.root, agent)
-        source = f"session {context.session}" if context.session else f"session {now:%Y-%m-%d %H:%M}"
-        loaded = context.loaded if context.agent == agent else None
-        base = loaded.entries if loaded is not None else {}
-        ours = _changes(context, loaded, now, source)
-        entry = None
-        if context.summary is not None or context.title is not None:
-            entry = render_entry(now, context.title or "Session", context.summary or "",
-                                 context.session or f"s-{now:%Y-%m-%d-%H%M}")
-        with agent_lock(folder):
-            written = self._write_memory(agent, base, ours)
-            if entry is not None:
-                written.update(self._append_log(agent, entry, now.date()))
-            return self._load(agent, folder, written)
+        save = _prepared_save(agent, context, now)
+        return _context(agent, self._group(agent, agent_folder(self.root, agent)).run(lambda: save))
+
+    def save_contexts(self, agent: str, contexts: list[tuple[MemoryContext, datetime | None]],
+                      ) -> list[MemoryContext | UserError]:
+        """Save (context, now) pairs of one agent in order as one write of each file and one ingest; for each,
+        the memory as saved or the error that kept it out (a conflict with memory.org, a summary Org would
+        misread). What fails them all is raised."""
+        saves: list[_Save | UserError] = []
+        for context, now in contexts:
+            try:
+                saves.append(_prepared_save(agent, context, now))
+            except UserError as error:
+                saves.append(error)
+        model, errors = self._write_saves(agent, agent_folder(self.root, agent), saves)
+        return [_context(agent, model) if error is None else error for error in errors]
 
     def delete_context(self, agent: str) -> bool:
         """Remove the agent's memory.org (its logs stay); snapshot first if it holds unsnapshotted edits."""
@@ -237,7 +261,8 @@ class AgentMemory:
         saved = self.save_context(agent, MemoryContext(**{FIELDS[type]: [item]}), now=now)
         items = getattr(saved, FIELDS[type])
         same = [i for i in items if id is not None and i.id == id]
-        return (same or [i for i in items if i.normalised == item.normalised])[0]
+        # not found only when a save grouped after this one removed it
+        return next(iter(same or [i for i in items if i.normalised == item.normalised]), item)
 
     def search(self, agent: str, query: str, limit: int = 10):
         """Hybrid search over one agent's memory items and logs."""
@@ -270,7 +295,9 @@ class AgentMemory:
                     if mark.item.normalised not in known:
                         known.add(mark.item.normalised)
                         moved.append((mark.type, mark.item))
-            self._write_memory(agent, {}, _keyed(moved))
+            [error] = self._write_memory(agent, [({}, _keyed(moved))])[1]
+            if error is not None:
+                raise error
             for path, day in logs.items():
                 if marked[path]:
                     replace_file(self.root, path, lambda old, p=path, d=day: self._marked_text(p, d, old, now))
@@ -372,28 +399,71 @@ class AgentMemory:
 
     # --- steps ----------------------------------------------------------------------------
 
-    def _write_memory(self, agent: str, base: Mapping[str, Typed], ours: dict[str, Typed | None]) -> dict[str, bytes]:
-        """Merge `ours` (what changed since `base`) into memory.org on disk, under the agent's lock; return
-        {path: the bytes written}, empty when nothing changed."""
+    def _group(self, agent: str, folder: Path) -> GroupCommit:
+        """The group commit of the agent's saves (made when none is in use)."""
+        with self._groups_lock:
+            group = self._groups.get(folder)
+            if group is None:
+                group = self._groups[folder] = GroupCommit(partial(self._commit, agent, folder))
+            return group
+
+    def _commit(self, agent: str, folder: Path, members: list[Member]) -> None:
+        """Write a group of saves to one agent (each member's function gives its `_Save`); answer each member."""
+        model, errors = self._write_saves(agent, folder, [member.fn() for member in members])
+        for member, error in zip(members, errors):
+            member.succeed(model) if error is None else member.fail(error)
+
+    def _write_saves(self, agent: str, folder: Path, saves: list[_Save | UserError],
+                     ) -> tuple[MemoryFile | None, list[UserError | None]]:
+        """Write saves to one agent in order, memory.org and each day's log once, then ingest the folder once;
+        return the memory.org as saved and, for each save, the error that kept it out (a save may be given as
+        its error). A save that conflicts with memory.org fails alone; the others are written."""
+        ready = [save for save in saves if isinstance(save, _Save)]
+        if not ready:
+            return None, list(saves)
+        with agent_lock(folder):
+            written, merged = self._write_memory(agent, [(save.base, save.ours) for save in ready])
+            days: dict[date, list[str]] = {}
+            for save, error in zip(ready, merged):
+                if error is None and save.entry is not None:
+                    days.setdefault(save.day, []).append(save.entry)
+            for day, entries in days.items():
+                written.update(self._append_log(agent, entries, day))
+            model = self._synced(agent, folder, written)
+        errors = iter(merged)
+        return model, [save if isinstance(save, UserError) else next(errors) for save in saves]
+
+    def _write_memory(self, agent: str, changes: list[tuple[Mapping[str, Typed], dict[str, Typed | None]]],
+                      ) -> tuple[dict[str, bytes], list[UserError | None]]:
+        """Merge each (base, ours) in turn (what changed since base) into memory.org on disk, under the agent's
+        lock; return {path: the bytes written} (empty when nothing changed) and, for each, the error that
+        kept it out (None: merged)."""
         path = memory_path(agent)
-        written: list[tuple[bytes, MemoryFile | None]] = []
+        errors: list[UserError | None] = [None] * len(changes)
+        written: list[tuple[bytes, MemoryFile]] = []
 
         def merged(old: bytes | None) -> bytes | None:
-            theirs = self._memory_file(path, old)
-            changed, added = merge(path, base, ours, theirs, agent)
-            if not changed and not added:
-                return None
-            data, model = theirs.rewrite(changed, added, f"Memory of {agent}")
-            written.append((data, model))
+            model, data = self._memory_file(path, old), None
+            for n, (base, ours) in enumerate(changes):
+                try:
+                    changed, added = merge(path, base, ours, model, agent)
+                    errors[n] = None
+                except UserError as error:  # a conflict with the file: this save only is refused
+                    errors[n] = error
+                    continue
+                if changed or added:
+                    data, derived = model.rewrite(changed, added, f"Memory of {agent}")
+                    model = derived or MemoryFile.read(path, *_parsed(data.decode("utf-8")))
+            if data is not None:
+                written.append((data, model))
             return data
 
         known = self._known.get(path)
-        if not replace_file(self.root, path, merged, known and known.data):
-            return {}
+        if not any(ours for _, ours in changes) or not replace_file(self.root, path, merged, known and known.data):
+            return {}, errors
         data, model = written[-1]
-        if model is not None:
-            self._remember(path, data, model)
-        return {path: data}
+        self._remember(path, data, model)
+        return {path: data}, errors
 
     def _memory_file(self, path: str, data: bytes | None) -> MemoryFile:
         """What memory.org's bytes read as: known if they are the bytes last read or written here."""
@@ -421,19 +491,21 @@ class AgentMemory:
 
         entry = turns_to_org_log(turns, title, session=session, summarizer=summarizer)
         day = datetime.fromtimestamp(turns[0].timestamp_ns / 1e9).date()
-        folder = agent_folder(self.root, agent)
-        with agent_lock(folder):
-            self._sync(folder, self._append_log(agent, entry, day))
+        save = _Save({}, {}, entry, day)
+        self._group(agent, agent_folder(self.root, agent)).run(lambda: save)
         return log_path(agent, day)
 
-    def _append_log(self, agent: str, entry: str, day: date) -> dict[str, bytes]:
-        """Append an entry to the agent's log of `day`; return {path: the bytes written}."""
+    def _append_log(self, agent: str, entries: list[str], day: date) -> dict[str, bytes]:
+        """Append entries to the agent's log of `day`, replacing the file atomically; return {path: its bytes now}.
+        A log that is not text is refused."""
         path = log_path(agent, day)
+        title = f"{agent} — {day.isoformat()}"
         written = {}
 
         def appended(old: bytes | None) -> bytes:
-            written[path] = append_entry(None if old is None else _decoded(path, old), entry,
-                                         f"{agent} — {day.isoformat()}")
+            if old is not None:
+                _decoded(path, old)  # refuses bytes that are not text, saying where
+            written[path] = (old or b"") + log_addition(old, entries, title)
             return written[path]
 
         replace_file(self.root, path, appended)
@@ -504,7 +576,22 @@ class AgentMemory:
         return self.cortex.snapshot(message)
 
 
-def _context(agent: str, memory: MemoryFile) -> MemoryContext:
+def _prepared_save(agent: str, context: MemoryContext, now: datetime | None) -> _Save:
+    """What saving `context` at `now` changes in the agent's memory.org, and its log entry (checked)."""
+    now = _minute(now)
+    source = f"session {context.session}" if context.session else f"session {now:%Y-%m-%d %H:%M}"
+    loaded = context.loaded if context.agent == agent else None
+    entry = None
+    if context.summary is not None or context.title is not None:
+        entry = render_entry(now, context.title or "Session", context.summary or "",
+                             context.session or f"s-{now:%Y-%m-%d-%H%M}")
+    return _Save(loaded.entries if loaded is not None else {}, _changes(context, loaded, now, source), entry,
+                 now.date())
+
+
+def _context(agent: str, memory: MemoryFile | None) -> MemoryContext:
+    if memory is None:
+        return MemoryContext(agent=agent)
     context = MemoryContext(warnings=list(memory.warnings), agent=agent, loaded=memory)
     for kind in ITEM_TYPES:
         setattr(context, FIELDS[kind], list(memory.kinds[kind]))

@@ -58,15 +58,30 @@ def render_entry(moment: datetime, title: str, summary: str, session: str) -> st
             + (summary + "\n" if summary else ""))
 
 
-def append_entry(old: str | None, entry: str, title: str) -> bytes:
-    """A log's bytes with `entry` appended after one blank line (a new log starts with its title)."""
-    text = f"#+TITLE: {title}\n" if old is None else old
-    crlf = 0 < text.count("\n") == text.count("\r\n")
-    if text and not text.endswith("\n"):
-        text += "\r\n" if crlf else "\n"
-    if text and not text.endswith(("\n\n", "\r\n\r\n")):
-        text += "\r\n" if crlf else "\n"
-    return (text + (entry.replace("\n", "\r\n") if crlf else entry)).encode("utf-8")
+def log_addition(old: bytes | None, entries: list[str], title: str) -> bytes:
+    """The bytes that append `entries` to a log's bytes `old`, each entry after one blank line; with no log yet
+    (None), a new log's bytes, its title first.
+
+    Entries take the line ends of the log's first line; only that line and the log's last
+    bytes are looked at, so that appending costs what the entries do.
+    """
+    start = b""
+    if old is None:
+        start = old = f"#+TITLE: {title}\n".encode()
+    first = old.find(b"\n")
+    nl = "\r\n" if first > 0 and old[first - 1:first] == b"\r" else "\n"
+    parts, last = [], old[-4:].decode("utf-8", "replace")
+    for entry in entries:
+        parts += [_blank_line_after(last, nl), entry.replace("\n", nl) if nl != "\n" else entry]
+        last = entry
+    return start + "".join(parts).encode("utf-8")
+
+
+def _blank_line_after(text: str, nl: str) -> str:
+    """What to add after `text` so that a blank line ends it (nothing after no text)."""
+    if not text or text.endswith(("\n\n", "\r\n\r\n")):
+        return ""
+    return nl if text.endswith("\n") else nl + nl
 
 
 def marked_items(store: Store, path: str, doc: Document, day: date) -> list[Marked]:

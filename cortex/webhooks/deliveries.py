@@ -9,7 +9,7 @@ the log's retention (`KEEP_FOR` unless told otherwise) are dropped as new ones a
 
 A verified delivery is `claim`ed: in one transaction its keys (`seen.py`) are checked and
 taken and its record written, as pending when it is still to be routed. Routing (a file write
-and an ingest) comes after, then `complete` records the outcome and clears the pending mark, so
+and an ingest) comes after, then `finish` records the outcome and clears the pending mark, so
 a delivery is answered 2xx only once both are in the store, and one cut off in between is
 found, still pending, by the next receiver to start.
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import struct
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from itertools import takewhile
 
@@ -144,14 +144,16 @@ class DeliveryLog:
 
         return self.store.transact(write)
 
-    def complete(self, delivery: Delivery) -> Delivery:
-        """Record how a pending delivery ended, and clear its pending mark, in one transaction."""
+    def finish(self, deliveries: list[Delivery]) -> None:
+        """Record how pending deliveries ended, clearing the pending mark of those no longer pending, in one
+        transaction."""
         def write() -> None:
-            self._write(delivery, None)
-            self.seen.unmark(_key(delivery.id))
+            for delivery in deliveries:
+                self._write(delivery, None)
+                if delivery.outcome != Outcome.PENDING:
+                    self.seen.unmark(_key(delivery.id))
 
         self.store.transact(write)
-        return delivery
 
     def pending(self) -> list[tuple[Delivery, str, int]]:
         """The deliveries marked pending, oldest first, with the host and pid of the process routing them."""
@@ -178,7 +180,8 @@ class DeliveryLog:
         if delivery.trigger not in TRIGGERS:
             raise ValueError(f"trigger {delivery.trigger!r} is not one of {', '.join(TRIGGERS)}")
         key = _key(delivery.id)
-        self._records[key] = encode({name: value for name, value in asdict(delivery).items() if name != "id"})
+        # The fields hold plain values, so no deep copy (asdict's) is needed to encode them.
+        self._records[key] = encode({name: getattr(delivery, name) for name in _STORED})
         if body is not None:
             self._bodies[key] = bytes(body)
         if self.keep_for is not None:
@@ -240,6 +243,7 @@ def _key(delivery_id: str) -> bytes:
 
 
 _FIELDS = {f.name for f in fields(Delivery)}
+_STORED = sorted(_FIELDS - {"id"})  # the id is the record's key
 
 
 def _delivery(key: bytes, data: bytes) -> Delivery:

@@ -49,6 +49,9 @@ def serving(service: WebhookService, host: str = "127.0.0.1", port: int = 0, *,
             log_level: str = "warning") -> Iterator[str]:
     """Run the receiver in a background thread for the block and yield its base URL (port 0: any free port)."""
     sock = socket.create_server((host, port))
+    # asyncio turns Nagle's algorithm off only on sockets made with proto IPPROTO_TCP, which these are not;
+    # accepted ones inherit the option, and without it every answer waits out a delayed ACK (40 ms).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     server = make_server(service, host, port, log_level=log_level)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="cortex-receiver", daemon=True)
     thread.start()

@@ -2,11 +2,15 @@
 
 `WebhookService.deliver` is the whole life of a delivery after its body was read: size cap,
 verification, JSON, filter, the claim of its keys, routing to the agent's daily log, and the
-delivery log. The HTTP receiver and in-process simulation both call it. Verification and
-filtering run concurrently, in time bounded by the body's size; the writing part runs one
-delivery at a time in a process, because the store has a single writer and agent memory takes
-a file lock. A delivery to route is recorded pending (with its keys) before its entry is
-written and completed after, so a receiver cut off in between leaves it for `recover`.
+delivery log. The HTTP receiver and in-process simulation both call it, from many threads.
+Nothing serialises deliveries: the writes of concurrent ones are grouped instead (group
+commit). Their claims share store transactions, each claim in its own nested scope (the
+store groups concurrent transactions). The claimed deliveries to route then queue, and one
+thread routes all those queued: per agent, one write of each daily log and one ingest for all
+their entries, then one transaction recording how each ended. Each delivery is answered once
+its own records are durable. A delivery to route is recorded pending (with its keys) before
+its entry is written and completed after, so a receiver cut off in between leaves it for
+`recover`.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from cortex.backends.group import GroupCommit, Member
 from cortex.dsl.definitions import Provider, WebhookDefinition
 from cortex.errors import CortexError, NotFound, UserError
 from cortex.files import alive
@@ -47,9 +53,32 @@ MAX_BODY = 1 << 20  # bytes; a larger body is refused with 413
 LEASE = timedelta(minutes=5)
 
 _log = logging.getLogger(__name__)
-# One writer per process whatever the number of services: the store has one, and a pending delivery
-# marked by this process is known not to be in flight while this lock is held.
-_WRITING = threading.Lock()
+
+
+class _InFlight:
+    """The deliveries this process is routing, whatever the number of services: one thread at a time routes
+    a delivery, and this process's pending mark on one no thread holds was left by an earlier run."""
+
+    def __init__(self):
+        self._held: set[str] = set()
+        self._changed = threading.Condition(threading.Lock())
+
+    @contextmanager
+    def hold(self, delivery_id: str) -> Iterator[None]:
+        """Hold `delivery_id` for the block, once the thread routing it (if any) is done."""
+        with self._changed:
+            while delivery_id in self._held:
+                self._changed.wait()
+            self._held.add(delivery_id)
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._held.discard(delivery_id)
+                self._changed.notify_all()
+
+
+_IN_FLIGHT = _InFlight()
 
 
 @dataclass(frozen=True)
@@ -69,6 +98,16 @@ class _Assessed:
     keys: list[SeenKey] | None = None  # None: the answer is final, nothing to claim
     route: bool = False
     payload: object = field(default=NOT_JSON, repr=False)
+
+
+@dataclass(frozen=True)
+class _ToRoute:
+    """A claimed delivery waiting in the routing queue: its pending record, body and payload, when it started."""
+
+    pending: Delivery
+    body: bytes = field(repr=False)
+    payload: object = field(repr=False)
+    started: float | None
 
 
 def build_endpoint(definition: WebhookDefinition, *, base_dir: str | Path | None = None,
@@ -108,6 +147,7 @@ class WebhookService:
             raise UserError(f"the body size cap must be at least 1 byte, not {max_body}")
         self.cx = cx
         self.log = DeliveryLog(cx.store, keep_logs)
+        self._routing = GroupCommit(self._route_group)
         self.max_body = max_body
         self.warnings: list[str] = []
         self.endpoints: dict[str, Endpoint] = {}
@@ -149,22 +189,24 @@ class WebhookService:
             record.update(status=500, outcome=Outcome.FAILED, reason=Reason.INTERNAL_ERROR.value,
                           detail="the receiver failed on this delivery; its log has the traceback")
             assessed = _Assessed()
-        with _WRITING:
-            record["duration_us"] = _since(started)
-            kept = body if assessed.keep else None
-            if assessed.keys is None:
-                return self.log.record(Delivery(**record), kept)
-            if assessed.route:
-                record.update(status=202, outcome=Outcome.PENDING, agent=definition.agent)
-            claimed = Delivery(**record)
+        record["duration_us"] = _since(started)
+        kept = body if assessed.keep else None
+        if assessed.keys is None:
+            return self.log.record(Delivery(**record), kept)
+        if assessed.route:
+            record.update(status=202, outcome=Outcome.PENDING, agent=definition.agent)
+        claimed = Delivery(**record)
+        with _IN_FLIGHT.hold(claimed.id):  # from before its pending mark is written
             conflict = self.log.claim(claimed, kept, assessed.keys)
-            if conflict is not None and self._take_over(conflict[1]):
-                conflict = self.log.claim(claimed, kept, assessed.keys)
+            if conflict is not None and conflict[1].outcome == Outcome.PENDING:
+                self._finish_abandoned(conflict[1])
+                conflict = self.log.claim(claimed, kept, assessed.keys)  # the holder may have ended meanwhile
             if conflict is not None:
                 return self.log.record(_copy(record, *conflict))
             if not assessed.route:
                 return claimed
-            return self._route(claimed, lambda: self._write_entry(claimed, body, assessed.payload), started)
+            routed = _ToRoute(claimed, body, assessed.payload, started)
+            return self._routing.run(lambda: routed)
 
     def redeliver(self, delivery_id: str) -> Delivery:
         """Run a logged delivery's body through filtering and routing again, as trigger `redeliver`.
@@ -180,56 +222,87 @@ class WebhookService:
 
     def recover(self) -> list[Delivery]:
         """Finish the deliveries that receivers stopped while routing (a kill, a crash); return them as they ended."""
-        with _WRITING:
-            return [self._resume(delivery) for delivery, host, pid in self.log.pending()
-                    if _abandoned(delivery, (host, pid))]
+        return [done for delivery, _, _ in self.log.pending() if (done := self._finish_abandoned(delivery))]
 
-    def _take_over(self, holder: Delivery) -> bool:
-        """Finish a pending delivery whose receiver stopped; False when it is not one."""
-        if holder.outcome != Outcome.PENDING or not _abandoned(holder, self.log.owner(holder.id)):
-            return False
-        self._resume(holder)
-        return True
+    def _finish_abandoned(self, pending: Delivery) -> Delivery | None:
+        """Route a pending delivery whose receiver stopped and return it as it ended; None when it is not one.
+
+        A delivery this process is routing is waited for, so the caller then sees how it ended.
+        """
+        with _IN_FLIGHT.hold(pending.id):
+            try:
+                current = self.log.get(pending.id)
+            except NotFound:  # dropped with the log's retention meanwhile
+                return None
+            if current.outcome != Outcome.PENDING or not _abandoned(current, self.log.owner(current.id)):
+                return None
+            return self._resume(current)
 
     def _resume(self, pending: Delivery) -> Delivery:
         """Route a delivery left pending: ingest its entry if it reached the daily log, else write it."""
         body = self.log.body(pending.id)
-
-        def write() -> None:
-            if self._entry_written(pending):
+        if not self._entry_written(pending):
+            done = self._routing.run(lambda: _ToRoute(pending, body, parse_payload(body), None))
+        else:
+            try:
                 self.cx.ingest(self.cx.root / _log_file(pending))
-            else:
-                self._write_entry(pending, body, parse_payload(body))
-
-        done = self._route(pending, write, None)
+                error = None
+            except Exception as err:  # noqa: BLE001 - whatever failed, the delivery is still logged
+                error = err
+            [done] = self._end([(pending, error, None)])
         _log.warning("webhook %s: delivery %s, left pending by a receiver that stopped, is now %s",
                      pending.webhook, pending.id, done.outcome)
         return done
 
-    def _route(self, pending: Delivery, write: Callable[[], None], started: float | None) -> Delivery:
-        """Write a pending delivery's entry with `write`, then record the outcome and clear the pending mark."""
-        duration = pending.duration_us if started is None else _since(started)
-        try:
-            write()
-        except Exception as err:  # noqa: BLE001 - whatever failed, the delivery is still logged
-            if isinstance(err, (CortexError, OSError)):
-                cause = str(err)
+    def _route_group(self, members: list[Member]) -> None:
+        """Route the queued deliveries (each member's function gives its `_ToRoute`): per agent, their entries
+        in one save; then record how each ended in one transaction, and answer each member with its record."""
+        queued: list[_ToRoute] = [member.fn() for member in members]
+        errors: list[Exception | None] = [None] * len(queued)
+        by_agent: dict[str, list[int]] = {}
+        for n, routed in enumerate(queued):
+            by_agent.setdefault(routed.pending.agent, []).append(n)
+        for agent, group in by_agent.items():
+            contexts = {}
+            for n in group:
+                pending = queued[n].pending
+                try:
+                    # Dated by the delivery, not the clock, so a delivery routed after a restart lands in the same file.
+                    contexts[n] = (memory_context(pending, queued[n].body, queued[n].payload), _moment(pending))
+                except Exception as err:  # noqa: BLE001 - a bug, not the store: this delivery alone fails
+                    errors[n] = err
+            try:
+                saved = self.cx.memory.save_contexts(agent, list(contexts.values()))
+            except Exception as err:  # noqa: BLE001 - whatever failed, the deliveries are still logged
+                saved = [err] * len(contexts)
+            for n, result in zip(contexts, saved):
+                if isinstance(result, Exception):
+                    errors[n] = result
+        ended = self._end([(routed.pending, error, routed.started) for routed, error in zip(queued, errors)])
+        for member, delivery in zip(members, ended):
+            member.succeed(delivery)
+
+    def _end(self, routed: list[tuple[Delivery, Exception | None, float | None]]) -> list[Delivery]:
+        """Record, in one transaction, how pending deliveries ended, given the error of each routing (None: it
+        was routed) and when each started (None: keep its duration)."""
+        ended = []
+        for pending, error, started in routed:
+            duration = pending.duration_us if started is None else _since(started)
+            if error is None:
+                ended.append(replace(pending, status=200, outcome=Outcome.ROUTED, duration_us=duration))
+                continue
+            if isinstance(error, (CortexError, OSError)):
+                cause = str(error)
             else:
-                cause = type(err).__name__
-                _log.exception("webhook %s: routing delivery %s failed", pending.webhook, pending.id)
+                cause = type(error).__name__
+                _log.error("webhook %s: routing delivery %s failed", pending.webhook, pending.id, exc_info=error)
             failed = replace(pending, status=500, reason=Reason.ROUTING_FAILED.value, duration_us=duration,
                              detail=f"writing to the memory of agent {pending.agent!r} failed: {cause}")
-            if self._entry_written(failed):
-                # Only the ingest failed: it stays pending, so that a retry ingests the entry, not writes it twice.
-                return self.log.record(failed)
-            # With its body, so `redeliver` can route it once the cause is fixed.
-            return self.log.complete(replace(failed, outcome=Outcome.FAILED))
-        return self.log.complete(replace(pending, status=200, outcome=Outcome.ROUTED, duration_us=duration))
-
-    def _write_entry(self, delivery: Delivery, body: bytes, payload: object) -> None:
-        # Dated by the delivery, not the clock, so a delivery routed after a restart lands in the same file.
-        self.cx.memory.save_context(delivery.agent, memory_context(delivery, body, payload),
-                                    now=_moment(delivery))
+            # Only the ingest failed: it stays pending, so that a retry ingests the entry, not writes it twice.
+            # Else it failed, and keeps its body, so that `redeliver` can route it once the cause is fixed.
+            ended.append(failed if self._entry_written(failed) else replace(failed, outcome=Outcome.FAILED))
+        self.log.finish(ended)
+        return ended
 
     def _entry_written(self, delivery: Delivery) -> bool:
         """Whether the agent's daily log holds the entry of `delivery` (True when that cannot be read)."""
@@ -309,7 +382,8 @@ def _copy(record: dict[str, object], key: SeenKey, holder: Delivery) -> Delivery
 
 
 def _abandoned(delivery: Delivery, owner: tuple[str, int] | None) -> bool:
-    """Whether no live process is routing a pending delivery (none of this process's is, under the write lock)."""
+    """Whether no live process is routing a pending delivery (none of this process's threads is: the caller
+    holds it)."""
     if owner is None or time.time_ns() - delivery.time_ns > span_ns(LEASE):
         return True
     host, pid = owner

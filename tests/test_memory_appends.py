@@ -1,0 +1,50 @@
+"""Daily logs grow by appends: a person's edits are kept byte for byte, a log that is not text is refused
+before anything is added, and a log changed behind the writer's back is read again, on real files and LMDB."""
+
+from datetime import datetime
+
+import pytest
+
+from cortex.errors import UserError
+from cortex.memory.agents import MemoryContext
+
+NOW = datetime(2026, 11, 21, 10, 5)
+LOG = "agents/assistant/logs/2026-11-21.org"
+
+
+def session(n: int) -> MemoryContext:
+    return MemoryContext(summary=f"Talked about topic {n}.", title=f"Chat {n}", session=f"s-{n}")
+
+
+def test_entries_are_appended_after_a_hand_edit_which_stays_as_it_was(cortex, org):
+    cortex.memory.save_context("assistant", session(1), now=NOW)
+    path = org / LOG
+    edited = path.read_bytes() + b"A note typed by hand, without a final newline"
+    path.write_bytes(edited)
+    cortex.memory.save_context("assistant", session(2), now=NOW)
+    data = path.read_bytes()
+    assert data.startswith(edited + "\n\n* 10:05 — Chat 2\n".encode())
+    assert len(cortex.find(prop=("SESSION", "s-2"))) == 1 and "typed by hand" in cortex.show(LOG)
+
+
+def test_a_log_that_is_not_text_is_refused_with_its_place_and_left_as_it_was(cortex, org):
+    cortex.memory.save_context("assistant", session(1), now=NOW)
+    path = org / LOG
+    broken = path.read_bytes() + b"caf\xe9\n"
+    path.write_bytes(broken)
+    line = broken.count(b"\n")
+    with pytest.raises(UserError, match=f"^{LOG}:{line}: not UTF-8"):
+        cortex.memory.save_context("assistant", session(2), now=NOW)
+    assert path.read_bytes() == broken
+
+
+def test_a_crlf_log_gets_crlf_entries_and_a_new_log_starts_with_its_title(cortex, org):
+    path = org / LOG
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"#+TITLE: kept\r\n\r\n* 09:00 \xe2\x80\x94 Earlier\r\n")
+    cortex.memory.save_contexts("assistant", [(session(1), NOW), (session(2), NOW)])
+    data = path.read_bytes()
+    assert data.count(b"\n") == data.count(b"\r\n") and data.count(b"\r\n\r\n* 10:05") == 2
+    cortex.memory.save_context("assistant", session(3), now=datetime(2026, 11, 22, 8, 0))
+    assert (org / "agents/assistant/logs/2026-11-22.org").read_text().startswith(
+        "#+TITLE: assistant — 2026-11-22\n\n* 08:00 — Chat 3\n")
