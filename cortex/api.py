@@ -144,9 +144,12 @@ class Cortex:
 
         The first ingest of a folder makes it the Org root this store tracks. `written` holds
         bytes just written to some of the files (by path from the Org root), taken as read.
+        An Org root that is a working copy is synced first, so that what other copies sent stays.
         """
         if path is not None and Path(path).is_dir() and self.store.refs.get(ingesting.WORKING) is None:
             self.root = self._settle_root(path)
+        if history.is_copy(self.root):
+            history.sync(self.store, self.root)
         from .dsl.literate import MARKER  # here, as it loads Hy's reader, which opening a store needs not
 
         report = ingesting.ingest(self.store, self.root, None if path is None else Path(path), progress,
@@ -285,6 +288,31 @@ class Cortex:
     def rollback(self, ref: str | int, *, keep: bool = False, force: bool = False) -> RollbackReport:
         """Return the working state, HEAD and the Org files to a snapshot."""
         return history.rollback(self.store, self.root, ref, keep=keep, force=force)
+
+    def checkout(self, folder: str | os.PathLike) -> "history.SyncReport":
+        """Write the working state into a new (or empty) folder, a working copy that `sync` keeps in step.
+
+        The Org folder this store tracks becomes a working copy too (once another copy syncs, ingesting it
+        as before would replace what that copy sent): its ingests sync it first from then on.
+        """
+        if self.root.is_dir() and not history.is_copy(self.root):
+            self.ingest()
+            history.adopt(self.store, self.root)
+        return history.check_out(self.store, folder)
+
+    def sync(self, folder: str | os.PathLike | None = None) -> "history.SyncReport | IngestReport":
+        """Merge a working copy's edits and the store's changes both ways (default folder: the Org folder).
+
+        The Org folder this store tracks is its own working copy: syncing it ingests it.
+        """
+        folder = Path(os.path.abspath(folder)) if folder is not None else self.root
+        if history.is_copy(folder) or folder != self.root:
+            return history.sync(self.store, folder)
+        return self.ingest()
+
+    def conflicts(self, folder: str | os.PathLike | None = None) -> list["history.merge.Conflict"]:
+        """Conflicts a sync left unresolved: in a working copy's files, or (no folder) in the working state."""
+        return history.conflicts(self.store, folder)
 
     def diff(self, a: str | int | None = "HEAD", b: str | int | None = None) -> list[Change]:
         """Headline changes from state `a` (default HEAD) to `b` (default: the working state)."""

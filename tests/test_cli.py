@@ -109,3 +109,18 @@ def test_a_store_url_is_kept_as_a_url_and_named_without_its_password(monkeypatch
     assert cx.store_name(url) == "postgresql://ann@db.example:5433/cortex?sslmode=require"
     monkeypatch.setenv("CORTEX_STORE", "some/folder")
     assert cx.default_store_path() == Path("some/folder")
+
+
+def test_checkout_sync_and_conflicts(run, tmp_path):
+    run("ingest")
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert "checked out 5 files" in run("checkout", str(a)).output
+    run("checkout", str(b))
+    for folder, word in ((a, "Mine"), (b, "Theirs")):
+        path = folder / "notes" / "reading.org"
+        path.write_text(path.read_text().replace("* ", f"* {word} ", 1))
+    assert "1 sent" in run("sync", str(a)).output
+    merged = run("sync", str(b), ok=False)
+    assert merged.exit_code == 1 and "both-changed" in merged.output
+    assert "notes/reading.org" in run("conflicts", str(b)).output and "both-changed" in run("conflicts").output
+    assert "not a working copy" in str(run("sync", str(tmp_path / "elsewhere"), ok=False).exception)

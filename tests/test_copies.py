@@ -12,7 +12,7 @@ import pytest
 from cortex.backends import open_store
 from cortex.errors import UserError
 from cortex.history import copies
-from cortex.history.copies import NotACopy, checkout, conflicts, sync
+from cortex.history.copies import NotACopy, check_out, conflicts, sync
 from cortex.history.fsck import fsck
 from cortex.ingest import commit_files, working_tree
 from cortex.query import render_file
@@ -49,21 +49,21 @@ def stored(store, rel):
 
 
 def test_checkout_writes_the_working_state_and_refuses_a_used_folder(store, tmp_path):
-    report = checkout(store, tmp_path / "a")
+    report = check_out(store, tmp_path / "a")
     assert (tmp_path / "a" / "plan.org").read_text() == PLAN and report.received == ["plan.org", "team/ann.org"]
     with pytest.raises(UserError, match="already a working copy"):
-        checkout(store, tmp_path / "a")
+        check_out(store, tmp_path / "a")
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "mine.org").write_text("* mine\n")
     with pytest.raises(UserError, match="not empty"):
-        checkout(store, tmp_path / "b")
+        check_out(store, tmp_path / "b")
     with pytest.raises(NotACopy, match="cortex checkout"):
         sync(store, tmp_path / "b")
 
 
 def test_disjoint_edits_of_two_copies_and_the_store_all_land(store, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    checkout(store, a), checkout(store, b)
+    check_out(store, a), check_out(store, b)
     edit(a, "plan.org", "Ship on Monday.", "Ship on Tuesday.")  # one headline of plan.org
     edit(b, "plan.org", "Ten thousand.", "Twelve thousand.")  # another headline of the same file
     edit(b, "team/ann.org", "Likes tea.", "Likes green tea.")  # another file
@@ -80,7 +80,7 @@ def test_disjoint_edits_of_two_copies_and_the_store_all_land(store, tmp_path):
 
 def test_the_same_headline_changed_on_both_sides_keeps_both_until_resolved(store, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    checkout(store, a), checkout(store, b)
+    check_out(store, a), check_out(store, b)
     edit(a, "plan.org", "Ship on Monday.", "Ship on Tuesday.")
     edit(b, "plan.org", "Ship on Monday.", "Ship on Friday.")
     sync(store, a)
@@ -102,7 +102,7 @@ def test_the_same_headline_changed_on_both_sides_keeps_both_until_resolved(store
 
 def test_an_editor_save_during_a_sync_is_kept_and_merged_next_time(store, tmp_path, monkeypatch):
     a = tmp_path / "a"
-    checkout(store, a)
+    check_out(store, a)
     commit_files(store, lambda tree: {"plan.org": PLAN.replace("Nothing yet.", "From the store.").encode()}, "w")
     edit(a, "plan.org", "Ten thousand.", "Nine thousand.")
     real_write = copies.write_under
@@ -136,7 +136,7 @@ with open_store(sys.argv[1]) as s:
 
 def test_a_sync_killed_at_any_moment_is_completed_by_the_next(store, store_at, tmp_path):
     a = tmp_path / "a"
-    checkout(store, a)
+    check_out(store, a)
     rng = random.Random(7)
     for trial in range(4):
         many = {f"bulk/{trial}-{n}.org": f"* file {n}\n".encode() * 50 for n in range(40)}
@@ -172,7 +172,7 @@ with open_store(store) as s:
 def test_copies_in_separate_processes_lose_no_edit(store, store_at, tmp_path):
     folders = [tmp_path / name for name in ("a", "b", "c")]
     for folder in folders:
-        checkout(store, folder)
+        check_out(store, folder)
     children = [subprocess.Popen([sys.executable, "-c", WRITER, store_at, str(f), f.name]) for f in folders]
     assert [c.wait(timeout=120) for c in children] == [0, 0, 0]
     for folder in folders:
@@ -181,3 +181,20 @@ def test_copies_in_separate_processes_lose_no_edit(store, store_at, tmp_path):
     for name in ("a", "b", "c"):
         assert all(f"* {name} {k}\n" in text for k in range(6)), text
     assert all((f / "plan.org").read_text() == text for f in folders)
+
+
+def test_the_tracked_org_folder_becomes_a_copy_and_keeps_what_other_copies_sent(tmp_path, org):
+    import cortex.api as cx
+
+    with cx.open(tmp_path / "store", org) as c:
+        c.ingest()
+        copy = tmp_path / "copy"
+        c.checkout(copy)
+        edit(copy, "notes/reading.org", "* ", "* EDITED ")
+        assert c.sync(copy).sent == ["notes/reading.org"]
+        (org / "notes" / "projects.org").write_text((org / "notes" / "projects.org").read_text() + "* From the folder\n")
+        c.ingest()  # the tracked folder syncs first: the copy's edit arrives instead of being replaced
+        for text in ((org / "notes/reading.org").read_text(), stored(c.store, "notes/reading.org")):
+            assert "* EDITED " in text
+        assert "* From the folder" in stored(c.store, "notes/projects.org")
+        assert c.sync().sent == [] and c.conflicts() == []

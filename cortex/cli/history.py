@@ -1,4 +1,5 @@
-"""Commands over history: snapshot, snapshots, rollback, diff, log, history, gc, export, import."""
+"""Commands over history: snapshot, snapshots, rollback, diff, log, history, gc, export, import, and working
+copies: checkout, sync, conflicts."""
 
 from __future__ import annotations
 
@@ -143,4 +144,39 @@ def import_(cx, file):
     console.print(f"imported snapshot {short(snap.oid)} {snap.message}; roll back to it to use it")
 
 
-history_commands = (snapshot, snapshots, rollback, diff, log, history_, gc, export, import_)
+@click.command()
+@click.argument("folder", type=click.Path(file_okay=False))
+@with_cortex
+def checkout(cx, folder):
+    """Write the working state into a new (or empty) FOLDER, a working copy that `cortex sync` keeps in step."""
+    report = cx.checkout(folder)
+    console.print(f"checked out {len(report.received)} files into {report.folder}")
+
+
+@click.command()
+@click.argument("folder", required=False, type=click.Path(file_okay=False))
+@with_cortex
+def sync(cx, folder):
+    """Merge a working copy's edits and the store's changes both ways, headline by headline (default FOLDER:
+    the Org folder, whose sync is an ingest). Exit 1 while conflicts are left."""
+    report = cx.sync(folder)
+    console.print(str(report), markup=False, highlight=False)
+    if getattr(report, "conflicts", None):
+        err_console.print("conflicts: both versions are in the files, the other tagged :CONFLICT:; keep one, "
+                          "delete the other, and sync again (`cortex conflicts` lists them)")
+        raise SystemExit(1)
+
+
+@click.command()
+@click.argument("folder", required=False, type=click.Path(file_okay=False))
+@with_cortex
+def conflicts(cx, folder):
+    """List the conflicts syncs left in a working copy's FOLDER (default: in the store's working state)."""
+    found = cx.conflicts(folder)
+    for conflict in found:
+        console.print(str(conflict), markup=False, highlight=False)
+    if not found:
+        console.print("no conflicts")
+
+
+history_commands = (snapshot, snapshots, rollback, diff, log, history_, gc, export, import_, checkout, sync, conflicts)

@@ -7,6 +7,7 @@ the public parts of them all.
 
 from .checkout import DirtyWorkingFiles, RollbackReport, RollbackStopped, UnsnapshottableFiles, disk_files, rollback, \
     unsnapshotted_edits
+from .copies import NotACopy, SyncReport, adopt, check_out, conflicts, is_copy, sync
 from .diff import Change, LogEntry, Version, diff, headline_history, log, tree_of
 from .forget import PURGES, Forgotten, Tombstone, forget, purges, rewrite_documents
 from .fsck import FsckProblem, fsck, repair
@@ -22,4 +23,5 @@ __all__ = [
     "snapshot_key", "snapshots", "summary", "tree_of", "unsnapshotted_edits",
     "FsckProblem", "fsck", "repair",
     "PURGES", "Tombstone", "purges", "rewrite_documents",
+    "NotACopy", "SyncReport", "adopt", "check_out", "conflicts", "is_copy", "sync",
 ]

@@ -62,7 +62,18 @@ class SyncReport:
         return "\n".join(lines)
 
 
-def checkout(store: Store, folder: str | os.PathLike) -> SyncReport:
+def is_copy(folder: str | os.PathLike) -> bool:
+    """Whether `folder` is recorded as a working copy (of some store)."""
+    return (Path(folder) / RECORD).exists()
+
+
+def adopt(store: Store, folder: str | os.PathLike) -> None:
+    """Record a folder whose files the working state holds now (just ingested) as a working copy of it."""
+    _record(store, Path(os.path.abspath(folder)), store.refs.get(WORKING) or store.objects.add(EMPTY_TREE),
+            f"adopt {folder}")
+
+
+def check_out(store: Store, folder: str | os.PathLike) -> SyncReport:
     """Write the store's working state into a new (or empty) folder and make it a working copy."""
     folder = Path(os.path.abspath(folder))
     if (folder / RECORD).exists():
@@ -70,12 +81,17 @@ def checkout(store: Store, folder: str | os.PathLike) -> SyncReport:
     if folder.exists() and any(folder.iterdir()):
         raise UserError(f"{folder}: not empty; check out into a new or empty folder")
     folder.mkdir(parents=True, exist_ok=True)
-    copy_id = uuid.uuid4().hex
     # Recorded first, with an empty base: a checkout killed halfway is completed by `sync`.
-    store.refs.set_if_equals(_ref(copy_id), store.objects.add(EMPTY_TREE), None, f"checkout into {folder}")
+    _record(store, folder, store.objects.add(EMPTY_TREE), f"checkout into {folder}")
+    return sync(store, folder)
+
+
+def _record(store: Store, folder: Path, base: Oid, message: str) -> None:
+    """Make `folder` a working copy whose files agree with the store at tree `base`."""
+    copy_id = uuid.uuid4().hex
+    store.refs.set_if_equals(_ref(copy_id), base, None, message)
     (folder / RECORD).parent.mkdir(exist_ok=True)
     write_atomically(folder / RECORD, json.dumps({"copy": copy_id, "host": socket.gethostname()}).encode())
-    return sync(store, folder)
 
 
 def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> SyncReport:

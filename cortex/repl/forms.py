@@ -168,6 +168,25 @@ def rollback(session, ref, *, keep=False, force=False):
 
 
 @form
+def checkout(session, folder):
+    """Write the working state into a new folder, a working copy: (checkout "~/notes-copy"); (sync "~/notes-copy")."""
+    return session.cortex.checkout(folder)
+
+
+@form
+def sync(session, folder=None):
+    """Merge a working copy's edits and the store's changes both ways, headline by headline (default: the Org
+    folder). A headline changed on both sides keeps both versions, the other tagged :CONFLICT:; see (conflicts)."""
+    return session.cortex.sync(folder)
+
+
+@form
+def conflicts(session, folder=None):
+    """Conflicts left by syncs: in a working copy's files, or (no folder) in the working state."""
+    return session.cortex.conflicts(folder)
+
+
+@form
 def diff(session, a="HEAD", b=None):
     """Headline changes from snapshot `a` (default HEAD) to `b` (default: the working state): (diff "HEAD~1" "HEAD")."""
     return session.cortex.diff(snapshot_ref(a), snapshot_ref(b))

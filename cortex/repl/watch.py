@@ -1,4 +1,4 @@
-"""Re-ingest the Org folder in the background when its files change on disk.
+"""Sync the Org folder in the background when its files change on disk (re-ingest the store's own folder).
 
 Polling file stamps costs one `stat` per file per interval and needs no platform watcher;
 ingest itself then skips every file whose bytes did not change.
@@ -56,7 +56,7 @@ class Watcher:
                 cortex = self.session.cortex
                 try:
                     before = cortex.working()
-                    report = cortex.ingest()
+                    report = cortex.sync()
                     after = cortex.working()
                 except Exception as exc:  # the REPL must keep running; the notice says what failed
                     self.session.notify(f"watch: error: {exc}")
@@ -80,4 +80,5 @@ def describe(before, after, report) -> str:
     if removed:
         parts.append("removed " + ", ".join(removed))
     parts += [str(problem) for problem in report.problems]
+    parts += [f"conflict {conflict}" for conflict in getattr(report, "conflicts", ())]
     return "; ".join(parts)
