@@ -1,56 +1,65 @@
 """Three-way merge of Org files and trees, headline by headline, from the store's objects.
 
 Working copies sync by merging each file against the version both sides last agreed on (the
-base). The unit is a headline's own section (`Headline.raw`: its line and its text up to the
-first child) and, separately, each list of children; the text before the first headline (the
-preamble) is a unit of its own.
+base). The units are a headline's own section (`Headline.raw`: its line and its text up to the
+first child), split in two: the headline line (stars, TODO, title, tags) and the rest (planning,
+drawer, text); each list of children; and the text before the first headline (the preamble).
 
-Matching. Within a list of siblings, the headlines of two versions are paired, strongest
-evidence first: equal oids (the same subtree, wherever it moved); equal :ID:; equal titles
-(among same-titled siblings, those keeping their body, then their children, then in order:
-"position among same-titled siblings"); lastly, against the base, a headline that keeps its body
-or its children and sits between the same paired neighbours (a retitle, or an :ID: added).
-Lists are matched only under matched parents, so the outline path is part of a headline's name.
+Matching. Within a list of siblings, the headlines of two versions are paired, strongest evidence
+first: equal oids (the same subtree, wherever it moved in the list); equal :ID:; equal titles with
+the same text (:ID: lines aside, as org-id adds them) or the same children; against the base, the
+same text under another title (a retitle); then position among same-titled siblings; last, the
+same children under another title. Lists are matched under matched parents, so the outline path
+is part of a headline's name; a headline with an :ID: that one side moved to another parent is
+followed there (a refile), see below.
 
-Rules, per section and per list entry: changed on one side only, take that side; changed
-identically, take it once; added on one side, keep it where that side put it (relative to its
-neighbours; where both sides add at one place, ours first); deleted on one side and unchanged
-on the other, delete it; deleted on one side and changed on the other, keep the changed subtree
-and mark it; sections changed differently on both sides (or added on both with one name), keep
-ours in place and theirs as a copy right after it. A reordering by one side is kept (ours' order
-is the frame; theirs' moves and additions are placed after their predecessor in theirs' list).
+Rules, per part of a section and per list entry: changed on one side only, take that side; changed
+identically, take it once; added on one side, keep it where that side put it (after its
+predecessor; where both sides add at one place, ours first); deleted on one side and unchanged on
+the other, delete it; deleted on one side and changed on the other, keep the changed subtree and
+mark it; a part changed differently on both sides (or a headline added on both with one name and
+different sections), keep ours in place and theirs as a copy right after it. A reordering by one
+side is kept (ours' order is the frame; theirs' moves and additions go after their predecessor in
+theirs' list). A headline moved (by :ID:) to another parent on one side is merged where it went
+with the other side's version; moved on both to different parents, it stays where ours put it,
+marked.
 
-Conflicts stay in the file, in Org. A conflict headline carries the tag `:CONFLICT:` (so an
-agenda tag search lists them all) and properties naming what it conflicts with
-(`:CONFLICT_OF:` `id:<ID>` or the outline path), where the version came from (`:CONFLICT_FROM:`,
-a label the caller gives) and the kind (`:CONFLICT_KIND:`). Theirs' copy holds theirs' section
-only, with ours' stars, and without its :ID: (moved into `:CONFLICT_OF:`): the children are
-merged under ours' headline on their own (each conflicting child gets its own copy), so a copy
-of theirs' whole subtree would duplicate every descendant and its :ID: in the file, and
-deleting the copy would throw away theirs' non-conflicting child edits with it. A preamble
-changed on both sides keeps ours; theirs' becomes a conflict headline at the end of the file,
-its text in an example block with Org's comma escapes: a headline because that is what a person
-and `conflicts_in` look for, at the end because a one-star headline there never captures
-another's children, and in a raw block so theirs' `#+TODO:` and `#+STARTUP:` lines, which Org
-reads anywhere in a file, do not change how the merged file reads. A conflict is resolved by
-deleting its copy (or, for a kept subtree, its `CONFLICT_*` properties); `conflicts_in` lists
-those left.
+Conflicts stay in the file, in Org. A conflict headline carries the tag `:CONFLICT:` (so an agenda
+tag search lists them all) and properties naming what it conflicts with (`:CONFLICT_OF:` `id:<ID>`
+or the outline path), where the version came from (`:CONFLICT_FROM:`, a label the caller gives)
+and the kind (`:CONFLICT_KIND:`, one of `KINDS`). Theirs' copy holds theirs' section only, with
+ours' stars (so it stands beside ours), and without the :ID: it shares with ours: the children are
+merged under ours' headline on their own (each conflicting child gets its own copy), so a copy of
+theirs' whole subtree would duplicate every descendant and its :ID: in the file, and deleting the
+copy would throw away theirs' non-conflicting child edits with it. A preamble changed on both
+sides keeps ours; theirs' becomes a conflict headline at the end of the file, its text in an
+example block with Org's comma escapes: a headline because that is what a person and
+`conflicts_in` look for, at the end because a one-star headline there never captures another's
+children, and in a raw block so theirs' `#+TODO:` and `#+STARTUP:` lines, which Org reads anywhere
+in a file, do not change how the merged file reads. A conflict is resolved by deleting its copy
+(or, for a kept subtree, its `CONFLICT_*` properties); `conflicts_in` lists those left.
 
 Cost. Subtrees equal (by oid) on two sides are taken whole, never opened. A list is compared as
 tuples of oids: the common ends are cut off, and when the two sides' changes are apart, the
-untouched run between them stands as one entry; only the headlines left are read. So merging
-one edit on each side of a 1 MB file reads a few dozen objects. The merged text is rendered
-only when asked for (`Merged.text`), as writing the file needs it anyway; conflict lines come
-from that walk too. Recursion runs on an explicit stack of generators: files nest thousands deep.
+untouched run between them stands as one entry; only the headlines left are read. So merging one
+edit on each side of a 1 MB file reads a few dozen objects. A move costs a search of what the
+moving side changed, and a second pass; neither happens without a headline with an :ID: leaving a
+list where the other side changed it. The merged text is rendered only when asked for
+(`Merged.text`), as writing the file needs it anyway; conflict lines come from that walk too.
+Recursion runs on an explicit stack of generators: files nest thousands deep.
 
-The result's objects are those `orgfile.parse` would build from its text: a file whose last
-line has no line end gets one before the merge and loses it after if the 3-way merge of that
-bit says so, and new sections are parsed under the file's setup. When that setup may differ
-between the sides or in the result (TODO keywords, `#+STARTUP:`, line ends), or when a level
-change by one side would make the merged outline read differently, the merged text is parsed
-again whole. Known limit: a `#+STARTUP:` line deep inside a subtree added or deleted whole is not
-seen; and a headline moved to another parent on one side and changed on the other is a
-delete/change conflict (both kept), not a move.
+The result's objects are those `orgfile.parse` builds from its text: a file whose last line has no
+line end gets one before the merge and loses it after if the 3-way merge of that bit says so, and
+new sections are parsed under the file's setup. When that setup may differ between the sides or in
+the result (TODO keywords, `#+STARTUP:`, line ends), or when a level changed on one side would make
+the merged outline read differently, the merged text is parsed again whole.
+
+Known limits, all kept safe (both versions in the file, reported, or one side's addition kept): a
+`#+STARTUP:` line deep inside a subtree added or deleted whole is not seen; a move is recognised
+only for a headline the base has under that :ID:, arriving under a headline in its base place, and
+only where it left a list that the other side changed (a move on one side and a deletion on the
+other where the lists otherwise agree keeps the moved headline; both moving it to one place with
+different edits is a both-added conflict).
 """
 
 from __future__ import annotations
@@ -85,7 +94,7 @@ _PROPERTY = re.compile(r"[ \t]*:[^ \t\f\n\r\xa0]+:(?: .*)?$")
 _MARK_PROPERTY = re.compile(r"[ \t]*:(?:CONFLICT_OF|CONFLICT_FROM|CONFLICT_KIND):(?:[ \t]|$)", re.I)
 _ID_OR_MARK = re.compile(r"[ \t]*:(?:ID|CONFLICT_OF|CONFLICT_FROM|CONFLICT_KIND):(?:[ \t]|$)", re.I)
 _ID_LINE = re.compile(r"^[ \t]*:ID:(?:[ \t].*)?\n", re.M | re.I)
-_EMPTY_DRAWER = re.compile(r"^[ \t]*:PROPERTIES:[ \t]*\r?\n[ \t]*:END:[ \t]*\r?\n", re.I)
+_EMPTY_DRAWER = re.compile(r"^[ \t]*:PROPERTIES:[ \t]*\r?\n[ \t]*:END:[ \t]*\r?\n", re.M | re.I)
 # Lines that set up how the whole file reads, wherever they are.
 _SETUP_LINE = re.compile(r"^[ \t]*#\+(?:TODO|SEQ_TODO|TYP_TODO|STARTUP):", re.M | re.I)
 # Org's escape for text in a block (`org-escape-code-in-string`): a comma before `*` and `#+`.
@@ -500,7 +509,7 @@ class _Merge:
 
     def entry(self, x: Oid | None, y: Oid | None, z: Oid | None, within: _Within | None) -> Task:
         """Merge one headline of a list (None: absent from that version); its result is the oids it
-        becomes, none when it is deleted or moved away. Records :ID:s leaving and arriving, for `moved`."""
+        becomes, none when it is deleted or moved away. Records :ID:s leaving and arriving, for `moves_seen`."""
         if y is not None and z is not None:
             if x is None and (ident := self.get(y).id):
                 moved = self.moves.get(ident)
@@ -580,7 +589,7 @@ class _Merge:
         while stack:
             b_list, s_list, way = stack.pop()  # `way`: (oid, way to its parent), the path to this list
             known = set(b_list)
-            if all(oid in known for oid in s_list):
+            if known.issuperset(s_list):
                 continue
             partner = {j: i for i, j in self.pair(list(b_list), list(s_list), loose=True).items()}
             for j, oid in enumerate(s_list):
