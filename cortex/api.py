@@ -138,13 +138,14 @@ class Cortex:
 
     # --- the store itself ---------------------------------------------------------------
 
-    def ingest(self, path: str | os.PathLike | None = None, progress=None,
-               written: dict[str, bytes] | None = None) -> IngestReport:
+    def ingest(self, path: str | os.PathLike | None = None, progress=None, written: dict[str, bytes] | None = None,
+               digests: dict[str, bytes] | None = None, then=None) -> IngestReport:
         """Ingest an Org file or folder (default: the whole Org root), incrementally.
 
         The first ingest of a folder makes it the Org root this store tracks. `written` holds
-        bytes just written to some of the files (by path from the Org root), taken as read.
-        An Org root that is a working copy is synced first, so that what other copies sent stays.
+        bytes just written to some of the files (by path from the Org root), taken as read, and
+        `digests` their hashes when known; `then(report)` runs in the ingest's transaction (see
+        `ingest.ingest`). An Org root that is a working copy is synced first, so that what other copies sent stays.
         """
         if path is not None and Path(path).is_dir() and self.store.refs.get(ingesting.WORKING) is None:
             self.root = self._settle_root(path)
@@ -153,7 +154,7 @@ class Cortex:
         from .dsl.literate import MARKER  # here, as it loads Hy's reader, which opening a store needs not
 
         report = ingesting.ingest(self.store, self.root, None if path is None else Path(path), progress,
-                                  marker=MARKER.encode(), written=written)
+                                  marker=MARKER.encode(), written=written, digests=digests, then=then)
         self._note_literate_definitions(report)
         return report
 

@@ -47,7 +47,6 @@ _layouts: WeakKeyDictionary[Store, dict[str, orgfile.Layout]] = WeakKeyDictionar
 
 Progress = Callable[[int, int, str], None]
 
-
 @dataclass(frozen=True)
 class Problem:
     """A file that could not be ingested, and why."""
@@ -167,17 +166,23 @@ def relative_path(root: Path, path: Path) -> str:
 
 
 def ingest(store: Store, root: Path, target: Path | None = None, progress: Progress | None = None,
-           marker: bytes | None = None, written: Mapping[str, bytes] | None = None) -> IngestReport:
+           marker: bytes | None = None, written: Mapping[str, bytes] | None = None,
+           digests: Mapping[str, bytes] | None = None, then: "Callable[[IngestReport], None] | None" = None,
+           ) -> IngestReport:
     """Bring the working state in line with the Org files under `target` (default: all of `root`).
 
     The report lists the parsed files whose bytes contain `marker`, so a caller that looks
     for something in changed files need not read them again. `written` holds the bytes the
     caller has just written to some of the files (by path from the root): they are taken as
-    read, not read back. Other writers may ingest other files of the root meanwhile.
+    read, not read back, and `digests` may hold their `hash_bytes`, when the caller knows them
+    without hashing them whole (it extended a hash). `then(report)` runs in the ingest's write
+    transaction once the working state is set: its writes land with the ingest's or neither
+    does (it may run again when the ingest starts over). Other writers may ingest other files
+    of the root meanwhile.
     """
     root = Path(os.path.abspath(root))
     target = root if target is None else Path(os.path.abspath(target))
-    return retrying(lambda: _ingest_once(store, root, target, progress, marker, written or {}))
+    return retrying(lambda: _ingest_once(store, root, target, progress, marker, written or {}, digests or {}, then))
 
 
 class _CollectedMeanwhile(RefConflict):
@@ -187,23 +192,25 @@ class _CollectedMeanwhile(RefConflict):
         CortexError.__init__(self, "a concurrent gc collected objects this ingest reused; run it again")
 
 
-def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | None,
-                 marker: bytes | None, written: Mapping[str, bytes]) -> IngestReport:
+def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | None, marker: bytes | None,
+                 written: Mapping[str, bytes], digests: Mapping[str, bytes],
+                 then: "Callable[[IngestReport], None] | None") -> IngestReport:
     started = time.perf_counter()
     scope = relative_path(root, target)
     if not target.exists():
         raise UserError(f"{target}: no such file or folder")
-    files, skipped = _files_under(root, target, scope)
-    in_scope = _scope_test(scope, target.is_dir())
+    folder = target.is_dir()
+    files, skipped = _files_under(root, target, scope, folder)
+    in_scope = _scope_test(scope, folder)
     base_oid = store.refs.get(WORKING)
     base = _tree(store, base_oid)
     scoped = _within(base, in_scope)
     report = IngestReport(root=base_oid or EMPTY_TREE.oid, files=len(files) + len(skipped),
                           problems=list(skipped))
-    under = os.path.join(target, "") if target.is_dir() else os.fspath(target)
+    under = os.path.join(target, "") if folder else os.fspath(target)
     with store.reading():
         batch = _Batch(store, _layouts.setdefault(store, {}), base, under)
-        entries = _read(batch, root, files, report, progress, marker, written)
+        entries = _read(batch, root, files, report, progress, marker, written, digests)
     # A file we could not read keeps its last good version rather than vanishing (a link not followed is no file).
     for problem in report.problems[len(skipped):]:
         if problem.path in scoped:
@@ -230,6 +237,8 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
             batch.stats.pop(os.fsencode(os.path.join(root, rel)), None)
         if tree.oid != latest_oid:
             store.refs.set_if_equals(WORKING, tree.oid, latest_oid, f"ingest {scope}")
+        if then is not None:
+            then(report)
 
     store.transact(commit)
     batch.committed()
@@ -287,14 +296,16 @@ def _commit_once(store: Store, change: Change, message: str) -> IngestReport:
 
 
 def _read(batch: "_Batch", root: Path, files: list[str], report: IngestReport, progress: Progress | None = None,
-          marker: bytes | None = None, written: Mapping[str, bytes] | None = None) -> dict[str, Oid]:
+          marker: bytes | None = None, written: Mapping[str, bytes] | None = None,
+          digests: Mapping[str, bytes] | None = None) -> dict[str, Oid]:
     """The document of each Org file named (by path from `root`), parsing only bytes not seen before;
-    problems and parsed files go into `report`."""
+    problems and parsed files go into `report`. See `ingest` for `written` and `digests`."""
     entries: dict[str, Oid] = {}
+    written, digests = written or {}, digests or {}
     for n, rel in enumerate(files, 1):
         if progress:
             progress(n, len(files), rel)
-        path, data, stat = os.path.join(root, rel), (written or {}).get(rel), None
+        path, data, stat = os.path.join(root, rel), written.get(rel), None
         if data is None:
             try:
                 if (known := batch.unchanged(path)) is not None:
@@ -306,7 +317,7 @@ def _read(batch: "_Batch", root: Path, files: list[str], report: IngestReport, p
             except OSError as exc:
                 report.problems.append(Problem(rel, exc.strerror or str(exc)))
                 continue
-        digest = hash_bytes(data)
+        digest = digests.get(rel) if rel in written and rel in digests else hash_bytes(data)
         try:
             entries[rel], changed = batch.document(rel, data, digest)
         except NotOrgText as exc:
@@ -365,9 +376,11 @@ def _scope_test(scope: str, folder: bool) -> Callable[[str], bool]:
     return lambda path: path == scope
 
 
-def _files_under(root: Path, target: Path, scope: str) -> tuple[list[str], list[Problem]]:
-    """The Org files to read under `target` (by path from `root`), and those skipped (links, bad names)."""
-    if target.is_dir():
+def _files_under(root: Path, target: Path, scope: str, folder: bool | None = None,
+                 ) -> tuple[list[str], list[Problem]]:
+    """The Org files to read under `target` (by path from `root`), and those skipped (links, bad names);
+    `folder`: whether `target` is a folder, when the caller knows."""
+    if target.is_dir() if folder is None else folder:
         prefix = "" if scope == "." else scope + "/"
         scan = scan_folder(target, root)
         remove_leftovers(scan.leftovers)

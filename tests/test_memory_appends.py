@@ -48,3 +48,50 @@ def test_a_crlf_log_gets_crlf_entries_and_a_new_log_starts_with_its_title(cortex
     cortex.memory.save_context("assistant", session(3), now=datetime(2026, 11, 22, 8, 0))
     assert (org / "agents/assistant/logs/2026-11-22.org").read_text().startswith(
         "#+TITLE: assistant — 2026-11-22\n\n* 08:00 — Chat 3\n")
+
+
+def test_appends_neither_read_nor_hash_the_log_whole_yet_its_document_is_that_of_its_bytes(cortex, org, monkeypatch):
+    import cortex.ingest as ingesting
+    import cortex.memory.writes as writes
+    from cortex.hashing import hash_bytes
+
+    cortex.memory.save_context("assistant", session(1), now=NOW)
+    path = org / LOG
+    read, hashed = [], []
+    real_read, real_hash = writes.read_or_none, ingesting.hash_bytes
+    monkeypatch.setattr(writes, "read_or_none", lambda p: read.append(p) or real_read(p))
+    monkeypatch.setattr(ingesting, "hash_bytes", lambda data: hashed.append(len(data)) or real_hash(data))
+    for n in range(2, 6):
+        cortex.memory.save_contexts("assistant", [(session(n), NOW), (session(n * 10), NOW)])
+    assert read == [] and all(size < 4096 for size in hashed)  # the log is neither read nor hashed whole
+    data = path.read_bytes()
+    docs = cortex.store.table(ingesting.DOCS_BY_BYTES)
+    assert cortex.working().entries[LOG] == docs[hash_bytes(data)]
+    assert len(cortex.find(prop=("SESSION", "s-50"))) == 1
+    # A hand edit after that: read again, and kept.
+    path.write_bytes(data + b"typed by hand\n")
+    cortex.memory.save_context("assistant", session(6), now=NOW)
+    assert read and path.read_bytes().startswith(data + "typed by hand\n\n* 10:05 — Chat 6\n".encode())
+    assert cortex.working().entries[LOG] == docs[hash_bytes(path.read_bytes())]
+
+
+def test_what_a_save_records_with_its_ingest_lands_in_that_transaction_or_not_at_all(cortex, org):
+    table = cortex.store.table("test.recorded")
+
+    def record(errors):
+        table[b"errors"] = repr(errors).encode()
+
+    cortex.memory.save_contexts("assistant", [(session(1), NOW)], then=record)
+    assert table[b"errors"] == b"[None]" and len(cortex.find(prop=("SESSION", "s-1"))) == 1
+    before = cortex.store.refs.get("working")
+
+    def fails(errors):
+        table[b"errors"] = b"not kept"
+        raise RuntimeError("refused")
+
+    with pytest.raises(RuntimeError, match="refused"):
+        cortex.memory.save_contexts("assistant", [(session(2), NOW)], then=fails)
+    assert table[b"errors"] == b"[None]" and cortex.store.refs.get("working") == before
+    assert b"Chat 2" in (org / LOG).read_bytes()  # written, not ingested: the next ingest finds it
+    cortex.ingest()
+    assert len(cortex.find(prop=("SESSION", "s-2"))) == 1

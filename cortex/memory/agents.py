@@ -29,12 +29,14 @@ from itertools import compress
 from pathlib import Path
 from typing import NamedTuple
 
+import blake3
+
 from ..backends.group import GroupCommit, Member
 from ..bounded import BoundedDict
 from ..errors import NotFound, UserError, located
-from ..hashing import Oid, hash_bytes
+from ..hashing import THREADED_BYTES, Oid, hash_bytes
 from ..history import Forgotten, head, rewrite_documents
-from ..ingest import DOCS_BY_BYTES, WORKING, NotOrgText, decode_org, org_files
+from ..ingest import DOCS_BY_BYTES, WORKING, IngestReport, NotOrgText, decode_org, org_files
 from ..objects import Document, Snapshot, Tree
 from ..orgfile import parse, render_headline
 from .items import BadItemText, MemoryItem, check_text, item_from_headline, normalise
@@ -58,6 +60,7 @@ from .writes import agent_lock, replace_file
 
 FIELDS = {"fact": "facts", "procedure": "procedures", "pattern": "patterns"}
 _KNOWN_LIMIT = 16  # memory files whose last text and model are kept
+_KNOWN_LOGS = 4  # daily logs whose last bytes are kept
 
 
 @dataclass
@@ -164,12 +167,20 @@ class _Known(NamedTuple):
     document: Oid | None = None
 
 
+class _KnownLog(NamedTuple):
+    """A daily log's bytes as last written here (known to be text), and the state of their hash."""
+
+    data: bytes
+    hasher: blake3.blake3
+
+
 class AgentMemory:
     """The memory of every agent under the Org root of one cortex session."""
 
     def __init__(self, cortex):
         self.cortex = cortex
         self._known: BoundedDict = BoundedDict(_KNOWN_LIMIT)  # path -> the memory.org last read or written
+        self._known_logs: BoundedDict = BoundedDict(_KNOWN_LOGS)  # path -> the daily log last written
         # agent folder -> the group commit of its saves, while a save is queued or being written
         self._groups: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
         self._groups_lock = threading.Lock()
@@ -188,9 +199,11 @@ class AgentMemory:
         """The context of memory.org once the folder is ingested (`written`: bytes just written there)."""
         return _context(agent, self._synced(agent, folder, written))
 
-    def _synced(self, agent: str, folder: Path, written: dict[str, bytes] | None = None) -> MemoryFile | None:
-        """The model of memory.org once the folder is ingested (None: there is none)."""
-        self._sync(folder, written)
+    def _synced(self, agent: str, folder: Path, written: dict[str, bytes] | None = None,
+                also: Callable[[], None] | None = None) -> MemoryFile | None:
+        """The model of memory.org once the folder is ingested (None: there is none); `also` runs in the
+        ingest's transaction."""
+        self._sync(folder, written, also)
         path = memory_path(agent)
         oid = self.cortex.working().entries.get(path)
         if oid is None:
@@ -207,18 +220,23 @@ class AgentMemory:
         save = _prepared_save(agent, context, now)
         return _context(agent, self._group(agent, agent_folder(self.root, agent)).run(lambda: save))
 
-    def save_contexts(self, agent: str, contexts: list[tuple[MemoryContext, datetime | None]],
+    def save_contexts(self, agent: str, contexts: list[tuple[MemoryContext, datetime | None]], *,
+                      then: Callable[[list[UserError | None]], None] | None = None,
                       ) -> list[MemoryContext | UserError]:
         """Save (context, now) pairs of one agent in order as one write of each file and one ingest; for each,
         the memory as saved or the error that kept it out (a conflict with memory.org, a summary Org would
-        misread). What fails them all is raised."""
+        misread). What fails them all is raised.
+
+        `then(errors)`, given each context's error (None: saved), runs in the store transaction that
+        ingests the saves, so that what the caller records of them lands with them, in one commit; it
+        does not run when the saves fail (nothing written, or the ingest refused)."""
         saves: list[_Save | UserError] = []
         for context, now in contexts:
             try:
                 saves.append(_prepared_save(agent, context, now))
             except UserError as error:
                 saves.append(error)
-        model, errors = self._write_saves(agent, agent_folder(self.root, agent), saves)
+        model, errors = self._write_saves(agent, agent_folder(self.root, agent), saves, then)
         return [_context(agent, model) if error is None else error for error in errors]
 
     def delete_context(self, agent: str) -> bool:
@@ -414,6 +432,7 @@ class AgentMemory:
             member.succeed(model) if error is None else member.fail(error)
 
     def _write_saves(self, agent: str, folder: Path, saves: list[_Save | UserError],
+                     then: Callable[[list[UserError | None]], None] | None = None,
                      ) -> tuple[MemoryFile | None, list[UserError | None]]:
         """Write saves to one agent in order, memory.org and each day's log once, then ingest the folder once;
         return the memory.org as saved and, for each save, the error that kept it out (a save may be given as
@@ -429,9 +448,10 @@ class AgentMemory:
                     days.setdefault(save.day, []).append(save.entry)
             for day, entries in days.items():
                 written.update(self._append_log(agent, entries, day))
-            model = self._synced(agent, folder, written)
-        errors = iter(merged)
-        return model, [save if isinstance(save, UserError) else next(errors) for save in saves]
+            errors = iter(merged)
+            outcome = [save if isinstance(save, UserError) else next(errors) for save in saves]
+            model = self._synced(agent, folder, written, then and partial(then, outcome))
+        return model, outcome
 
     def _write_memory(self, agent: str, changes: list[tuple[Mapping[str, Typed], dict[str, Typed | None]]],
                       ) -> tuple[dict[str, bytes], list[UserError | None]]:
@@ -497,18 +517,35 @@ class AgentMemory:
 
     def _append_log(self, agent: str, entries: list[str], day: date) -> dict[str, bytes]:
         """Append entries to the agent's log of `day`, replacing the file atomically; return {path: its bytes now}.
-        A log that is not text is refused."""
+        A log that is not text is refused.
+
+        The log's bytes as last written here are kept with the state of their hash: while nobody else
+        touches the file, it is not read or decoded again before the append (the bytes are still compared
+        with the file right before the replace), and its new hash costs what the entries do."""
         path = log_path(agent, day)
         title = f"{agent} — {day.isoformat()}"
-        written = {}
+        known: _KnownLog | None = self._known_logs.get(path)
+        written, steps = {}, []
 
         def appended(old: bytes | None) -> bytes:
-            if old is not None:
+            if old is not None and (known is None or old is not known.data):
                 _decoded(path, old)  # refuses bytes that are not text, saying where
-            written[path] = (old or b"") + log_addition(old, entries, title)
+            addition = log_addition(old, entries, title)
+            written[path] = (old or b"") + addition
+            steps.append((old, addition))
             return written[path]
 
-        replace_file(self.root, path, appended)
+        self._known_logs.pop(path, None)  # until the file holds what we write
+        replace_file(self.root, path, appended, known and known.data)
+        old, addition = steps[-1]
+        data = written[path]
+        if known is not None and old is known.data:
+            hasher = known.hasher.copy()
+            hasher.update(addition)
+        else:
+            hasher = blake3.blake3(data, max_threads=blake3.blake3.AUTO if len(data) >= THREADED_BYTES else 1)
+        if b"\0" not in addition:  # text, as the bytes it extends were: the next append need not decode them
+            self._known_logs[path] = _KnownLog(data, hasher)
         return written
 
     def _document(self, path: str, data: bytes) -> Document:
@@ -552,9 +589,11 @@ class AgentMemory:
             raise NotFound(f"agent {agent!r} has no memory under {self.root / AGENTS}")
         return folder
 
-    def _sync(self, folder: Path, written: dict[str, bytes] | None = None) -> None:
+    def _sync(self, folder: Path, written: dict[str, bytes] | None = None,
+              also: Callable[[], None] | None = None) -> None:
         """Bring the working state in line with the files in an agent's `folder` (`written`: bytes just
-        written there, by path); refuse a memory.org that cannot be read."""
+        written there, by path); refuse a memory.org that cannot be read. `also` runs in the ingest's
+        transaction, unless memory.org is refused."""
         agent = folder.name
         tracked = any(p.startswith(f"{AGENTS}/{agent}/") for p in self.cortex.working().entries)
         if not folder.is_dir() and not tracked:
@@ -562,10 +601,24 @@ class AgentMemory:
         target = folder if folder.is_dir() else folder.parent
         if self.cortex.store.refs.get(WORKING) is None or not target.is_dir():
             target = None  # the whole Org root: a first ingest of a subfolder would make it the root
-        report = self.cortex.ingest(target, written=written)
-        for problem in report.problems:
-            if problem.path == memory_path(agent):
-                raise UserError(str(problem))
+        report = self._ingest(target, written, also, memory_path(agent))
+        refused = [str(problem) for problem in report.problems if problem.path == memory_path(agent)]
+        if refused:
+            raise UserError(refused[0])
+
+    def _ingest(self, target: Path | None, written: dict[str, bytes] | None, also: Callable[[], None] | None,
+                memory: str):
+        """Ingest `target` (None: the whole root); then `also`, in the same store transaction, unless the
+        memory.org at `memory` is refused."""
+        # A log this process appended to has its hash kept: the ingest need not hash the whole log again.
+        digests = {path: Oid(known.hasher.digest()) for path, data in (written or {}).items()
+                   if (known := self._known_logs.get(path)) is not None and known.data is data}
+
+        def then(report: IngestReport) -> None:
+            if not any(problem.path == memory for problem in report.problems):
+                also()
+
+        return self.cortex.ingest(target, written=written, digests=digests, then=then if also else None)
 
     def _checkpoint(self, folder: Path, message: str) -> Snapshot:
         """A snapshot holding the files in an agent's `folder` as they are: HEAD if it already does, else a new one."""

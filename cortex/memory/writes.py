@@ -98,17 +98,20 @@ def replace_file(root: Path, rel: str, compute: Callable[[bytes | None], bytes |
     differ, the step is repeated on the file's new bytes. `expected` is what the caller last read
     or wrote there: the first step computes from it, so the file is read only when it has changed.
     """
-    path = confined(root, rel)
+    # Resolved only when read here: `write_under` confines the path it writes itself.
+    path = None if expected is not None else confined(root, rel)
     old = expected if expected is not None else read_or_none(path)
     for _ in range(ATTEMPTS):
         try:
             new = compute(old)
         except UserError:
+            path = path or confined(root, rel)
             if holds(path, old):
                 raise
             old = read_or_none(path)  # the error came from bytes the file no longer holds
             continue
         if new is None or new == old:
+            path = path or confined(root, rel)
             if holds(path, old):
                 return False
         else:
@@ -117,5 +120,6 @@ def replace_file(root: Path, rel: str, compute: Callable[[bytes | None], bytes |
                 return True
             except ChangedMeanwhile:
                 pass
+        path = path or confined(root, rel)
         old = read_or_none(path)
     raise MemoryBusy(f"{path}: changed {ATTEMPTS} times while it was being saved; nothing was written")

@@ -256,9 +256,11 @@ class WebhookService:
 
     def _route_group(self, members: list[Member]) -> None:
         """Route the queued deliveries (each member's function gives its `_ToRoute`): per agent, their entries
-        in one save; then record how each ended in one transaction, and answer each member with its record."""
+        in one save, how each ended recorded in the transaction that ingests them; then answer each member
+        with its record. (What a failed save leaves unrecorded is recorded after it, in one transaction.)"""
         queued: list[_ToRoute] = [member.fn() for member in members]
         errors: list[Exception | None] = [None] * len(queued)
+        ended: dict[int, Delivery] = {}
         by_agent: dict[str, list[int]] = {}
         for n, routed in enumerate(queued):
             by_agent.setdefault(routed.pending.agent, []).append(n)
@@ -271,20 +273,50 @@ class WebhookService:
                     contexts[n] = (memory_context(pending, queued[n].body, queued[n].payload), _moment(pending))
                 except Exception as err:  # noqa: BLE001 - a bug, not the store: this delivery alone fails
                     errors[n] = err
+            recorded: dict[int, Delivery] = {}
+
+            def record(saved: list[Exception | None], group=group, contexts=contexts, recorded=recorded) -> None:
+                # In the ingest's transaction: the group's records land with its entries, in one commit.
+                outcome = {**{n: errors[n] for n in group}, **dict(zip(contexts, saved))}
+                done = self._ended([(queued[n].pending, outcome[n], queued[n].started) for n in group])
+                self.log.finish(done)
+                recorded.clear()
+                recorded.update(zip(group, done))
+
             try:
-                saved = self.cx.memory.save_contexts(agent, list(contexts.values()))
+                saved = self.cx.memory.save_contexts(agent, list(contexts.values()), then=record)
             except Exception as err:  # noqa: BLE001 - whatever failed, the deliveries are still logged
                 saved = [err] * len(contexts)
+                # `record` ran, but its records landed only if the ingest's transaction committed.
+                recorded = {n: done for n, done in recorded.items() if self._landed(done)}
+            ended.update(recorded)
             for n, result in zip(contexts, saved):
                 if isinstance(result, Exception):
                     errors[n] = result
-        ended = self._end([(routed.pending, error, routed.started) for routed, error in zip(queued, errors)])
-        for member, delivery in zip(members, ended):
-            member.succeed(delivery)
+        rest = [n for n in range(len(queued)) if n not in ended]
+        if rest:
+            ended.update(zip(rest, self._end([(queued[n].pending, errors[n], queued[n].started) for n in rest])))
+        for n, member in enumerate(members):
+            member.succeed(ended[n])
+
+    def _landed(self, done: Delivery) -> bool:
+        """Whether the log holds the record `done` of a delivery (False when it cannot tell)."""
+        try:
+            held = self.log.get(done.id)
+        except Exception:  # noqa: BLE001 - cannot tell: record it again
+            return False
+        return (held.outcome, held.status, held.duration_us) == (done.outcome, done.status, done.duration_us)
 
     def _end(self, routed: list[tuple[Delivery, Exception | None, float | None]]) -> list[Delivery]:
         """Record, in one transaction, how pending deliveries ended, given the error of each routing (None: it
         was routed) and when each started (None: keep its duration)."""
+        ended = self._ended(routed)
+        self.log.finish(ended)
+        return ended
+
+    def _ended(self, routed: list[tuple[Delivery, Exception | None, float | None]]) -> list[Delivery]:
+        """How pending deliveries ended, given the error of each routing (None: it was routed) and when each
+        started (None: keep its duration)."""
         ended = []
         for pending, error, started in routed:
             duration = pending.duration_us if started is None else _since(started)
@@ -301,7 +333,6 @@ class WebhookService:
             # Only the ingest failed: it stays pending, so that a retry ingests the entry, not writes it twice.
             # Else it failed, and keeps its body, so that `redeliver` can route it once the cause is fixed.
             ended.append(failed if self._entry_written(failed) else replace(failed, outcome=Outcome.FAILED))
-        self.log.finish(ended)
         return ended
 
     def _entry_written(self, delivery: Delivery) -> bool:
