@@ -75,8 +75,8 @@ def receivers(tmp_path, org):
     """Start receivers on one store and Org folder; every one still running at the end is killed."""
     started: list[Receiver] = []
 
-    def start(*options: str) -> Receiver:
-        started.append(Receiver(tmp_path / "store", org, *options))
+    def start(*options: str, store: str | Path = tmp_path / "store") -> Receiver:
+        started.append(Receiver(store, org, *options))
         return started[-1]
 
     yield start
@@ -120,8 +120,8 @@ def test_a_replayed_stripe_delivery_is_refused_after_a_restart(receivers, tmp_pa
         assert [d.outcome for d in DeliveryLog(c.store).deliveries()] == ["routed", "rejected"]
 
 
-def test_receivers_on_one_store_share_the_replay_guard_and_the_idempotency_record(receivers, tmp_path, org):
-    one, two = receivers(), receivers()
+def test_receivers_on_one_store_share_the_replay_guard_and_the_idempotency_record(receivers, store_at, org):
+    one, two = receivers(store=store_at), receivers(store=store_at)
     headers, body = github({"action": "opened", "number": 7})
     first = one.post("/hooks/github", body, headers).json()
     redelivered = two.post("/hooks/github", body, headers)  # GitHub's redelivery: same id, body and signature
@@ -137,7 +137,7 @@ def test_receivers_on_one_store_share_the_replay_guard_and_the_idempotency_recor
     assert retried.status_code == 200
     assert retried.json()["outcome"] == "duplicate" and retried.json()["duplicate_of"] == paid["delivery"]
     assert logged_sessions(org) == [first["delivery"], paid["delivery"]]
-    with opened(tmp_path, org) as c:
+    with cx.open(store_at, org) as c:
         assert [d.outcome for d in DeliveryLog(c.store).deliveries()] == [
             "routed", "duplicate", "routed", "rejected", "duplicate"]
 
