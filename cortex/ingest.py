@@ -500,12 +500,9 @@ class _Batch:
     def write(self) -> int:
         """Write everything gathered; call inside a transaction."""
         new = self.store.objects.add_raw((oid, obj.encoded) for oid, obj in self.objects.items())
-        for digest, oid in self.doc_cache.items():
-            self.docs[digest] = oid
-        for key, oid in self.subtree_cache.items():
-            self.subtrees[key] = oid
-        for path, seen in self.new_stats.items():
-            self.stats[path] = seen
+        self.docs.update(self.doc_cache)
+        self.subtrees.update(self.subtree_cache)
+        self.stats.update(self.new_stats)
         return new
 
 

@@ -99,6 +99,10 @@ class Engine(ABC):
         with self.reading():
             return [self.get(table, key) for key in keys]
 
+    def put_many(self, table: str, items: list[tuple[bytes, bytes]]) -> None:
+        """Write the pairs, in one transaction."""
+        self.transact(lambda: [self.put(table, key, value) for key, value in items])
+
     def put_new(self, table: str, items: list[tuple[bytes, bytes]]) -> int:
         """Write the pairs whose key is absent, in one transaction; return how many were new."""
         def write() -> int:
@@ -383,9 +387,8 @@ class Table(MutableMapping):
             raise KeyError(key)
 
     def update(self, other=(), **kwargs) -> None:  # type: ignore[override]
-        """Write many keys in one transaction."""
-        pairs = list(dict(other, **kwargs).items())
-        self._engine.transact(lambda: [self._engine.put(TABLES, self._prefix + k, v) for k, v in pairs])
+        """Write many keys in one batch."""
+        self._engine.put_many(TABLES, [(self._prefix + k, v) for k, v in dict(other, **kwargs).items()])
 
     def items(self, prefix: bytes = b""):  # type: ignore[override]
         """(key, value) pairs in key order, optionally under a key prefix."""

@@ -131,6 +131,14 @@ class StoreContract:
         a.clear()
         assert len(a) == 0 and len(b) == 1
 
+    def test_batches_read_write_and_insert_only_new_keys(self, store):
+        table = store.table("t")
+        table[b"a"] = b"old"
+        table.update({b"a": b"new", b"b": b"2"})
+        assert table.get_many([b"b", b"missing", b"a"]) == [b"2", None, b"new"]
+        assert table.put_new([(b"a", b"ignored"), (b"c", b"3")]) == 1
+        assert table.items() == [(b"a", b"new"), (b"b", b"2"), (b"c", b"3")]
+
     def test_reading_block_sees_one_state(self, store):
         table = store.table("t")
         table[b"k"] = b"old"

@@ -87,6 +87,7 @@ class _Sql:
     delete: str
     count: str
     get_many: str
+    put_many: str
     put_new: str
     insert_new: str
     update_if: str
@@ -109,6 +110,8 @@ class _Sql:
             delete=f"DELETE FROM {t} WHERE k = %s",
             count=f"SELECT count(*) FROM {t}",
             get_many=f"SELECT k, v FROM {t} WHERE k = ANY(%s)",
+            put_many=f"INSERT INTO {t} (k, v) SELECT * FROM unnest(%s::bytea[], %s::bytea[]) "
+                     "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
             put_new=f"INSERT INTO {t} (k, v) SELECT * FROM unnest(%s::bytea[], %s::bytea[]) ON CONFLICT (k) DO NOTHING",
             insert_new=f"INSERT INTO {t} (k, v) VALUES (%s, %s) ON CONFLICT (k) DO NOTHING",
             update_if=f"UPDATE {t} SET v = %s WHERE k = %s AND v = %s",
@@ -368,17 +371,24 @@ class PostgresEngine(Engine):
 
     def put_new(self, table: str, items: list[tuple[bytes, bytes]]) -> int:
         """Insert the pairs whose key is absent in one statement (per chunk of a huge batch); return how many were."""
+        return self._insert(self._sql[table].put_new, items)
+
+    def put_many(self, table: str, items: list[tuple[bytes, bytes]]) -> None:
+        """Write the pairs in one statement (per chunk of a huge batch)."""
+        self._insert(self._sql[table].put_many, list(dict(items).items()))  # a key once: an upsert touches a row once
+
+    def _insert(self, sql: str, items: list[tuple[bytes, bytes]]) -> int:
+        """Run an unnest insert over `items` in chunks; return the rows it wrote."""
         if not items:
             return 0
-        sql = self._sql[table].put_new
 
         def insert(conn: psycopg.Connection) -> int:
-            new = 0
+            rows = 0
             for chunk in _chunks(items):
                 keys = [bytes(key) for key, _ in chunk]
                 values = [bytes(value) for _, value in chunk]
-                new += conn.execute(sql, (keys, values)).rowcount
-            return new
+                rows += conn.execute(sql, (keys, values)).rowcount
+            return rows
 
         return self._in_write(insert)
 
