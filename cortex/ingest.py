@@ -319,7 +319,7 @@ def _read(batch: "_Batch", root: Path, files: list[str], report: IngestReport, p
                 continue
         digest = digests.get(rel) if rel in written and rel in digests else hash_bytes(data)
         try:
-            entries[rel], changed = batch.document(rel, data, digest)
+            entries[rel], changed = batch.document(path, data, digest)
         except NotOrgText as exc:
             report.problems.append(Problem(rel, exc.reason, exc.line))
             continue
@@ -327,7 +327,7 @@ def _read(batch: "_Batch", root: Path, files: list[str], report: IngestReport, p
             batch.read(path, stat, read_at, digest)
         if changed:
             report.parsed.append(rel)
-            if marker is not None and batch.contains(rel, data, marker):
+            if marker is not None and batch.contains(path, data, marker):
                 report.marked.append(rel)
     return entries
 
@@ -336,13 +336,18 @@ def _read(batch: "_Batch", root: Path, files: list[str], report: IngestReport, p
 class FolderRead:
     """A folder's Org files read into a tree, not yet committed: `write()` stores its objects (in a transaction)."""
 
+    root: Path
     tree: Tree
     report: IngestReport
     batch: "_Batch"
 
+    def digest(self, rel: str) -> bytes | None:
+        """The hash of the bytes read from the file `rel` (None: not read)."""
+        return self.batch.digests.get(os.path.join(self.root, rel))
+
     def get(self, oid: bytes) -> OrgObject:
         """An object of the tree, read or stored."""
-        return self.batch.objects.get(oid) or self.batch.store.objects[oid]
+        return self.batch.get(oid)
 
     def write(self) -> int:
         """Store what reading parsed (and the tree); call inside a transaction."""
@@ -359,7 +364,7 @@ def read_folder(store: Store, root: Path) -> FolderRead:
         batch = _Batch(store, _layouts.setdefault(store, {}), EMPTY_TREE, os.path.join(root, ""))
         tree = Tree(dict(sorted(_read(batch, root, files, report).items())))
     report.root = tree.oid
-    return FolderRead(tree, report, batch)
+    return FolderRead(root, tree, report, batch)
 
 
 def _within(tree: Tree, in_scope: Callable[[str], bool]) -> dict[str, Oid]:
@@ -414,6 +419,7 @@ class _Batch:
         self.doc_cache: dict[bytes, Oid] = {}
         self.subtree_cache: dict[bytes, Oid] = {}
         self.reused: set[bytes] = set()  # checked again when committing, in case gc ran meanwhile
+        self.digests: dict[str, bytes] = {}  # path -> the hash of the bytes read there (or known unchanged)
 
     def unchanged(self, path: str) -> Oid | None:
         """The document of a file whose stat is what it was when last read, if it is still stored."""
@@ -425,7 +431,10 @@ class _Batch:
         except (TypeError, ValueError):  # a damaged entry is a miss: reading the file rewrites it
             return None
         fresh = tuple(signature) == _signature(os.stat(path))
-        return self._known(digest) if fresh and isinstance(digest, bytes) and len(digest) == OID_SIZE else None
+        known = self._known(digest) if fresh and isinstance(digest, bytes) and len(digest) == OID_SIZE else None
+        if known is not None:
+            self.digests[path] = digest
+        return known
 
     def read(self, path: str, stat: os.stat_result, read_at: int, digest: bytes) -> None:
         """Note that the bytes of the file at `path` hashed to `digest` when it had `stat`."""
@@ -433,7 +442,11 @@ class _Batch:
             self.new_stats[os.fsencode(path)] = encode([*_signature(stat), digest])
 
     def document(self, path: str, data: bytes, digest: bytes) -> tuple[Oid, bool]:
-        """The document oid for a file's bytes (whose hash is `digest`), and whether it had to be parsed."""
+        """The document oid for a file's bytes (whose hash is `digest`), and whether it had to be parsed.
+
+        `path` names the file for the layouts kept between ingests: a file's path on disk, or its path
+        in the store for a store-side write."""
+        self.digests[path] = digest
         known = self._known(digest)
         if known is not None:
             return known, False
@@ -456,11 +469,18 @@ class _Batch:
         return parsed, orgfile.Layout.of(data, parsed)
 
     def _reparse(self, path: str, data: bytes) -> tuple[orgfile.Parsed, orgfile.Layout] | None:
-        """Re-parse an edit of a file whose last layout is kept, if every object it names is still stored."""
-        old = self.layouts.get(path)
-        if old is None or not self._still_stored(old.document.oid):
-            return None
-        return orgfile.reparse(old, data, self.store.objects.__getitem__, cached=self._cached_subtree)
+        """Re-parse an edit of a file whose last layout is kept (this batch's own, else one committed), if every
+        object it names is still stored or in this batch."""
+        old = self.new_layouts.get(path)
+        if old is None:
+            old = self.layouts.get(path)
+            if old is None or not self._still_stored(old.document.oid):
+                return None
+        return orgfile.reparse(old, data, self.get, cached=self._cached_subtree)
+
+    def get(self, oid: bytes) -> OrgObject:
+        """An object this batch made, or a stored one."""
+        return self.objects.get(oid) or self.store.objects[oid]
 
     def _still_stored(self, oid: Oid) -> bool:
         # A stored document's whole tree is stored: gc collects whole unreachable trees.

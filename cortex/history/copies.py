@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,7 +28,7 @@ from ..backends import Store
 from ..errors import UserError
 from ..files import ChangedMeanwhile, remove_under, write_atomically, write_under
 from ..hashing import Oid, hash_bytes
-from ..ingest import WORKING, read_folder, working_tree
+from ..ingest import WORKING, FolderRead, read_folder, working_tree
 from ..objects import EMPTY_TREE, Tree
 from ..retry import retrying
 from .checkout import holds
@@ -52,6 +53,7 @@ class SyncReport:
     kept: list[str] = field(default_factory=list)  # files saved during the sync: merged next time
     conflicts: list[Conflict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # files that could not be read
+    seconds: float = 0.0
 
     def __str__(self) -> str:
         lines = [f"{self.folder}: {len(self.sent)} sent, {len(self.received)} received, "
@@ -96,6 +98,7 @@ def _record(store: Store, folder: Path, base: Oid, message: str) -> None:
 
 def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> SyncReport:
     """Merge a working copy's edits into the store and the store's changes into it (see the module)."""
+    started = time.perf_counter()
     folder = Path(os.path.abspath(folder))
     ref = _ref(_copy_id(store, folder))
     report = SyncReport(folder)
@@ -123,14 +126,20 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> S
         return base, mine, theirs, merge
 
     base, mine, theirs, merge = retrying(merge_and_commit)
-    read.batch.committed()
     report.sent = sorted(p for p in mine.entries.keys() | base.entries.keys()
                          if mine.entries.get(p) != base.entries.get(p) and p not in unreadable)
     report.merged = sorted(merge.files)
     report.conflicts = list(merge.conflicts)
-    agreed = _bring_up_to_date(folder, mine, merge.tree, read.get, report, unreadable)
-    store.objects.add(agreed)
-    store.refs.set_if_equals(ref, agreed.oid, store.refs.get(ref), logged=False)
+    agreed = _bring_up_to_date(folder, mine, merge.tree, read, report, unreadable)
+
+    def record() -> None:
+        read.write()  # with the bytes just written: the next sync finds them known, and edits to them cheap
+        store.objects.add(agreed)
+        store.refs.set_if_equals(ref, agreed.oid, store.refs.get(ref), logged=False)
+
+    store.transact(record)
+    read.batch.committed()
+    report.seconds = time.perf_counter() - started
     return report
 
 
@@ -149,9 +158,10 @@ def conflicts(store: Store, folder: str | os.PathLike | None = None) -> list[Con
             for c in conflicts_in(read.get(oid), read.get)]
 
 
-def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, get, report: SyncReport,
+def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, read: FolderRead, report: SyncReport,
                       unreadable: set[str]) -> Tree:
     """Write into the folder what the merge changed there; return the copy's new base, file by file."""
+    get = read.get
     agreed = dict(merged.entries)
     for rel in sorted(mine.entries.keys() | merged.entries.keys()):
         was, now = mine.entries.get(rel), merged.entries.get(rel)
@@ -160,12 +170,14 @@ def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, get, report: SyncR
         if rel in unreadable:
             _keep_base(agreed, rel, was)  # left alone: it syncs once it can be read
             continue
-        unchanged = holds({None if was is None else hash_bytes(_render(get, was))})
+        unchanged = holds({None if was is None else read.digest(rel) or hash_bytes(_render(get, was))})
         try:
             if now is None:
                 remove_under(folder, rel, unchanged)
             else:
-                write_under(folder, rel, _render(get, now), unchanged)
+                data = _render(get, now)
+                write_under(folder, rel, data, unchanged)
+                read.batch.document(os.path.join(folder, rel), data, hash_bytes(data))
             report.received.append(rel)
         except ChangedMeanwhile:
             # Saved during the sync: the store has what was read; what was saved since merges next time.
