@@ -89,13 +89,14 @@ def default_store_path() -> str | Path:
 
 
 def open(store: str | os.PathLike | None = None, org_root: str | os.PathLike | None = None,
-         in_memory: bool = False) -> "Cortex":  # noqa: A001 - mirrors builtins.open on purpose
+         in_memory: bool = False, *, folder: bool = True) -> "Cortex":  # noqa: A001 - mirrors builtins.open
     """Open a store (default: `default_store_path()`): a folder, or a postgresql://user@host/db URL for a shared
-    one; it tracks an Org folder (default: the one it tracked, else `org/`)."""
+    one; it tracks an Org folder (default: the one it tracked, else `org/`). With `folder=False` there is no
+    Org folder on this machine: writes commit to the store's working state directly."""
     location = None if in_memory else (store or default_store_path())
     backend = open_store(location)
     try:
-        return Cortex(backend, org_root, location)
+        return Cortex(backend, org_root, location, folder=folder)
     except BaseException:
         backend.close()
         raise
@@ -113,14 +114,23 @@ def store_name(location: str | os.PathLike | None) -> str:
 
 
 class Cortex:
-    """An open store and the Org folder it tracks."""
+    """An open store and the Org folder it tracks (`root`; None when this machine has no Org folder)."""
 
     def __init__(self, store: Store, org_root: str | os.PathLike | None = None,
-                 location: str | os.PathLike | None = None):
+                 location: str | os.PathLike | None = None, *, folder: bool = True):
         self.store = store
         self.location = store_name(location)  # where the store is, password hidden
-        self.root = self._settle_root(org_root)
+        if not folder and org_root is not None:
+            raise UserError(f"an Org folder ({org_root}) and no Org folder were both asked for; choose one")
+        self.root: Path | None = self._settle_root(org_root) if folder else None
         self._closed = False
+
+    def _folder(self, what: str) -> Path:
+        """The Org root, or a UserError saying that `what` needs one when this session has none."""
+        if self.root is None:
+            raise UserError(f"{what} needs an Org folder, and this session has none (--no-org); "
+                            "open the store with --org DIR, or check out a copy with `cortex checkout DIR`")
+        return self.root
 
     def _settle_root(self, requested) -> Path:
         config = self.store.table(CONFIG)
@@ -147,6 +157,7 @@ class Cortex:
         `digests` their hashes when known; `then(report)` runs in the ingest's transaction (see
         `ingest.ingest`). An Org root that is a working copy is synced first, so that what other copies sent stays.
         """
+        self._folder("ingest")
         if path is not None and Path(path).is_dir() and self.store.refs.get(ingesting.WORKING) is None:
             self.root = self._settle_root(path)
         if history.is_copy(self.root):
@@ -221,7 +232,7 @@ class Cortex:
 
     def org_files(self) -> list[Path]:
         """Every Org file under the Org root, as `ingest` reads them."""
-        return ingesting.org_files(self.root)
+        return ingesting.org_files(self._folder("listing the Org files"))
 
     def todo_keywords(self, path: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
         """The TODO and DONE keywords of a file of the working state; None for a path it does not hold."""
@@ -288,7 +299,7 @@ class Cortex:
 
     def rollback(self, ref: str | int, *, keep: bool = False, force: bool = False) -> RollbackReport:
         """Return the working state, HEAD and the Org files to a snapshot."""
-        return history.rollback(self.store, self.root, ref, keep=keep, force=force)
+        return history.rollback(self.store, self._folder("rollback"), ref, keep=keep, force=force)
 
     def checkout(self, folder: str | os.PathLike) -> "history.SyncReport":
         """Write the working state into a new (or empty) folder, a working copy that `sync` keeps in step.
@@ -296,7 +307,7 @@ class Cortex:
         The Org folder this store tracks becomes a working copy too (once another copy syncs, ingesting it
         as before would replace what that copy sent): its ingests sync it first from then on.
         """
-        if self.root.is_dir() and not history.is_copy(self.root):
+        if self.root is not None and self.root.is_dir() and not history.is_copy(self.root):
             self.ingest()
             history.adopt(self.store, self.root)
         return history.check_out(self.store, folder)
@@ -306,7 +317,7 @@ class Cortex:
 
         The Org folder this store tracks is its own working copy: syncing it ingests it.
         """
-        folder = Path(os.path.abspath(folder)) if folder is not None else self.root
+        folder = Path(os.path.abspath(folder)) if folder is not None else self._folder("sync with no folder named")
         if history.is_copy(folder) or folder != self.root:
             return history.sync(self.store, folder)
         return self.ingest()
@@ -442,7 +453,7 @@ class Cortex:
 
         from .dsl import DslError, MemorySearchConfig
 
-        if not (self.definitions_path.exists() or len(self.registry.memories)):
+        if not ((self.root is not None and self.definitions_path.exists()) or len(self.registry.memories)):
             return MemorySearchConfig()
         try:
             memories = self.definitions().memories
@@ -462,7 +473,7 @@ class Cortex:
     @property
     def definitions_path(self) -> Path:
         """The session's definitions file: `definitions.hy` in the Org root."""
-        return self.root / DEFINITIONS_FILE
+        return self._folder("the definitions file") / DEFINITIONS_FILE
 
     def load_dsl(self, path: str | os.PathLike):
         """Load a definitions file (Hy, or Org with marked blocks) into this session's live definitions.
@@ -483,13 +494,14 @@ class Cortex:
         from .dsl import Registry, extract_from_org, load_definitions
 
         merged = Registry()
-        if self.definitions_path.exists():
+        if self.root is not None and self.definitions_path.exists():
             merged.load(load_definitions(self.definitions_path))
         tree = self.working()
         for key in self.store.table(LITERATE):
             path = key.decode()
             if path in tree.entries:
-                merged.load(extract_from_org(query.render_file(self.store, tree, path), str(self.root / path)))
+                where = path if self.root is None else str(self.root / path)
+                merged.load(extract_from_org(query.render_file(self.store, tree, path), where))
         merged.load(self.registry.definitions())
         return merged.definitions()
 

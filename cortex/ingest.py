@@ -249,15 +249,18 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
 Change = Callable[[Tree], Mapping[str, "bytes | None"]]
 
 
-def commit_files(store: Store, change: Change, message: str) -> IngestReport:
+def commit_files(store: Store, change: Change, message: str,
+                 then: "Callable[[IngestReport], None] | None" = None) -> IngestReport:
     """Change the working state in the store itself, with no Org folder: `change(tree)` gives the new
     bytes of the files it changes (None: remove the file), which are parsed and committed by
     compare-and-swap. If another writer moved the working state meanwhile, `change` runs again on
-    the newer state: it must compute its bytes from the tree it is given."""
-    return retrying(lambda: _commit_once(store, change, message))
+    the newer state: it must compute its bytes from the tree it is given. `then(report)` runs in
+    the same transaction, as for `ingest`."""
+    return retrying(lambda: _commit_once(store, change, message, then))
 
 
-def _commit_once(store: Store, change: Change, message: str) -> IngestReport:
+def _commit_once(store: Store, change: Change, message: str,
+                 then: "Callable[[IngestReport], None] | None") -> IngestReport:
     started = time.perf_counter()
     base_oid = store.refs.get(WORKING)
     base = _tree(store, base_oid)
@@ -288,6 +291,8 @@ def _commit_once(store: Store, change: Change, message: str) -> IngestReport:
         report.new_objects = batch.write()
         if tree.oid != base_oid:
             store.refs.set_if_equals(WORKING, tree.oid, base_oid, message)
+        if then is not None:
+            then(report)
 
     store.transact(commit)
     batch.committed()

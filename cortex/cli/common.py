@@ -36,16 +36,22 @@ store_option = click.option(
 
 
 def with_cortex(fn):
-    """Add --store and --org to a command and pass it an open `Cortex` as its first argument."""
+    """Add --store, --org and --no-org to a command and pass it an open `Cortex` as its first argument.
+
+    With --no-org this machine has no Org folder: memory writes (and webhook routing) commit to the
+    store's working state directly; what needs a folder (ingest, rollback of files) is refused.
+    """
 
     @store_option
     @click.option("--org", "org_root", type=click.Path(file_okay=False),
                   help="Org folder the store tracks (default: the one it tracked, else ./org).")
+    @click.option("--no-org", is_flag=True, envvar="CORTEX_NO_ORG",
+                  help="No Org folder on this machine: write to the store's working state directly.")
     @functools.wraps(fn)
-    def wrapper(store, org_root, **kwargs):
+    def wrapper(store, org_root, no_org, **kwargs):
         from .. import api
 
-        with api.open(store, org_root) as cx:
+        with api.open(store, org_root, folder=not no_org) as cx:
             return fn(cx, **kwargs)
 
     return wrapper

@@ -6,6 +6,7 @@ import click
 
 from .common import console, duration, err_console, short, table, with_cortex
 
+
 TYPES = ("fact", "procedure", "pattern")
 
 

@@ -223,7 +223,8 @@ def serve_command(cx, host, port, max_body, keep_logs):
     for warning in service.warnings:
         err_console.print(warning, style="yellow", markup=False)
     if not service.endpoints:
-        err_console.print(f"no webhooks are defined; add one with `cortex webhook add` or in {cx.definitions_path}")
+        where = cx.definitions_path if cx.root is not None else "a marked block of an Org file"
+        err_console.print(f"no webhooks are defined; add one with `cortex webhook add` or in {where}")
     for path, endpoint in service.endpoints.items():
         d = endpoint.definition
         console.print(f"POST {path} -> {d.name} ({d.provider.value}"

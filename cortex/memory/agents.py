@@ -13,6 +13,10 @@ A save costs what it changes, not what the memory holds: the context's lists are
 with the lists it was loaded with (an agent that only appends is found out without looking
 at each item), and the model of the text last read or written is kept with its bytes, so
 while nobody else touches the file it is neither read nor merged whole again.
+
+With no Org folder on this machine (`Cortex.root` None) the same changes are computed from the
+files as the store's working state holds them and committed there directly (`ingest.commit_files`):
+no folder, no lock; a writer that loses the compare-and-swap applies its change again to what won.
 """
 
 from __future__ import annotations
@@ -36,9 +40,10 @@ from ..bounded import BoundedDict
 from ..errors import NotFound, UserError, located
 from ..hashing import THREADED_BYTES, Oid, hash_bytes
 from ..history import Forgotten, head, rewrite_documents
-from ..ingest import DOCS_BY_BYTES, WORKING, IngestReport, NotOrgText, decode_org, org_files
+from ..ingest import DOCS_BY_BYTES, WORKING, IngestReport, NotOrgText, commit_files, decode_org, org_files
 from ..objects import Document, Snapshot, Tree
 from ..orgfile import parse, render_headline
+from ..query import render_file
 from .items import BadItemText, MemoryItem, check_text, item_from_headline, normalise
 from .layout import (
     AGENTS,
@@ -189,11 +194,26 @@ class AgentMemory:
     def root(self) -> Path:
         return Path(self.cortex.root)
 
+    @property
+    def store_side(self) -> bool:
+        """Whether this machine has no Org folder: every write then commits to the store's working state itself
+        (the file rendered from the store, changed, parsed, committed by compare-and-swap, re-applied when
+        another writer won)."""
+        return self.cortex.root is None
+
+    def _folder(self, agent: str) -> Path | None:
+        """The agent's folder under the Org root; None (the id checked) when there is no Org folder."""
+        return None if self.store_side and check_agent_id(agent) else agent_folder(self.root, agent)
+
+    def _where(self) -> str:
+        """Where agents' memory lives, for messages."""
+        return "in the store's working state" if self.store_side else f"under {self.root / AGENTS}"
+
     # --- the context contract ---------------------------------------------------------
 
     def load_context(self, agent: str) -> MemoryContext:
         """The agent's memory.org as a context (empty when there is none); hand edits are ingested first."""
-        return self._load(agent, agent_folder(self.root, agent))
+        return self._load(agent, self._folder(agent))
 
     def _load(self, agent: str, folder: Path, written: dict[str, bytes] | None = None) -> MemoryContext:
         """The context of memory.org once the folder is ingested (`written`: bytes just written there)."""
@@ -218,7 +238,7 @@ class AgentMemory:
     def save_context(self, agent: str, context: MemoryContext, *, now: datetime | None = None) -> MemoryContext:
         """Merge the context into memory.org, append its summary to today's log, ingest; return the memory as saved."""
         save = _prepared_save(agent, context, now)
-        return _context(agent, self._group(agent, agent_folder(self.root, agent)).run(lambda: save))
+        return _context(agent, self._group(agent, self._folder(agent)).run(lambda: save))
 
     def save_contexts(self, agent: str, contexts: list[tuple[MemoryContext, datetime | None]], *,
                       then: Callable[[list[UserError | None]], None] | None = None,
@@ -236,12 +256,19 @@ class AgentMemory:
                 saves.append(_prepared_save(agent, context, now))
             except UserError as error:
                 saves.append(error)
-        model, errors = self._write_saves(agent, agent_folder(self.root, agent), saves, then)
+        model, errors = self._write_saves(agent, self._folder(agent), saves, then)
         return [_context(agent, model) if error is None else error for error in errors]
 
     def delete_context(self, agent: str) -> bool:
         """Remove the agent's memory.org (its logs stay); snapshot first if it holds unsnapshotted edits."""
-        folder = agent_folder(self.root, agent)
+        folder = self._folder(agent)
+        if folder is None:
+            if memory_path(agent) not in self.cortex.working().entries:
+                return False
+            self._checkpoint(folder, f"before deleting the memory of {agent}")
+            commit_files(self.cortex.store, lambda tree: {memory_path(agent): None},
+                         f"deleted the memory of {agent}")
+            return True
         path = self.root / memory_path(agent)
         if not path.exists():
             self._sync(folder)
@@ -253,7 +280,10 @@ class AgentMemory:
         return True
 
     def list_agent_contexts(self) -> list[str]:
-        """Agents that have a memory.org or logs under the Org root, sorted."""
+        """Agents that have a memory.org or logs under the Org root (or in the working state), sorted."""
+        if self.store_side:
+            return sorted({parts[1] for path in self.cortex.working().entries
+                           if len(parts := path.split("/")) > 2 and parts[0] == AGENTS and _valid(parts[1])})
         base = self.root / AGENTS
         if not base.is_dir():
             return []
@@ -263,8 +293,16 @@ class AgentMemory:
     def get_storage_stats(self) -> dict[str, AgentStats]:
         """Files, bytes, items and logs per agent."""
         stats = {}
+        if self.store_side:
+            tree = self.cortex.working()
+            for agent in self.list_agent_contexts():
+                paths = [p for p in tree.entries if p.startswith(f"{AGENTS}/{agent}/")]
+                stats[agent] = AgentStats(
+                    files=len(paths), logs=len(_logs_in(tree, agent)), items=len(self.load_context(agent)),
+                    bytes=sum(len(render_file(self.cortex.store, tree, p).encode("utf-8")) for p in paths))
+            return stats
         for agent in self.list_agent_contexts():
-            files = _org_files(agent_folder(self.root, agent))
+            files = _org_files(self._folder(agent))
             logs = [f for f in files if f.parent.name == LOGS and log_date(f.name)]
             stats[agent] = AgentStats(files=len(files), bytes=sum(f.stat().st_size for f in files),
                                       items=len(self.load_context(agent)), logs=len(logs))
@@ -302,17 +340,16 @@ class AgentMemory:
         policy = policy or RetentionPolicy()
         now = _minute(now)
         folder = self._existing(agent)
+        if folder is None:
+            before = self._checkpoint(folder, f"before compacting the memory of {agent}")
+            moved, marks, deleted = self._compact_in_store(agent, policy, now)
+            after = self.cortex.snapshot(f"compacted the memory of {agent}")
+            return CompactionReport(before, after, moved, marks - len(moved), deleted)
         with agent_lock(folder):
             before = self._checkpoint(folder, f"before compacting the memory of {agent}")
             logs = self._logs(agent)
             marked = {path: self._marked(path, day) for path, day in logs.items()}
-            known = {item.normalised for _, item in self.load_context(agent).items()}
-            moved: list[Typed] = []
-            for found in marked.values():
-                for mark in found:
-                    if mark.item.normalised not in known:
-                        known.add(mark.item.normalised)
-                        moved.append((mark.type, mark.item))
+            moved = _to_move(marked.values(), self.load_context(agent))
             [error] = self._write_memory(agent, [({}, _keyed(moved))])[1]
             if error is not None:
                 raise error
@@ -326,6 +363,35 @@ class AgentMemory:
             after = self.cortex.snapshot(f"compacted the memory of {agent}")
         return CompactionReport(before, after, moved, sum(map(len, marked.values())) - len(moved), deleted)
 
+    def _compact_in_store(self, agent: str, policy: RetentionPolicy, now: datetime,
+                          ) -> tuple[list[Typed], int, list[str]]:
+        """Compact in one commit to the working state: the items moved, how many marks were read, the logs deleted."""
+        store, path = self.cortex.store, memory_path(agent)
+        done: dict[str, object] = {}
+
+        def change(tree: Tree) -> dict[str, bytes | None]:
+            logs = _logs_in(tree, agent)
+            marked = {log: marked_items(store, log, store.objects[tree.entries[log]], day) for log, day in logs.items()}
+            model = self._tree_model(tree, path)
+            moved = _to_move(marked.values(), _context(agent, model))
+            errors: list[UserError | None] = [None]
+            data, _ = self._merged(agent, path, [({}, _keyed(moved))], model or MemoryFile(path), errors)
+            if errors[0] is not None:
+                raise errors[0]
+            files: dict[str, bytes | None] = {} if data is None else {path: data}
+            for log, found in marked.items():
+                if found:
+                    text = render_file(store, tree, log)
+                    files[log] = mark_compacted(text, [m.line for m in found], now).encode("utf-8")
+            deleted = [log for log, day in logs.items() if policy.expired(day, now.date())]
+            files.update(dict.fromkeys(deleted))
+            done.update(moved=moved, marks=sum(map(len, marked.values())), deleted=deleted)
+            return files
+
+        commit_files(store, change, f"compacted the memory of {agent}")
+        self._known.pop(path, None)
+        return done["moved"], done["marks"], done["deleted"]
+
     def purge(self, agent: str, hard: bool = False) -> PurgeReport:
         """Remove the agent's files and its items from the working state; `hard` also from every snapshot.
 
@@ -335,14 +401,22 @@ class AgentMemory:
         embeddings, drops the saved search indexes and compacts the file, so the text is gone
         from the store; a tombstone records the purge.
         """
-        folder = agent_folder(self.root, agent)
+        folder = self._folder(agent)
         prefix = f"{AGENTS}/{agent}/"
         with self.cortex.store.engine.exclusively() if hard else nullcontext():
             tracked = [p for p in self.cortex.working().entries if p.startswith(prefix)]
-            if not folder.exists() and not tracked and not hard:
-                raise NotFound(f"agent {agent!r} has no memory under {self.root / AGENTS}")
+            if (folder is None or not folder.exists()) and not tracked and not hard:
+                raise NotFound(f"agent {agent!r} has no memory {self._where()}")
             files: list[str] = []
-            if folder.exists():
+            if folder is None:
+                if tracked and not hard:
+                    self._checkpoint(folder, f"before purging the memory of {agent}")
+                if tracked:
+                    commit_files(self.cortex.store, lambda tree: dict.fromkeys(p for p in tree.entries
+                                                                           if p.startswith(prefix)),
+                                 f"purged the memory of {agent}")
+                    self._known.pop(memory_path(agent), None)
+            elif folder.exists():
                 with agent_lock(folder):
                     if not hard:
                         self._checkpoint(folder, f"before purging the memory of {agent}")
@@ -362,9 +436,9 @@ class AgentMemory:
         kept snapshot's version of the agent's files without the item and leaves no trace of it in
         the store, as a hard purge does.
         """
-        folder = agent_folder(self.root, agent)
+        folder = self._folder(agent)
         with self.cortex.store.engine.exclusively() if hard else nullcontext():
-            with agent_lock(folder) if folder.is_dir() else nullcontext():
+            with agent_lock(folder) if folder is not None and folder.is_dir() else nullcontext():
                 self._sync(folder)
                 named = self._named(agent, item)
                 if not named.found and not hard:
@@ -389,7 +463,25 @@ class AgentMemory:
                       ids=tuple(item.id for _, item in found if item.id), found=len(found))
 
     def _forget_in_files(self, agent: str, named: _Named) -> list[str]:
-        """Rewrite the agent's files on disk without the named items and ingest them; return the paths changed."""
+        """Rewrite the agent's files on disk without the named items and ingest them (with no Org folder, commit
+        them to the working state); return the paths changed."""
+        if self.store_side:
+            store, changed = self.cortex.store, []
+
+            def change(tree: Tree) -> dict[str, bytes | None]:
+                files = {}
+                for path in sorted(tree.entries):
+                    if _holds_items(agent, path):
+                        text = _text_without(path, store.objects[tree.entries[path]], store.objects.__getitem__, named)
+                        if text is not None:
+                            files[path] = text.encode("utf-8")
+                changed[:] = files
+                return files
+
+            commit_files(store, change, f"forgot {named.label} of agent {agent}")
+            for path in changed:
+                self._known.pop(path, None)
+            return changed
         changed = []
         for path in sorted(self.cortex.working().entries):
             if _holds_items(agent, path) and replace_file(self.root, path,
@@ -397,7 +489,7 @@ class AgentMemory:
                 self._known.pop(path, None)
                 changed.append(path)
         if changed:
-            self._sync(agent_folder(self.root, agent))
+            self._sync(self._folder(agent))
         return changed
 
     def _forget_in_document(self, agent: str, named: _Named) -> Callable[[str, Oid], Oid]:
@@ -420,9 +512,10 @@ class AgentMemory:
     def _group(self, agent: str, folder: Path) -> GroupCommit:
         """The group commit of the agent's saves (made when none is in use)."""
         with self._groups_lock:
-            group = self._groups.get(folder)
+            key = agent if folder is None else folder
+            group = self._groups.get(key)
             if group is None:
-                group = self._groups[folder] = GroupCommit(partial(self._commit, agent, folder))
+                group = self._groups[key] = GroupCommit(partial(self._commit, agent, folder))
             return group
 
     def _commit(self, agent: str, folder: Path, members: list[Member]) -> None:
@@ -440,18 +533,57 @@ class AgentMemory:
         ready = [save for save in saves if isinstance(save, _Save)]
         if not ready:
             return None, list(saves)
+        if folder is None:
+            def record(errors: list[UserError | None]) -> None:  # in the commit's transaction
+                if then is not None:
+                    then(_outcome(saves, errors))
+
+            model, merged = self._commit_saves(agent, ready, record)
+            return model, _outcome(saves, merged)
         with agent_lock(folder):
             written, merged = self._write_memory(agent, [(save.base, save.ours) for save in ready])
-            days: dict[date, list[str]] = {}
-            for save, error in zip(ready, merged):
-                if error is None and save.entry is not None:
-                    days.setdefault(save.day, []).append(save.entry)
-            for day, entries in days.items():
+            for day, entries in _entries_by_day(ready, merged).items():
                 written.update(self._append_log(agent, entries, day))
-            errors = iter(merged)
-            outcome = [save if isinstance(save, UserError) else next(errors) for save in saves]
+            outcome = _outcome(saves, merged)
             model = self._synced(agent, folder, written, then and partial(then, outcome))
         return model, outcome
+
+    def _commit_saves(self, agent: str, ready: list[_Save], then: Callable[[list[UserError | None]], None],
+                      ) -> tuple[MemoryFile | None, list[UserError | None]]:
+        """Commit saves to one agent's memory.org and daily logs in the working state, as one commit (applied
+        again to the newer state when another writer won), `then(errors)` in its transaction; return
+        memory.org as saved and each save's error."""
+        store, path = self.cortex.store, memory_path(agent)
+        changes = [(save.base, save.ours) for save in ready]
+        done: dict[str, object] = {}
+
+        def change(tree: Tree) -> dict[str, bytes | None]:
+            errors: list[UserError | None] = [None] * len(changes)
+            model = self._tree_model(tree, path)
+            data, merged = self._merged(agent, path, changes, model or MemoryFile(path), errors)
+            files: dict[str, bytes | None] = {} if data is None else {path: data}
+            for day, entries in _entries_by_day(ready, errors).items():
+                log = log_path(agent, day)
+                old = render_file(store, tree, log).encode("utf-8") if log in tree.entries else None
+                files[log] = (old or b"") + _log_addition(log, old, entries, _log_title(agent, day), True)
+            done.update(errors=errors, data=data, model=merged if data is not None else model)
+            return files
+
+        report = commit_files(store, change, f"saved the memory of {agent}", lambda _: then(done["errors"]))
+        if done["data"] is not None:
+            oid = store.objects[report.root].entries.get(path)
+            self._remember(path, done["data"], done["model"], oid)
+        return done["model"], done["errors"]
+
+    def _tree_model(self, tree: Tree, path: str) -> MemoryFile | None:
+        """The model of the memory.org at `path` in `tree` (None: there is none), known when it was last here."""
+        oid = tree.entries.get(path)
+        if oid is None:
+            return None
+        known = self._known.get(path)
+        if known is not None and known.document == oid:
+            return known.model
+        return self._model(path, self.cortex.store.objects[oid])
 
     def _write_memory(self, agent: str, changes: list[tuple[Mapping[str, Typed], dict[str, Typed | None]]],
                       ) -> tuple[dict[str, bytes], list[UserError | None]]:
@@ -463,17 +595,7 @@ class AgentMemory:
         written: list[tuple[bytes, MemoryFile]] = []
 
         def merged(old: bytes | None) -> bytes | None:
-            model, data = self._memory_file(path, old), None
-            for n, (base, ours) in enumerate(changes):
-                try:
-                    changed, added = merge(path, base, ours, model, agent)
-                    errors[n] = None
-                except UserError as error:  # a conflict with the file: this save only is refused
-                    errors[n] = error
-                    continue
-                if changed or added:
-                    data, derived = model.rewrite(changed, added, f"Memory of {agent}")
-                    model = derived or MemoryFile.read(path, *_parsed(data.decode("utf-8")))
+            data, model = self._merged(agent, path, changes, self._memory_file(path, old), errors)
             if data is not None:
                 written.append((data, model))
             return data
@@ -484,6 +606,24 @@ class AgentMemory:
         data, model = written[-1]
         self._remember(path, data, model)
         return {path: data}, errors
+
+    @staticmethod
+    def _merged(agent: str, path: str, changes: list[tuple[Mapping[str, Typed], dict[str, Typed | None]]],
+                model: MemoryFile, errors: list[UserError | None]) -> tuple[bytes | None, MemoryFile]:
+        """Merge each (base, ours) in turn into the memory.org `model`: its new bytes (None: unchanged) and model;
+        `errors[n]` is set to what kept change n out (None: merged)."""
+        data = None
+        for n, (base, ours) in enumerate(changes):
+            try:
+                changed, added = merge(path, base, ours, model, agent)
+                errors[n] = None
+            except UserError as error:  # a conflict with the file: this save only is refused
+                errors[n] = error
+                continue
+            if changed or added:
+                data, derived = model.rewrite(changed, added, f"Memory of {agent}")
+                model = derived or MemoryFile.read(path, *_parsed(data.decode("utf-8")))
+        return data, model
 
     def _memory_file(self, path: str, data: bytes | None) -> MemoryFile:
         """What memory.org's bytes read as: known if they are the bytes last read or written here."""
@@ -512,7 +652,7 @@ class AgentMemory:
         entry = turns_to_org_log(turns, title, session=session, summarizer=summarizer)
         day = datetime.fromtimestamp(turns[0].timestamp_ns / 1e9).date()
         save = _Save({}, {}, entry, day)
-        self._group(agent, agent_folder(self.root, agent)).run(lambda: save)
+        self._group(agent, self._folder(agent)).run(lambda: save)
         return log_path(agent, day)
 
     def _append_log(self, agent: str, entries: list[str], day: date) -> dict[str, bytes]:
@@ -523,14 +663,12 @@ class AgentMemory:
         touches the file, it is not read or decoded again before the append (the bytes are still compared
         with the file right before the replace), and its new hash costs what the entries do."""
         path = log_path(agent, day)
-        title = f"{agent} — {day.isoformat()}"
+        title = _log_title(agent, day)
         known: _KnownLog | None = self._known_logs.get(path)
         written, steps = {}, []
 
         def appended(old: bytes | None) -> bytes:
-            if old is not None and (known is None or old is not known.data):
-                _decoded(path, old)  # refuses bytes that are not text, saying where
-            addition = log_addition(old, entries, title)
+            addition = _log_addition(path, old, entries, title, known is not None and old is known.data)
             written[path] = (old or b"") + addition
             steps.append((old, addition))
             return written[path]
@@ -575,25 +713,24 @@ class AgentMemory:
 
     def _logs(self, agent: str) -> dict[str, date]:
         """The agent's daily logs in the working state: path -> day."""
-        prefix = f"{AGENTS}/{agent}/{LOGS}/"
-        logs = {}
-        for path in self.cortex.working().entries:
-            name = path[len(prefix):]
-            if path.startswith(prefix) and "/" not in name and (day := log_date(name)) is not None:
-                logs[path] = day
-        return logs
+        return _logs_in(self.cortex.working(), agent)
 
-    def _existing(self, agent: str) -> Path:
-        folder = agent_folder(self.root, agent)
-        if not _org_files(folder):
-            raise NotFound(f"agent {agent!r} has no memory under {self.root / AGENTS}")
+    def _existing(self, agent: str) -> Path | None:
+        folder = self._folder(agent)
+        if folder is None:
+            if not any(p.startswith(f"{AGENTS}/{agent}/") for p in self.cortex.working().entries):
+                raise NotFound(f"agent {agent!r} has no memory {self._where()}")
+        elif not _org_files(folder):
+            raise NotFound(f"agent {agent!r} has no memory {self._where()}")
         return folder
 
     def _sync(self, folder: Path, written: dict[str, bytes] | None = None,
               also: Callable[[], None] | None = None) -> None:
         """Bring the working state in line with the files in an agent's `folder` (`written`: bytes just
         written there, by path); refuse a memory.org that cannot be read. `also` runs in the ingest's
-        transaction, unless memory.org is refused."""
+        transaction, unless memory.org is refused. With no Org folder (None) there is nothing to bring in."""
+        if folder is None:
+            return
         agent = folder.name
         tracked = any(p.startswith(f"{AGENTS}/{agent}/") for p in self.cortex.working().entries)
         if not folder.is_dir() and not tracked:
@@ -640,6 +777,56 @@ def _prepared_save(agent: str, context: MemoryContext, now: datetime | None) -> 
                              context.session or f"s-{now:%Y-%m-%d-%H%M}")
     return _Save(loaded.entries if loaded is not None else {}, _changes(context, loaded, now, source), entry,
                  now.date())
+
+
+def _outcome(saves: list[_Save | UserError], merged: list[UserError | None]) -> list[UserError | None]:
+    """For each save (or the error that kept it from being prepared), its error: merged ones in order."""
+    errors = iter(merged)
+    return [save if isinstance(save, UserError) else next(errors) for save in saves]
+
+
+def _entries_by_day(ready: list[_Save], errors: list[UserError | None]) -> dict[date, list[str]]:
+    """The log entries of the saves merged (error None), by day, in order."""
+    days: dict[date, list[str]] = {}
+    for save, error in zip(ready, errors):
+        if error is None and save.entry is not None:
+            days.setdefault(save.day, []).append(save.entry)
+    return days
+
+
+def _log_addition(path: str, old: bytes | None, entries: list[str], title: str, trusted: bool) -> bytes:
+    """The bytes appending `entries` to the log `old` (None: a new log); bytes not `trusted` to be text are
+    refused first, saying where."""
+    if old is not None and not trusted:
+        _decoded(path, old)
+    return log_addition(old, entries, title)
+
+
+def _log_title(agent: str, day: date) -> str:
+    return f"{agent} — {day.isoformat()}"
+
+
+def _logs_in(tree: Tree, agent: str) -> dict[str, date]:
+    """The agent's daily logs in `tree`: path -> day."""
+    prefix = f"{AGENTS}/{agent}/{LOGS}/"
+    logs = {}
+    for path in tree.entries:
+        name = path[len(prefix):]
+        if path.startswith(prefix) and "/" not in name and (day := log_date(name)) is not None:
+            logs[path] = day
+    return logs
+
+
+def _to_move(marked: Iterable[list[Marked]], memory: MemoryContext) -> list[Typed]:
+    """The items marked in logs that memory does not hold yet (each once), to move into memory.org."""
+    known = {item.normalised for _, item in memory.items()}
+    moved: list[Typed] = []
+    for found in marked:
+        for mark in found:
+            if mark.item.normalised not in known:
+                known.add(mark.item.normalised)
+                moved.append((mark.type, mark.item))
+    return moved
 
 
 def _context(agent: str, memory: MemoryFile | None) -> MemoryContext:

@@ -32,6 +32,7 @@ from cortex.dsl.definitions import Provider, WebhookDefinition
 from cortex.errors import CortexError, NotFound, UserError
 from cortex.files import alive
 from cortex.memory.layout import log_path
+from cortex.query import render_file
 from cortex.webhooks.deliveries import KEEP_FOR, Delivery, DeliveryLog, Outcome, id_time_ns, new_id, span_ns
 from cortex.webhooks.filters import FilterFailed, FilterResult, JsonPathFilter, matches
 from cortex.webhooks.routing import (
@@ -133,7 +134,8 @@ def find_webhook(cx, name: str) -> WebhookDefinition:
         if definition.name == name:
             return definition
     known = (", ".join(d.name for d in webhooks)
-             or f"none; add one with `cortex webhook add` or in {cx.definitions_path}")
+             or "none; add one with `cortex webhook add` or in "
+             + (str(cx.definitions_path) if cx.root is not None else "a marked block of an Org file"))
     raise NotFound(f"no webhook named {name!r} (defined: {known})")
 
 
@@ -245,7 +247,8 @@ class WebhookService:
             done = self._routing.run(lambda: _ToRoute(pending, body, parse_payload(body), None))
         else:
             try:
-                self.cx.ingest(self.cx.root / _log_file(pending))
+                if self.cx.root is not None:  # with no Org folder the entry is in the working state already
+                    self.cx.ingest(self.cx.root / _log_file(pending))
                 error = None
             except Exception as err:  # noqa: BLE001 - whatever failed, the delivery is still logged
                 error = err
@@ -337,6 +340,13 @@ class WebhookService:
 
     def _entry_written(self, delivery: Delivery) -> bool:
         """Whether the agent's daily log holds the entry of `delivery` (True when that cannot be read)."""
+        if self.cx.root is None:  # no Org folder: the log is read from the store's working state
+            path, tree = _log_file(delivery), self.cx.working()
+            try:
+                text = render_file(self.cx.store, tree, path) if path in tree.entries else ""
+            except Exception:  # noqa: BLE001 - cannot tell: staying pending is better than writing it twice
+                return True
+            return f":SESSION:  {delivery.id}\n" in text or f":SESSION:  {delivery.id}\r\n" in text
         try:
             text = (self.cx.root / _log_file(delivery)).read_text(encoding="utf-8", errors="replace")
         except (FileNotFoundError, NotADirectoryError):
