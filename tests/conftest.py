@@ -96,32 +96,64 @@ def pg_server():
     shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def pg_stores_database(pg_server) -> str:
+    """The URL of one database on the test server that the tests' stores share, each in a schema of its own."""
+    import psycopg
+
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+        conn.execute('CREATE DATABASE "cortex_stores"')
+    return pg_database_url(pg_server.get_uri(), "cortex_stores")
+
+
 @pytest.fixture
-def pg_urls(pg_server):
-    """Fresh, empty databases on the test server, as many as taken (an iterator of URLs), dropped after the test."""
+def pg_urls(pg_stores_database):
+    """Fresh, empty stores on the test server, as many as taken (an iterator of URLs), dropped after the test.
+
+    Each is a schema of its own (the URL sets its search_path): a schema is made in a millisecond, a
+    database in a tenth of a second or more.
+    """
     import uuid
+    from urllib.parse import urlencode, urlsplit, urlunsplit
 
     import psycopg
 
-    admin, made = pg_server.get_uri(), []
+    made: list[str] = []
+    parts = urlsplit(pg_stores_database)
 
     def urls():
         while True:
-            made.append(f"cortex_{uuid.uuid4().hex[:12]}")
-            with psycopg.connect(admin, autocommit=True) as conn:
-                conn.execute(f'CREATE DATABASE "{made[-1]}"')
-            yield pg_database_url(admin, made[-1])
+            made.append(f"store_{uuid.uuid4().hex[:12]}")
+            with psycopg.connect(pg_stores_database, autocommit=True) as conn:
+                conn.execute(f'CREATE SCHEMA "{made[-1]}"')
+            query = urlencode({"options": f"-csearch_path={made[-1]}"})
+            yield urlunsplit(parts._replace(query=f"{parts.query}&{query}" if parts.query else query))
 
     yield urls()
-    with psycopg.connect(admin, autocommit=True) as conn:
+    with psycopg.connect(pg_stores_database, autocommit=True) as conn:
         for name in made:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
 
 @pytest.fixture
 def pg_url(pg_urls) -> str:
-    """The URL of a fresh, empty database on the test server, dropped after the test."""
+    """The URL of a fresh, empty store on the test server (a schema of its own), dropped after the test."""
     return next(pg_urls)
+
+
+@pytest.fixture
+def pg_database(pg_server) -> str:
+    """The URL of a fresh, empty database of its own on the test server, for tests that act on a whole database."""
+    import uuid
+
+    import psycopg
+
+    admin, name = pg_server.get_uri(), f"cortex_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield pg_database_url(admin, name)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def pg_database_url(server_url: str, database: str) -> str:

@@ -179,7 +179,8 @@ def test_missing_database_and_role(pg_url):
     assert 'role "no_such_role" does not exist' in _one_line(err)
 
 
-def test_wrong_password_and_missing_rights(pg_url, admin):
+def test_wrong_password_and_missing_rights(pg_database, admin):
+    pg_url = pg_database
     role = f"cortex_pw_{uuid.uuid4().hex[:8]}"
     admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'right-pw-1'")
     hba = Path(admin.execute("SHOW hba_file").fetchone()[0])
@@ -274,7 +275,8 @@ def test_dropped_connection_mid_transaction_is_retried_on_a_fresh_one(pg_url):
         assert t.items() == [(b"a", b"1"), (b"b", b"2")]  # the first run left nothing half-written
 
 
-def test_server_staying_away_fails_in_one_line(pg_url, admin):
+def test_server_staying_away_fails_in_one_line(pg_database, admin):
+    pg_url = pg_database
     name = _database(pg_url)
     url = _with(pg_url, password="s3cret-pw")  # trust authentication ignores it; it must not show
     try:
