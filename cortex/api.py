@@ -298,8 +298,11 @@ class Cortex:
         return history.resolve(self.store, ref)
 
     def rollback(self, ref: str | int, *, keep: bool = False, force: bool = False) -> RollbackReport:
-        """Return the working state, HEAD and the Org files to a snapshot."""
-        return history.rollback(self.store, self._folder("rollback"), ref, keep=keep, force=force)
+        """Return the working state, HEAD and the Org files to a snapshot (with no Org folder here: the working
+        state and HEAD, which working copies receive when they sync)."""
+        if self.root is None:
+            return history.rollback_state(self.store, ref, keep=keep, force=force)
+        return history.rollback(self.store, self.root, ref, keep=keep, force=force)
 
     def checkout(self, folder: str | os.PathLike) -> "history.SyncReport":
         """Write the working state into a new (or empty) folder, a working copy that `sync` keeps in step.

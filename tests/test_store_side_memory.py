@@ -43,7 +43,7 @@ def text_of(c, path: str) -> str:
 
 def test_no_folder_mode_refuses_what_needs_a_folder(bare, tmp_path):
     assert bare.root is None
-    for call in (bare.ingest, lambda: bare.rollback("HEAD"), bare.org_files, lambda: bare.sync()):
+    for call in (bare.ingest, bare.org_files, lambda: bare.sync()):
         with pytest.raises(UserError, match="needs an Org folder, and this session has none"):
             call()
     with pytest.raises(UserError, match="choose one"):
@@ -177,3 +177,24 @@ def test_cortex_serve_with_no_org_routes_into_the_working_state(store_at, tmp_pa
         monkeypatch.setenv("STRIPE_WEBHOOK_SECRET", SECRET)
         service = WebhookService(c)  # recovery reads the log from the working state
         assert service._entry_written(delivery) and not service._entry_written(replace(delivery, id="0" * 24))
+
+
+def test_rollback_without_a_folder_moves_the_refs_and_copies_receive_it(bare, tmp_path):
+    from cortex.history import DirtyWorkingFiles
+
+    memory = bare.memory
+    memory.add_item("assistant", "fact", "Keep this one.", now=NOW)
+    first = bare.snapshot("one fact")
+    memory.add_item("assistant", "fact", "An agent's mistake.", now=NOW)
+    copy = tmp_path / "copy"
+    bare.checkout(copy)
+    with pytest.raises(DirtyWorkingFiles) as err:  # the mistake is in no snapshot
+        bare.rollback(first.oid.hex())
+    assert err.value.paths == ["agents/assistant/memory.org"]
+    report = bare.rollback(first.oid.hex(), keep=True)
+    assert report.kept is not None and bare.resolve("HEAD") == first
+    assert "mistake" not in text_of(bare, "agents/assistant/memory.org")
+    bare.sync(copy)
+    assert "mistake" not in (copy / "agents/assistant/memory.org").read_text()
+    bare.rollback(report.kept.oid.hex())  # the state it kept is one rollback away
+    assert "mistake" in text_of(bare, "agents/assistant/memory.org")

@@ -6,7 +6,7 @@ the public parts of them all.
 """
 
 from .checkout import DirtyWorkingFiles, RollbackReport, RollbackStopped, UnsnapshottableFiles, disk_files, rollback, \
-    unsnapshotted_edits
+    rollback_state, unsnapshotted_edits
 from .copies import NotACopy, SyncReport, adopt, check_out, conflicts, is_copy, sync
 from .diff import Change, LogEntry, Version, diff, headline_history, log, tree_of
 from .forget import PURGES, Forgotten, Tombstone, forget, purges, rewrite_documents
@@ -19,7 +19,7 @@ from .transfer import DamagedExport, export_snapshot, import_snapshot
 __all__ = [
     "DEFAULT_KEEP", "HEAD", "SNAPSHOTS", "SUMMARIES", "Change", "DamagedExport", "DirtyWorkingFiles", "Forgotten",
     "LogEntry", "RollbackReport", "RollbackStopped", "UnsnapshottableFiles", "Version", "apply_retention", "diff", "disk_files", "export_snapshot", "forget",
-    "gc", "head", "headline_history", "import_snapshot", "log", "reach", "resolve", "rollback", "snapshot",
+    "gc", "head", "headline_history", "import_snapshot", "log", "reach", "resolve", "rollback", "rollback_state", "snapshot",
     "snapshot_key", "snapshots", "summary", "tree_of", "unsnapshotted_edits",
     "FsckProblem", "fsck", "repair",
     "PURGES", "Tombstone", "purges", "rewrite_documents",

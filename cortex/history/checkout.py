@@ -158,6 +158,32 @@ def rollback(store: Store, root: Path, ref: str | int, *, keep: bool = False, fo
     elif dirty and not force:
         raise DirtyWorkingFiles(dirty)
     written = _restore(store, root, tree, disk, to_write, to_remove, report)
+    _move_refs(store, target, written)
+    return report
+
+
+def rollback_state(store: Store, ref: str | int, *, keep: bool = False, force: bool = False) -> RollbackReport:
+    """Return the working state and HEAD to a snapshot in the store alone (no Org folder on this machine):
+    working copies receive it on their next sync. A working state no snapshot holds is refused, unless
+    `keep` (snapshot it first) or `force` (its reflog entry still names it)."""
+    target = resolve(store, ref)
+    report = RollbackReport(target)
+    working = store.refs.get(WORKING)
+    kept = snapshots(store)
+    if working is not None and working != target.root and all(snap.root != working for snap in kept):
+        if keep:
+            report.kept = snapshot(store, "before rollback to " + target.oid.hex()[:12])
+        elif not force:
+            newest = store.objects[kept[0].root].entries if kept else {}
+            entries = store.objects[working].entries
+            raise DirtyWorkingFiles(sorted(p for p in newest.keys() | entries.keys()
+                                           if newest.get(p) != entries.get(p)))
+    _move_refs(store, target, {})
+    return report
+
+
+def _move_refs(store: Store, target: Snapshot, written: dict[bytes, Oid]) -> None:
+    """Point the working state and HEAD at `target`, noting the files just `written` (digest -> document)."""
     message = f"rollback to {target.oid.hex()[:12]}"
 
     def move() -> None:  # the refs are read inside the write transaction, so no other writer moves them between
@@ -168,7 +194,6 @@ def rollback(store: Store, root: Path, ref: str | int, *, keep: bool = False, fo
         store.table(DOCS_BY_BYTES).update(written)
 
     store.transact(move)
-    return report
 
 
 def _restore(store: Store, root: Path, tree: Tree, disk: dict[str, OnDisk], to_write: list[str],
