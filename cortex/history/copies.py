@@ -126,6 +126,8 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> S
         return base, mine, theirs, merge
 
     base, mine, theirs, merge = retrying(merge_and_commit)
+    for obj in merge.objects:  # committed: writing the merged files reads them, decoding nothing
+        store.objects.remember(obj)
     report.sent = sorted(p for p in mine.entries.keys() | base.entries.keys()
                          if mine.entries.get(p) != base.entries.get(p) and p not in unreadable)
     report.merged = sorted(merge.files)
