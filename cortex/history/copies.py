@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .. import orgfile
 from ..backends import Store
+from ..bounded import BoundedDict
 from ..errors import UserError
 from ..files import ChangedMeanwhile, remove_under, write_atomically, write_under
 from ..hashing import Oid, hash_bytes
@@ -35,6 +36,10 @@ from .checkout import holds
 from .merge import Conflict, conflicts_in, merge_trees
 
 RECORD = Path(".cortex") / "copy"
+# The text of top-level subtrees rendered by this process, by oid (a subtree never changes under its oid);
+# small ones only, so that the cache stays within TEXTS_KEPT * TEXT_KEPT_CHARS characters.
+TEXTS_KEPT, TEXT_KEPT_CHARS = 10_000, 16_384
+_subtree_texts: BoundedDict = BoundedDict(TEXTS_KEPT)
 REF_PREFIX = "copies/"
 
 
@@ -197,7 +202,18 @@ def _keep_base(agreed: dict[str, Oid], rel: str, was: Oid | None) -> None:
 
 
 def _render(get, oid: Oid) -> bytes:
-    return orgfile.render(get(oid), get).encode("utf-8")
+    """The bytes of a document: its top-level subtrees' texts come from the last renders where they are
+    unchanged, so writing a large file again after a small merge walks only what changed."""
+    document = get(oid)
+    parts = [document.preamble]
+    for child in document.children:
+        text = _subtree_texts.get(child)
+        if text is None:
+            text = orgfile.render_headline(get(child), get)
+            if len(text) <= TEXT_KEPT_CHARS:
+                _subtree_texts[child] = text
+        parts.append(text)
+    return "".join(parts).encode("utf-8")
 
 
 def _copy_id(store: Store, folder: Path) -> str:
