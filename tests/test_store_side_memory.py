@@ -198,3 +198,23 @@ def test_rollback_without_a_folder_moves_the_refs_and_copies_receive_it(bare, tm
     assert "mistake" not in (copy / "agents/assistant/memory.org").read_text()
     bare.rollback(report.kept.oid.hex())  # the state it kept is one rollback away
     assert "mistake" in text_of(bare, "agents/assistant/memory.org")
+
+
+def test_hard_forget_and_purge_without_a_folder_leave_no_trace_in_history(bare):
+    from cortex.history import reach
+
+    memory = bare.memory
+    secret = memory.add_item("assistant", "fact", "The vault code is 4471.", now=NOW)
+    memory.add_item("assistant", "fact", "Deploys happen on Tuesdays.", now=NOW)
+    memory.add_item("ops", "fact", "The pager rotates weekly.", now=NOW)
+    bare.snapshot("with the secret")
+    memory.forget("assistant", secret.id, hard=True)
+
+    def anywhere(text: str) -> bool:
+        roots = [snap.root for snap in bare.snapshots()] + [bare.store.refs.get("working")]
+        return any(text.encode() in bare.store.objects[oid].encoded for oid in reach(bare.store, roots))
+
+    assert not anywhere("vault code") and anywhere("Deploys happen on Tuesdays.")
+    memory.purge("ops", hard=True)
+    assert not anywhere("pager rotates") and anywhere("Deploys happen on Tuesdays.")
+    assert bare.fsck() == []
