@@ -4,6 +4,8 @@ import subprocess
 import sys
 import textwrap
 
+import threading
+
 import pytest
 
 from cortex.backends import open_store
@@ -45,6 +47,32 @@ def test_lmdb_map_grows_when_full(tmp_path):
         assert s.objects.add_many(objs) == 2000
         assert s.engine.env.info()["map_size"] > 1 << 20
         assert s.objects[objs[-1].oid] == objs[-1]
+
+
+def test_lmdb_map_grows_under_a_group_of_writers(tmp_path):
+    with open_store(tmp_path, map_size=1 << 20) as s:
+        table, failed = s.table("t"), []
+
+        def write(n: int) -> None:
+            def half_done() -> None:
+                table[f"{n}-bad".encode()] = b"x"
+                raise RuntimeError("given up")
+
+            try:
+                for k in range(20):
+                    table[f"{n}-{k}".encode()] = bytes([n]) * 20_000
+                with pytest.raises(RuntimeError):  # a member that raises undoes only its own writes
+                    s.transact(half_done)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                failed.append(exc)
+
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert failed == [] and len(table) == 160 and not any(k.endswith(b"bad") for k in table)
+        assert s.engine.env.info()["map_size"] > 1 << 20
 
 
 def test_same_store_cannot_open_twice_in_one_process(tmp_path):
