@@ -116,7 +116,7 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> S
     def merge_and_commit():
         base_oid, theirs_oid = store.refs.get(ref), store.refs.get(WORKING)
         base = store.objects[base_oid]
-        theirs = working_tree(store)
+        theirs = EMPTY_TREE if theirs_oid is None else store.objects[theirs_oid]
         # A file that cannot be read now is as the base has it: its edits wait for a readable file.
         mine = Tree({**ours.entries, **{p: base.entries[p] for p in unreadable if p in base.entries}})
         merge = merge_trees(base, mine, theirs, read.get, labels=labels)
