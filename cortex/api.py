@@ -325,6 +325,14 @@ class Cortex:
             return history.sync(self.store, folder)
         return self.ingest()
 
+    def copies(self) -> list["history.Copy"]:
+        """The working copies of this store (folder, machine, when made), oldest first."""
+        return history.working_copies(self.store)
+
+    def forget_copy(self, copy_id: str) -> "history.Copy":
+        """Forget a working copy by its id (or a unique prefix): its folder syncs no more."""
+        return history.forget_copy(self.store, copy_id)
+
     def conflicts(self, folder: str | os.PathLike | None = None) -> list["history.merge.Conflict"]:
         """Conflicts a sync left unresolved: in a working copy's files, or (no folder) in the working state."""
         return history.conflicts(self.store, folder)

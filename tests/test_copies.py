@@ -198,3 +198,19 @@ def test_the_tracked_org_folder_becomes_a_copy_and_keeps_what_other_copies_sent(
             assert "* EDITED " in text
         assert "* From the folder" in stored(c.store, "notes/projects.org")
         assert c.sync().sent == [] and c.conflicts() == []
+
+
+def test_copies_are_listed_and_a_forgotten_one_syncs_no_more(store, tmp_path):
+    from cortex.history import forget_copy, working_copies as listed
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    check_out(store, a), check_out(store, b)
+    known = listed(store)
+    assert [c.folder for c in known] == [str(a), str(b)]
+    with pytest.raises(UserError, match="names no working copy"):
+        forget_copy(store, "not-an-id")
+    assert forget_copy(store, known[0].id[:8]).folder == str(a)
+    assert [c.folder for c in listed(store)] == [str(b)]
+    with pytest.raises(NotACopy, match="forgotten"):
+        sync(store, a)
+    sync(store, b)

@@ -179,4 +179,20 @@ def conflicts(cx, folder):
         console.print("no conflicts")
 
 
-history_commands = (snapshot, snapshots, rollback, diff, log, history_, gc, export, import_, checkout, sync, conflicts)
+@click.command(name="copies")
+@click.option("--forget", "forget", metavar="ID", help="Forget the working copy ID (or a unique prefix of it).")
+@with_cortex
+def copies_(cx, forget):
+    """List the working copies of the store (or forget one whose folder is gone)."""
+    if forget:
+        gone = cx.forget_copy(forget)
+        console.print(f"forgot the working copy {gone.id[:12]} in {gone.folder} on {gone.host}")
+        return
+    t = table("id", "folder", "machine", "made")
+    for copy in cx.copies():
+        t.add_row(copy.id[:12], copy.folder, copy.host, when(copy.time_ns))
+    console.print(t)
+
+
+history_commands = (snapshot, snapshots, rollback, diff, log, history_, gc, export, import_, checkout, sync, conflicts,
+                    copies_)

@@ -26,6 +26,7 @@ from pathlib import Path
 from .. import orgfile
 from ..backends import Store
 from ..bounded import BoundedDict
+from ..codec import decode, encode
 from ..errors import UserError
 from ..files import ChangedMeanwhile, remove_under, write_atomically, write_under
 from ..hashing import Oid, hash_bytes
@@ -41,6 +42,7 @@ RECORD = Path(".cortex") / "copy"
 TEXTS_KEPT, TEXT_KEPT_CHARS = 10_000, 16_384
 _subtree_texts: BoundedDict = BoundedDict(TEXTS_KEPT)
 REF_PREFIX = "copies/"
+COPIES = "history.copies"  # copy id -> [folder, host, time made]
 
 
 class NotACopy(UserError):
@@ -93,10 +95,48 @@ def check_out(store: Store, folder: str | os.PathLike) -> SyncReport:
     return sync(store, folder)
 
 
+@dataclass(frozen=True)
+class Copy:
+    """A working copy the store knows: its id, its folder and the machine it is on, when it was made."""
+
+    id: str
+    folder: str
+    host: str
+    time_ns: int
+
+
+def working_copies(store: Store) -> list[Copy]:
+    """The working copies of this store, oldest first."""
+    known = [Copy(key.decode(), *decode(value)) for key, value in store.table(COPIES).items()]
+    return sorted(known, key=lambda c: c.time_ns)
+
+
+def forget_copy(store: Store, copy_id: str) -> Copy:
+    """Forget a working copy (its folder was deleted, say): it syncs no more, and gc may collect its base."""
+    found = [c for c in working_copies(store) if c.id.startswith(copy_id)] if copy_id else []
+    if len(found) != 1:
+        raise UserError(f"{copy_id!r} names {'no' if not found else 'more than one'} working copy of this store; "
+                        "`cortex copies` lists them")
+
+    def drop() -> None:
+        ref = _ref(found[0].id)
+        if (base := store.refs.get(ref)) is not None:
+            store.refs.set_if_equals(ref, None, base, "forgot the working copy")
+        del store.table(COPIES)[found[0].id.encode()]
+
+    store.transact(drop)
+    return found[0]
+
+
 def _record(store: Store, folder: Path, base: Oid, message: str) -> None:
     """Make `folder` a working copy whose files agree with the store at tree `base`."""
     copy_id = uuid.uuid4().hex
-    store.refs.set_if_equals(_ref(copy_id), base, None, message)
+
+    def register() -> None:
+        store.refs.set_if_equals(_ref(copy_id), base, None, message)
+        store.table(COPIES)[copy_id.encode()] = encode([str(folder), socket.gethostname(), time.time_ns()])
+
+    store.transact(register)
     (folder / RECORD).parent.mkdir(exist_ok=True)
     write_atomically(folder / RECORD, json.dumps({"copy": copy_id, "host": socket.gethostname()}).encode())
 

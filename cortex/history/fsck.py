@@ -27,6 +27,7 @@ from ..ingest import DOCS_BY_BYTES, STATS, SUBTREES
 from ..objects import Document, Headline, OrgObject, Snapshot, Tree
 from ..objects import decode as decode_object
 from ..paths import tree_problems
+from .copies import COPIES, REF_PREFIX
 from .forget import PURGES
 from .snapshots import SNAPSHOTS, SUMMARIES, snapshot_key
 
@@ -330,6 +331,14 @@ def _config_entry(store: Store, key: bytes, value: bytes) -> str | None:
     return None if _is_text(value) and os.path.isabs(value.decode()) else "org_root is not an absolute folder path"
 
 
+def _copy_entry(store: Store, key: bytes, value: bytes) -> str | None:
+    record = _decode(value)
+    if not (isinstance(record, list) and len(record) == 3 and isinstance(record[0], str)
+            and isinstance(record[1], str) and _is_count(record[2])):
+        return Unusable("value is not a working copy record (folder, machine, time)")
+    return None if store.refs.get(REF_PREFIX + key.decode(errors="replace")) else "no ref holds the copy's base"
+
+
 def _literate_entry(store: Store, path: bytes, value: bytes) -> str | None:
     return None if _is_text(path) else Unusable("key is not a UTF-8 file path")
 
@@ -398,6 +407,7 @@ TABLE_CHECKS: dict[str, TableCheck] = {
     EMBEDDINGS: TableCheck(_embedding_entry, derived=True),
     SNAPSHOTS: TableCheck(_snapshot_entry),
     PURGES: TableCheck(_purge_entry),
+    COPIES: TableCheck(_copy_entry),
     CONFIG: TableCheck(_config_entry),
     LITERATE: TableCheck(_literate_entry),
     CONVERSATION: TableCheck(_conversation_entry),
