@@ -340,20 +340,21 @@ class WebhookService:
 
     def _entry_written(self, delivery: Delivery) -> bool:
         """Whether the agent's daily log holds the entry of `delivery` (True when that cannot be read)."""
-        if self.cx.root is None:  # no Org folder: the log is read from the store's working state
-            path, tree = _log_file(delivery), self.cx.working()
-            try:
-                text = render_file(self.cx.store, tree, path) if path in tree.entries else ""
-            except Exception:  # noqa: BLE001 - cannot tell: staying pending is better than writing it twice
-                return True
-            return f":SESSION:  {delivery.id}\n" in text or f":SESSION:  {delivery.id}\r\n" in text
+        text = self._daily_log(_log_file(delivery))
+        return text is None or f":SESSION:  {delivery.id}\n" in text or f":SESSION:  {delivery.id}\r\n" in text
+
+    def _daily_log(self, path: str) -> str | None:
+        """The text of a daily log: from the Org folder, or from the working state when there is none ("" when
+        there is no such log; None when it cannot be read, so that staying pending wins over writing twice)."""
         try:
-            text = (self.cx.root / _log_file(delivery)).read_text(encoding="utf-8", errors="replace")
+            if self.cx.root is None:
+                tree = self.cx.working()
+                return render_file(self.cx.store, tree, path) if path in tree.entries else ""
+            return (self.cx.root / path).read_text(encoding="utf-8", errors="replace")
         except (FileNotFoundError, NotADirectoryError):
-            return False
-        except OSError:
-            return True  # cannot tell: staying pending is better than writing the entry twice
-        return f":SESSION:  {delivery.id}\n" in text or f":SESSION:  {delivery.id}\r\n" in text
+            return ""
+        except Exception:  # noqa: BLE001 - cannot tell
+            return None
 
     def _assess(self, endpoint: Endpoint, verifier: Verifier | None, headers: dict[str, str], body: bytes,
                 record: dict[str, object]) -> _Assessed:
