@@ -240,6 +240,12 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
         if then is not None:
             then(report)
 
+    return _committed(store, commit, batch, report, started)
+
+
+def _committed(store: Store, commit: Callable[[], None], batch: "_Batch", report: IngestReport,
+               started: float) -> IngestReport:
+    """Run `commit` in one write transaction, then keep what the batch parsed; return the report, timed."""
     store.transact(commit)
     batch.committed()
     report.seconds = time.perf_counter() - started
@@ -294,10 +300,7 @@ def _commit_once(store: Store, change: Change, message: str,
         if then is not None:
             then(report)
 
-    store.transact(commit)
-    batch.committed()
-    report.seconds = time.perf_counter() - started
-    return report
+    return _committed(store, commit, batch, report, started)
 
 
 def _read(batch: "_Batch", root: Path, files: list[str], report: IngestReport, progress: Progress | None = None,
