@@ -63,12 +63,14 @@ class DiskFull(UserError):
 Check = Callable[[Path], bool]  # is the file at this path still as expected?
 
 
-def write_atomically(path: str | os.PathLike, data: bytes, unchanged: Check | None = None) -> None:
-    """Replace the file at `path` (or the file its link points at) with `data` atomically."""
+def write_atomically(path: str | os.PathLike, data: bytes, unchanged: Check | None = None,
+                     durable: bool = True) -> None:
+    """Replace the file at `path` (or the file its link points at) with `data` atomically; not `durable`:
+    without waiting for the disk, so a crash may leave the old file (never a torn one, on journalled filesystems)."""
     real = Path(os.path.realpath(path))
     real.parent.mkdir(parents=True, exist_ok=True)
     with _opened(real.parent) as folder:
-        _replace(folder, real, data, unchanged)
+        _replace(folder, real, data, unchanged, durable)
 
 
 def confined(root: Path, rel: str, follow: bool = True) -> Path:
@@ -210,7 +212,7 @@ def _folder_under(real_root: Path, folder: Path) -> Iterator[int]:
         os.close(fd)
 
 
-def _replace(folder: int, target: Path, data: bytes, unchanged: Check | None) -> None:
+def _replace(folder: int, target: Path, data: bytes, unchanged: Check | None, durable: bool = True) -> None:
     """Write `data` to a temporary file in the open `folder` and rename it over `target`'s name."""
     name = target.name
     try:
@@ -231,7 +233,8 @@ def _replace(folder: int, target: Path, data: bytes, unchanged: Check | None) ->
             out.flush()
             if old is not None:
                 _keep_owner_and_mode(out.fileno(), old)
-            os.fsync(out.fileno())
+            if durable:
+                os.fsync(out.fileno())
         if unchanged is not None and not unchanged(target):
             raise ChangedMeanwhile(target)
         os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
@@ -243,7 +246,8 @@ def _replace(folder: int, target: Path, data: bytes, unchanged: Check | None) ->
         if isinstance(exc, OSError) and exc.errno in _FULL:
             raise DiskFull(target) from None
         raise
-    os.fsync(folder)
+    if durable:
+        os.fsync(folder)
 
 
 def _keep_owner_and_mode(fd: int, old: os.stat_result) -> None:

@@ -357,10 +357,23 @@ class FolderRead:
         """An object of the tree, read or stored."""
         return self.batch.get(oid)
 
-    def write(self) -> int:
-        """Store what reading parsed (and the tree); call inside a transaction."""
+    def render(self, rel: str, oid: Oid, get: orgfile.Getter | None = None) -> bytes:
+        """The bytes of a document for the file `rel` (its objects read with `get`, else as `get` here):
+        an edit of what was read there costs what it changed."""
+        get = get or self.get
+        layout = self.batch.layout(os.path.join(self.root, rel))
+        if layout is not None and layout.document.oid == oid:
+            return layout.data
+        document = get(oid)
+        return orgfile.render(document, get).encode("utf-8") if layout is None else layout.render(document, get)
+
+    def write(self, documents: Mapping[bytes, Oid] = {}) -> int:
+        """Store what reading parsed (and the tree), and the `documents` of bytes about to be written
+        (by their hash), whose objects are stored too; call inside a transaction."""
         self.batch.add(self.tree)
-        return self.batch.write()
+        written = self.batch.write()
+        self.batch.docs.update(documents)
+        return written
 
 
 def read_folder(store: Store, root: Path) -> FolderRead:
@@ -467,6 +480,12 @@ class _Batch:
         self.doc_cache[digest] = parsed.document.oid
         return parsed.document.oid, True
 
+    def relayout(self, path: str, data: bytes) -> None:
+        """Keep the layout of the bytes just written at `path`, whose document is stored, so that an edit
+        of them re-parses only what it touched."""
+        if len(data) >= LAYOUT_MIN_BYTES:
+            self.new_layouts[path] = (self._reparse(path, data) or self._parse(data))[1]
+
     def contains(self, path: str, data: bytes, marker: bytes) -> bool:
         """Whether the file just parsed at `path` holds `marker` (its kept layout knows where to look)."""
         layout = self.new_layouts.get(path)
@@ -475,6 +494,10 @@ class _Batch:
     def _parse(self, data: bytes) -> tuple[orgfile.Parsed, orgfile.Layout]:
         parsed = orgfile.parse(decode_org(data), cached=self._cached_subtree)
         return parsed, orgfile.Layout.of(data, parsed)
+
+    def layout(self, path: str) -> orgfile.Layout | None:
+        """The last layout of the file at `path`: as read now, else as last committed."""
+        return self.new_layouts.get(path) or self.layouts.get(path)
 
     def _reparse(self, path: str, data: bytes) -> tuple[orgfile.Parsed, orgfile.Layout] | None:
         """Re-parse an edit of a file whose last layout is kept (this batch's own, else one committed), if every

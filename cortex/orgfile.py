@@ -330,6 +330,30 @@ class Layout:
             self._found[marker] = found
         return found
 
+    def render(self, document: Document, get: Getter) -> bytes:
+        """The bytes of `document`, an edit of this layout's: the subtrees both share before and after
+        what changed are copied from these bytes (looking inside a subtree whose own section stayed),
+        so only the changed subtrees are rendered."""
+        if document.preamble != self.document.preamble:
+            return render(document, get).encode("utf-8")
+        outline, data = self.outline, self.data
+        bounds = outline.starts + [len(data)]
+        old, new, lo, hi = self.document.children, document.children, 0, len(outline.starts)
+        while True:  # old[k] is the subtree of headline kids[k]; together they span headlines [lo, hi)
+            kids = list(_kids(outline.after, lo, hi))
+            head = _longest(min(len(old), len(new)), lambda a, b: old[a:b] == new[a:b])
+            room = min(len(old), len(new)) - head
+            tail = _longest(room, lambda a, b: old[len(old) - b:len(old) - a] == new[len(new) - b:len(new) - a])
+            if len(old) == len(new) == head + tail + 1:
+                before, after = get(old[head]), get(new[head])
+                if before.raw == after.raw:
+                    old, new, lo, hi = before.children, after.children, kids[head] + 1, outline.after[kids[head]]
+                    continue
+            start = bounds[kids[head]] if head < len(kids) else bounds[hi]
+            stop = bounds[kids[len(kids) - tail]] if tail else bounds[hi]
+            changed = "".join(_subtree_parts(new[head:len(new) - tail], get)).encode("utf-8")
+            return data[:start] + changed + data[stop:]
+
     def oid(self, i: int, get: Getter) -> Oid:
         """The oid of headline `i`, read from its ancestors' children when not known yet."""
         outline = self.outline

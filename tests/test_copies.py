@@ -1,5 +1,6 @@
 """Working copies: checkout, sync by a three-way merge per file and headline, conflicts kept in Org, nothing lost."""
 
+import json
 import os
 import random
 import signal
@@ -214,3 +215,26 @@ def test_copies_are_listed_and_a_forgotten_one_syncs_no_more(store, tmp_path):
     with pytest.raises(NotACopy, match="forgotten"):
         sync(store, a)
     sync(store, b)
+
+
+def test_the_base_a_sync_made_is_trusted_only_as_the_folder_records_it(store, tmp_path):
+    a = tmp_path / "a"
+    check_out(store, a)
+
+    def edit_store(old, new):
+        commit_files(store, lambda tree: {"plan.org": stored(store, "plan.org").replace(old, new).encode()}, "agent")
+
+    # The store changes a headline, the copy takes it, then edits that very headline: no conflict, as
+    # the folder's record names the base that sync brought it up to.
+    edit_store("Ten thousand.", "Twelve thousand.")
+    assert sync(store, a).received == ["plan.org"]
+    edit(a, "plan.org", "Twelve thousand.", "Twelve thousand, approved.")
+    assert sync(store, a).conflicts == [] and "Twelve thousand, approved." in stored(store, "plan.org")
+    # A record naming another base (forged, or left from an older sync) is not trusted: the sync merges
+    # against the base the store is sure of, and nothing the store holds is undone.
+    edit_store("Nothing yet.", "Hired two.")
+    record = a / copies.RECORD
+    record.write_text(json.dumps(dict(json.loads(record.read_text()), base=working_tree(store).oid.hex())))
+    report = sync(store, a)
+    assert "Hired two." in stored(store, "plan.org") and "Hired two." in (a / "plan.org").read_text(), report
+    assert "Twelve thousand, approved." in stored(store, "plan.org") and fsck(store) == []

@@ -414,6 +414,7 @@ def check_reparse_chain(text: str, seed: int, edits: int = 40) -> int:
         if result is None:
             layout = orgfile.Layout.of(data, full)
             continue
+        assert layout.render(full.document, store.__getitem__) == data
         again, layout = result
         store.update((o.oid, o) for o in again.objects)
         assert again.document == full.document

@@ -7,10 +7,14 @@ into the folder. Nothing is overwritten unseen: each file is replaced only while
 the bytes the merge read, so an editor's save during a sync is kept for the next one.
 
 The base is kept per file: a file that could not be brought up to date keeps, as its base, the
-version the store has now absorbed, so the next sync merges only what was saved meanwhile. Each
-copy's base tree is held by the ref `copies/<id>` (gc keeps it); the folder names its copy in
-`.cortex/copy`. A sync killed at any point leaves the store at a committed state and every file
-whole; the next sync completes it, as merging what both sides already share changes nothing.
+version the store has now absorbed, so the next sync merges only what was saved meanwhile. The
+folder names its copy in `.cortex/copy`, with the base its files were last brought up to. Two refs
+hold a copy's bases (gc keeps them): `copies/<id>`, a base the store is sure of, and
+`copies/<id>/next`, the one the last sync made, committed with its merge (one commit per sync). The
+folder's base is trusted only when it is that one, as it is written after the files; otherwise the
+sure base serves, which is never newer than the files. A sync killed at any point leaves the store
+at a committed state and every file whole; the next sync completes it, as merging what both sides
+already share changes nothing.
 """
 
 from __future__ import annotations
@@ -23,9 +27,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .. import orgfile
 from ..backends import Store
-from ..bounded import BoundedDict
 from ..codec import decode, encode
 from ..errors import UserError
 from ..files import ChangedMeanwhile, remove_under, write_atomically, write_under
@@ -37,11 +39,8 @@ from .checkout import holds
 from .merge import Conflict, conflicts_in, merge_trees
 
 RECORD = Path(".cortex") / "copy"
-# The text of top-level subtrees rendered by this process, by oid (a subtree never changes under its oid);
-# small ones only, so that the cache stays within TEXTS_KEPT * TEXT_KEPT_CHARS characters.
-TEXTS_KEPT, TEXT_KEPT_CHARS = 10_000, 16_384
-_subtree_texts: BoundedDict = BoundedDict(TEXTS_KEPT)
 REF_PREFIX = "copies/"
+NEXT = "/next"  # with a copy's ref: the base its last sync made, trusted once the folder's record names it
 COPIES = "history.copies"  # copy id -> [folder, host, time made]
 
 
@@ -119,9 +118,9 @@ def forget_copy(store: Store, copy_id: str) -> Copy:
                         "`cortex copies` lists them")
 
     def drop() -> None:
-        ref = _ref(found[0].id)
-        if (base := store.refs.get(ref)) is not None:
-            store.refs.set_if_equals(ref, None, base, "forgot the working copy")
+        for ref in (_ref(found[0].id), _ref(found[0].id) + NEXT):
+            if (base := store.refs.get(ref)) is not None:
+                store.refs.set_if_equals(ref, None, base, "forgot the working copy")
         del store.table(COPIES)[found[0].id.encode()]
 
     store.transact(drop)
@@ -137,15 +136,21 @@ def _record(store: Store, folder: Path, base: Oid, message: str) -> None:
         store.table(COPIES)[copy_id.encode()] = encode([str(folder), socket.gethostname(), time.time_ns()])
 
     store.transact(register)
-    (folder / RECORD).parent.mkdir(exist_ok=True)
-    write_atomically(folder / RECORD, json.dumps({"copy": copy_id, "host": socket.gethostname()}).encode())
+    _write_record(folder, copy_id, None)
+
+
+def _write_record(folder: Path, copy_id: str, base: Oid | None, durable: bool = True) -> None:
+    """Name the folder's copy in it, and the base its files were brought up to (None: the store's)."""
+    record = {"copy": copy_id, "host": socket.gethostname(), **({"base": base.hex()} if base else {})}
+    write_atomically(folder / RECORD, json.dumps(record).encode(), durable=durable)
 
 
 def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> SyncReport:
     """Merge a working copy's edits into the store and the store's changes into it (see the module)."""
     started = time.perf_counter()
     folder = Path(os.path.abspath(folder))
-    ref = _ref(_copy_id(store, folder))
+    copy_id, recorded = _copy_record(store, folder)
+    sure, made = _ref(copy_id), _ref(copy_id) + NEXT
     report = SyncReport(folder)
     read = read_folder(store, folder)
     report.problems = [str(p) for p in read.report.problems]
@@ -154,37 +159,50 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> S
     labels = (label or folder.name or str(folder), "store")
 
     def merge_and_commit():
-        base_oid, theirs_oid = store.refs.get(ref), store.refs.get(WORKING)
+        sure_oid, made_oid, theirs_oid = store.refs.get(sure), store.refs.get(made), store.refs.get(WORKING)
+        base_oid = recorded if recorded is not None and recorded == made_oid else sure_oid
         base = store.objects[base_oid]
         theirs = EMPTY_TREE if theirs_oid is None else store.objects[theirs_oid]
         # A file that cannot be read now is as the base has it: its edits wait for a readable file.
         mine = Tree({**ours.entries, **{p: base.entries[p] for p in unreadable if p in base.entries}})
         merge = merge_trees(base, mine, theirs, read.get, labels=labels)
+        new = {obj.oid: obj for obj in merge.objects}
+        writes = {rel: None if now is None else read.render(rel, now, lambda oid: new.get(oid) or read.get(oid))
+                  for rel in sorted(mine.entries.keys() | merge.tree.entries.keys())
+                  if (now := merge.tree.entries.get(rel)) != mine.entries.get(rel) and rel not in unreadable}
 
         def commit() -> None:
-            read.write()
+            # The bytes about to be written are known, so reading them back parses nothing.
+            read.write({hash_bytes(data): merge.tree.entries[rel] for rel, data in writes.items() if data})
             store.objects.add_many(merge.objects)
             if merge.tree.oid != theirs.oid:
                 store.refs.set_if_equals(WORKING, merge.tree.oid, theirs_oid, f"sync {folder}")
+            if base_oid != sure_oid:
+                store.refs.set_if_equals(sure, base_oid, sure_oid, logged=False)
+            store.refs.set_if_equals(made, merge.tree.oid, made_oid, logged=False)
 
         store.transact(commit)
-        return base, mine, theirs, merge
+        return base, mine, merge, writes
 
-    base, mine, theirs, merge = retrying(merge_and_commit)
+    base, mine, merge, writes = retrying(merge_and_commit)
     for obj in merge.objects:  # committed: writing the merged files reads them, decoding nothing
         store.objects.remember(obj)
     report.sent = sorted(p for p in mine.entries.keys() | base.entries.keys()
                          if mine.entries.get(p) != base.entries.get(p) and p not in unreadable)
     report.merged = sorted(merge.files)
     report.conflicts = list(merge.conflicts)
-    agreed = _bring_up_to_date(folder, mine, merge.tree, read, report, unreadable)
+    agreed = _bring_up_to_date(folder, mine, merge.tree, writes, read, report, unreadable)
+    if agreed.oid == merge.tree.oid:
+        _write_record(folder, copy_id, agreed.oid, durable=False)  # lost in a crash: the next sync merges more
+    else:  # a file could not be brought up to date: the store keeps the base it has now
+        _write_record(folder, copy_id, agreed.oid)
 
-    def record() -> None:
-        read.write()  # with the bytes just written: the next sync finds them known, and edits to them cheap
-        store.objects.add(agreed)
-        store.refs.set_if_equals(ref, agreed.oid, store.refs.get(ref), logged=False)
+        def settle() -> None:
+            store.objects.add(agreed)
+            store.refs.set_if_equals(sure, agreed.oid, store.refs.get(sure), logged=False)
+            store.refs.set_if_equals(made, None, store.refs.get(made), logged=False)
 
-    store.transact(record)
+        store.transact(settle)
     read.batch.committed()
     report.seconds = time.perf_counter() - started
     return report
@@ -199,32 +217,30 @@ def conflicts(store: Store, folder: str | os.PathLike | None = None) -> list[Con
             found += [_at(c, path) for c in conflicts_in(store.objects[oid], store.objects.__getitem__)]
         return found
     folder = Path(os.path.abspath(folder))
-    _copy_id(store, folder)
+    _copy_record(store, folder)
     read = read_folder(store, folder)
     return [_at(c, path) for path, oid in read.tree.entries.items()
             for c in conflicts_in(read.get(oid), read.get)]
 
 
-def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, read: FolderRead, report: SyncReport,
-                      unreadable: set[str]) -> Tree:
+def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, writes: dict[str, bytes | None], read: FolderRead,
+                      report: SyncReport, unreadable: set[str]) -> Tree:
     """Write into the folder what the merge changed there; return the copy's new base, file by file."""
-    get = read.get
     agreed = dict(merged.entries)
     for rel in sorted(mine.entries.keys() | merged.entries.keys()):
-        was, now = mine.entries.get(rel), merged.entries.get(rel)
-        if was == now:
-            continue
-        if rel in unreadable:
+        was = mine.entries.get(rel)
+        if rel in unreadable and was != merged.entries.get(rel):
             _keep_base(agreed, rel, was)  # left alone: it syncs once it can be read
+        if rel not in writes:
             continue
-        unchanged = holds({None if was is None else read.digest(rel) or hash_bytes(_render(get, was))})
+        unchanged = holds({None if was is None else read.digest(rel) or hash_bytes(read.render(rel, was))})
+        data = writes[rel]
         try:
-            if now is None:
+            if data is None:
                 remove_under(folder, rel, unchanged)
             else:
-                data = _render(get, now)
                 write_under(folder, rel, data, unchanged)
-                read.batch.document(os.path.join(folder, rel), data, hash_bytes(data))
+                read.batch.relayout(os.path.join(folder, rel), data)
             report.received.append(rel)
         except ChangedMeanwhile:
             # Saved during the sync: the store has what was read; what was saved since merges next time.
@@ -241,32 +257,22 @@ def _keep_base(agreed: dict[str, Oid], rel: str, was: Oid | None) -> None:
         agreed[rel] = was
 
 
-def _render(get, oid: Oid) -> bytes:
-    """The bytes of a document: its top-level subtrees' texts come from the last renders where they are
-    unchanged, so writing a large file again after a small merge walks only what changed."""
-    document = get(oid)
-    parts = [document.preamble]
-    for child in document.children:
-        text = _subtree_texts.get(child)
-        if text is None:
-            text = orgfile.render_headline(get(child), get)
-            if len(text) <= TEXT_KEPT_CHARS:
-                _subtree_texts[child] = text
-        parts.append(text)
-    return "".join(parts).encode("utf-8")
-
-
-def _copy_id(store: Store, folder: Path) -> str:
-    """The id of the working copy in `folder`, known to `store`; NotACopy otherwise."""
+def _copy_record(store: Store, folder: Path) -> tuple[str, bytes | None]:
+    """The id of the working copy in `folder`, known to `store` (NotACopy otherwise), and the base its
+    record names, if any: to be trusted only if it is the one the copy's last sync made."""
     try:
-        copy_id = json.loads((folder / RECORD).read_text())["copy"]
+        record = json.loads((folder / RECORD).read_text())
+        copy_id, base = record["copy"], record.get("base")
     except FileNotFoundError:
         raise NotACopy(f"{folder}: not a working copy; make one with `cortex checkout {folder}`") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise NotACopy(f"{folder / RECORD}: unreadable ({exc}); check the folder out again") from None
     if not isinstance(copy_id, str) or store.refs.get(_ref(copy_id)) is None:
         raise NotACopy(f"{folder}: a working copy of another store (or one this store has forgotten)")
-    return copy_id
+    try:
+        return copy_id, bytes.fromhex(base) if isinstance(base, str) else None
+    except ValueError:
+        return copy_id, None
 
 
 def _ref(copy_id: str) -> str:
