@@ -139,6 +139,20 @@ def test_the_memory_cli_works_with_no_org(store_at, tmp_path, monkeypatch, capsy
     assert not (tmp_path / "org").exists()
 
 
+def test_the_repl_with_no_org_writes_memory_store_side_and_refuses_ingest_in_one_line(store_at, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    cortex = [sys.executable, "-c", MAIN]
+    added = subprocess.run([*cortex, "--store", store_at, "--no-org", "-e",
+                            '(memory-add "bot" "fact" "Tea is served at four.")'], cwd=run, capture_output=True, text=True)
+    assert added.returncode == 0, added.stderr
+    piped = subprocess.run([*cortex, "repl", "--store", store_at], input='(memory-inspect "bot")\n(ingest)\n', cwd=run,
+                           env={**os.environ, "CORTEX_NO_ORG": "1"}, capture_output=True, text=True)
+    assert "Tea is served at four." in piped.stdout and piped.returncode == 1
+    assert "ingest needs an Org folder" in piped.stderr and "Traceback" not in piped.stderr
+    assert list(run.iterdir()) == []
+
+
 def test_cortex_serve_with_no_org_routes_into_the_working_state(store_at, tmp_path, monkeypatch):
     seed = tmp_path / "seed"  # the Org folder of another machine: it defines the webhook, then is gone
     (seed / "notes").mkdir(parents=True)
@@ -169,10 +183,28 @@ def test_cortex_serve_with_no_org_routes_into_the_working_state(store_at, tmp_pa
         process.terminate()
         process.wait(30)
     assert not seed.exists() and list(run.iterdir()) == []
+    # The other webhook commands on that machine: a test delivery is routed store-side too, logs list both,
+    # a redelivery routes again; editing definitions needs the Org folder, and says so.
+    command = [sys.executable, "-c", MAIN, "webhook"]
+    where = ["--store", store_at, "--no-org"]
+    env = {**os.environ, "STRIPE_WEBHOOK_SECRET": SECRET}
+    tested = subprocess.run([*command, "test", "stripe-payments", "--event", "payment_intent.succeeded",
+                             "--payload", '{"id": "evt_2", "type": "payment_intent.succeeded"}', *where],
+                            cwd=run, env=env, capture_output=True, text=True)
+    assert tested.returncode == 0 and "routed" in tested.stdout, tested.stdout + tested.stderr
+    logged = subprocess.run([*command, "logs", *where], cwd=run, env=env, capture_output=True, text=True).stdout
+    first = re.search(r"[0-9a-f]{24}", logged)[0]
+    again = subprocess.run([*command, "redeliver", first, *where], cwd=run, env=env, capture_output=True, text=True)
+    assert again.returncode == 0 and "routed to agent assistant" in again.stdout, again.stdout + again.stderr
+    refused = subprocess.run([*command, "remove", "stripe-payments", *where], cwd=run, env=env,
+                             capture_output=True, text=True)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1 and "needs an Org folder" in refused.stderr
+    assert list(run.iterdir()) == []
     with cx.open(store_at, folder=False) as c:
-        [delivery] = DeliveryLog(c.store).deliveries()
+        delivery = DeliveryLog(c.store).deliveries()[0]
         logs = [p for p in c.working().entries if p.startswith("agents/assistant/logs/")]
         assert len(logs) == 1 and f":SESSION:  {delivery.id}\n" in text_of(c, logs[0])
+        assert len(DeliveryLog(c.store).deliveries()) == 3 and text_of(c, logs[0]).count(":SESSION:") == 3
         assert delivery.outcome == "routed"
         monkeypatch.setenv("STRIPE_WEBHOOK_SECRET", SECRET)
         service = WebhookService(c)  # recovery reads the log from the working state

@@ -1,7 +1,8 @@
 """The `cortex` command.
 
-`cortex` alone, `cortex repl` and `cortex eval` go straight to the REPL so that its prompt is
-not kept waiting by the libraries the other commands load (click, rich, the engine).
+`cortex` alone (or with the REPL's options only), `cortex repl` and `cortex eval` go straight to the
+REPL so that its prompt is not kept waiting by the libraries the other commands load (click, rich,
+the engine).
 """
 
 from __future__ import annotations
@@ -9,11 +10,14 @@ from __future__ import annotations
 import sys
 
 FAST = ("repl", "eval")
+REPL_OPTIONS = ("--store", "--no-org")
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `cortex` console script."""
     args = sys.argv[1:] if argv is None else list(argv)
+    if args and args[0].split("=")[0] in REPL_OPTIONS:
+        args = ["repl", *args]
     if not args or (args[0] in FAST and not {"-h", "--help"} & set(args)):
         from ..repl.__main__ import main as repl_main
 
@@ -33,7 +37,9 @@ def _repl_args(args: list[str]) -> list[str]:
     options, forms = [], []
     while rest:
         word = rest.pop(0)
-        if word in ("--store", "--org") and rest:
+        if word == "--no-org":
+            options.append(word)
+        elif word in ("--store", "--org") and rest:
             options += ["--store", rest.pop(0)] if word == "--store" else [rest.pop(0)]
         else:
             forms.append(word)

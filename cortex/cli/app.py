@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 
 from ..errors import CortexError
-from .common import err_console, store_option
+from .common import err_console, no_org_option, store_option
 from .dsl import dsl_group
 from .memory import memory_group
 from .search import search
@@ -29,27 +29,28 @@ def cli(ctx: click.Context) -> None:
 
 @click.command()
 @store_option
+@no_org_option
 @click.argument("org_root", required=False, type=click.Path(file_okay=False))
-def repl(store, org_root):
+def repl(store, no_org, org_root):
     """The Hy REPL over a store, after ingesting ORG_ROOT (default: the store's, else ./org)."""
     from ..repl import eval_source, run
 
     if not sys.stdin.isatty():
-        sys.exit(eval_source(sys.stdin.read(), store, org_root, filename="<stdin>"))
-    sys.exit(run(store, org_root))
+        sys.exit(eval_source(sys.stdin.read(), store, org_root, folder=not no_org, filename="<stdin>"))
+    sys.exit(run(store, org_root, folder=not no_org))
 
 
 @click.command(name="eval")
 @store_option
 @click.option("--org", "org_root", type=click.Path(file_okay=False), help="Org folder.")
+@no_org_option
 @click.argument("forms", nargs=-1)
-def eval_(store, org_root, forms):
+def eval_(store, org_root, no_org, forms):
     """Evaluate Hy FORMS (or forms piped on stdin) as the REPL would; exit 1 on the first error."""
     from ..repl import eval_source
 
-    if forms:
-        sys.exit(eval_source(" ".join(forms), store, org_root))
-    sys.exit(eval_source(sys.stdin.read(), store, org_root, filename="<stdin>"))
+    source = " ".join(forms) if forms else sys.stdin.read()
+    sys.exit(eval_source(source, store, org_root, folder=not no_org, filename="<eval>" if forms else "<stdin>"))
 
 
 for command in (repl, eval_, *store_commands, *history_commands, search, memory_group, dsl_group, webhook_group,

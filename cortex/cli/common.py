@@ -35,6 +35,11 @@ store_option = click.option(
          "(default: snapshots/ in the repository, else ~/.local/share/cortex/store).")
 
 
+no_org_option = click.option(
+    "--no-org", is_flag=True, envvar="CORTEX_NO_ORG",
+    help="No Org folder on this machine: write to the store's working state directly.")
+
+
 def with_cortex(fn):
     """Add --store, --org and --no-org to a command and pass it an open `Cortex` as its first argument.
 
@@ -45,8 +50,7 @@ def with_cortex(fn):
     @store_option
     @click.option("--org", "org_root", type=click.Path(file_okay=False),
                   help="Org folder the store tracks (default: the one it tracked, else ./org).")
-    @click.option("--no-org", is_flag=True, envvar="CORTEX_NO_ORG",
-                  help="No Org folder on this machine: write to the store's working state directly.")
+    @no_org_option
     @functools.wraps(fn)
     def wrapper(store, org_root, no_org, **kwargs):
         from .. import api

@@ -14,15 +14,16 @@ from typing import TextIO
 
 
 def eval_source(text: str, store=None, org_root=None, *, filename: str = "<eval>", ingest: bool = True,
-                out: TextIO | None = None, err: TextIO | None = None) -> int:
+                folder: bool = True, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Evaluate the forms of `text` in order, printing each value; stop at the first error.
 
     Returns the exit status: 0 when every form succeeded, 1 otherwise (the error is on `err`).
-    The store opens (and the Org folder is ingested) only when a form needs it.
+    The store opens (and the Org folder is ingested) only when a form needs it; `folder=False`: this
+    machine has no Org folder (forms write to the store's working state directly).
     """
     from .core import Session
 
-    session = Session(store, org_root, ingest=ingest, out=out or sys.stdout, err=err or sys.stderr,
+    session = Session(store, org_root, ingest=ingest, folder=folder, out=out or sys.stdout, err=err or sys.stderr,
                       filename=filename)
     try:
         return 0 if session.execute(text) else 1

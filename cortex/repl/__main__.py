@@ -1,11 +1,14 @@
-"""`python -m cortex.repl [--store DIR|URL] [-e FORMS] [ORG_DIR]`: the REPL, or forms from -e or piped stdin."""
+"""`python -m cortex.repl [--store DIR|URL] [--no-org] [-e FORMS] [ORG_DIR]`: the REPL, or forms from -e or piped stdin."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import eval_source, run
+
+TRUE = ("1", "true", "t", "yes", "y", "on")  # what the CLI's flags read as set in the environment
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,18 +19,22 @@ def main(argv: list[str] | None = None) -> int:
                         help="the Org folder (default: the store's, else ./org)")
     parser.add_argument("--store", help="the store folder or postgresql:// URL (default: $CORTEX_STORE, "
                                         "snapshots/ in the repository, else ~/.local/share/cortex/store)")
+    parser.add_argument("--no-org", action="store_true", default=os.environ.get("CORTEX_NO_ORG", "").lower() in TRUE,
+                        help="no Org folder on this machine: write to the store's working state directly "
+                             "(default: $CORTEX_NO_ORG)")
     parser.add_argument("-e", "--eval", dest="source", metavar="FORMS", help="evaluate FORMS, print their values, exit")
     args = parser.parse_args(argv)
+    where = dict(store=args.store, org_root=args.org_root, folder=not args.no_org)
     if args.source is not None:
-        return eval_source(args.source, args.store, args.org_root)
+        return eval_source(args.source, **where)
     if not sys.stdin.isatty():
-        return eval_source(sys.stdin.read(), args.store, args.org_root, filename="<stdin>")
+        return eval_source(sys.stdin.read(), **where, filename="<stdin>")
     if not sys.stdout.isatty():
-        return run(args.store, args.org_root)
+        return run(**where)
     from .early import EarlyPrompt
 
     with EarlyPrompt(sys.stdin.fileno(), sys.stdout.fileno()) as early:
-        return run(args.store, args.org_root, early=early)
+        return run(**where, early=early)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 HISTORY_FILE = "repl_history"
 
 
-def run(store=None, org_root=None, *, ingest: bool = True, input: Input | None = None,  # noqa: A002
+def run(store=None, org_root=None, *, ingest: bool = True, folder: bool = True,
+        input: Input | None = None,  # noqa: A002
         output: Output | None = None, out: TextIO | None = None, early: EarlyPrompt | None = None) -> int:
     """Read-eval-print over a store until Ctrl-D; return the exit status (0).
 
@@ -46,7 +47,8 @@ def run(store=None, org_root=None, *, ingest: bool = True, input: Input | None =
     be opened) appears above the prompt. An entry waits for the session, a form that needs the
     store for the store.
     `input`/`output` are prompt-toolkit's (tests pass a pipe input and a dummy output);
-    `out` receives the printed values (default: stdout); `early`, the banner and prompt already drawn.
+    `out` receives the printed values (default: stdout); `early`, the banner and prompt already drawn;
+    `folder=False`: no Org folder on this machine (see `eval_source`).
     """
     out = out or sys.stdout
     if early is None:
@@ -60,7 +62,7 @@ def run(store=None, org_root=None, *, ingest: bool = True, input: Input | None =
             from .core import Session
             from .printer import ingest_summary
 
-            session = Session(store, org_root, ingest=ingest, out=out)
+            session = Session(store, org_root, ingest=ingest, folder=folder, out=out)
             session.ask = lambda question: confirm(question, input, output)
             session.notify = lambda message: print(message, file=above_prompt, flush=True)
             session.on_ingest = lambda report: session.notify(ingest_summary(report, session.cortex.root))

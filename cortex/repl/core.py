@@ -41,11 +41,12 @@ def is_complete(text: str) -> bool:
 class Session:
     """One REPL session: a Hy module with the forms bound to this session, and a lazily opened store."""
 
-    def __init__(self, store=None, org_root=None, *, ingest: bool = True, out: TextIO | None = None,
-                 err: TextIO | None = None, filename: str = "<input>"):
+    def __init__(self, store=None, org_root=None, *, ingest: bool = True, folder: bool = True,
+                 out: TextIO | None = None, err: TextIO | None = None, filename: str = "<input>"):
         self.store_path = store
         self.org_root = org_root
-        self.ingest_on_open = ingest
+        self.folder = folder  # False: no Org folder on this machine (--no-org); nothing is ingested
+        self.ingest_on_open = ingest and folder
         self.filename = filename
         self.printer = Printer(self, out or sys.stdout, err or out or sys.stderr)
         self.notify = self.printer.notice  # the app redirects notices above its prompt
@@ -77,7 +78,7 @@ class Session:
                 raise CortexError("this REPL session is closed")
             from .. import api
 
-            cortex = api.open(self.store_path, self.org_root)
+            cortex = api.open(self.store_path, self.org_root, folder=self.folder)
             try:
                 report = cortex.ingest() if self.ingest_on_open else None
             except BaseException:
