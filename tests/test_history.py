@@ -198,8 +198,9 @@ def test_export_import_round_trip_and_damage(cortex, tmp_path):
     with cx.open(tmp_path / "other", tmp_path / "other-org") as other:
         imported = other.import_(path)
         assert imported == snap and other.snapshots() == [snap]
-        other.rollback(snap.oid.hex(), force=True)
+        report = other.rollback(snap.oid.hex(), force=True)
         assert (tmp_path / "other-org" / PROJECTS).read_text() == cortex.show(PROJECTS)
+        assert report.folder == tmp_path / "other-org" and report.created  # the folder written is named
     data = path.read_bytes()
     (tmp_path / "flipped.cortex").write_bytes(data[:200] + bytes([data[200] ^ 1]) + data[201:])
     (tmp_path / "short.cortex").write_bytes(data[: len(data) // 2])

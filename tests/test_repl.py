@@ -355,3 +355,18 @@ def test_completion_of_forms_and_defined_names(repl):
     assert completions(repl.session, "(+ 1 deploy")["deploy-notes"] == "defined"
     assert completions(repl.session, "(set")["setv"] == "hy"
     assert completions(repl.session, "") == {}
+
+
+def test_with_no_org_folder_the_session_says_so_once_and_ingest_makes_one_the_stores(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no ./org here
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.org").write_text("* Alpha\nhello\n")
+    repl = Transcript(tmp_path / "store", None)
+    try:
+        assert "files          0" in repl("(stats)") and repl.ok
+        assert len(repl.notices) == 1 and f"no Org folder at {tmp_path / 'org'}" in repl.notices[0]
+        assert "ingested 1 Org file" in repl(f'(ingest "{notes}")') and repl.ok
+        assert "a.org" in repl("(ls)") and not (tmp_path / "org").exists()
+    finally:
+        repl.session.close()

@@ -50,7 +50,9 @@ def rollback(cx, ref, keep, force):
         console.print(f"  restored {path}")
     for path in report.removed:
         console.print(f"  removed  {path}")
-    console.print(f"rolled back to {short(report.target.oid)} {report.target.message}")
+    console.print(f"rolled back to {short(report.target.oid)} {report.target.message}", markup=False)
+    if report.folder:
+        console.print(f"Org files in {report.folder}{' (a new folder)' if report.created else ''}", markup=False)
 
 
 @click.command()

@@ -45,6 +45,8 @@ class RollbackReport:
     written: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     kept: Snapshot | None = None
+    folder: Path | None = None  # the Org folder written (None: the store alone)
+    created: bool = False  # whether the rollback made that folder
 
 
 class UnsnapshottableFiles(UserError):
@@ -150,7 +152,7 @@ def rollback(store: Store, root: Path, ref: str | int, *, keep: bool = False, fo
     for path in to_remove:
         confined(root, path, follow=False)
     store.objects.preload(tree.entries[path] for path in to_write)
-    report = RollbackReport(target)
+    report = RollbackReport(target, folder=root, created=not root.exists())
     dirty = unsnapshotted_edits(store, root, {rel: disk[rel] for rel in disk if disk[rel].problem is None})
     if dirty and keep:
         ingest(store, root)

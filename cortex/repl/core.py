@@ -79,12 +79,16 @@ class Session:
             from .. import api
 
             cortex = api.open(self.store_path, self.org_root, folder=self.folder)
+            missing = cortex.root is not None and not cortex.root.exists()
             try:
-                report = cortex.ingest() if self.ingest_on_open else None
+                report = cortex.ingest() if self.ingest_on_open and not missing else None
             except BaseException:
                 cortex.close()
                 raise
             self._cortex = cortex
+        if missing:
+            self.notify(f"no Org folder at {cortex.root}: (ingest \"DIR\") ingests one and makes it this store's, "
+                        "or start the REPL as `cortex DIR`")
         if report is not None and self.on_ingest is not None:
             self.on_ingest(report)
 

@@ -270,11 +270,12 @@ class Renderer:
         from rich.text import Text
 
         target = report.target
-        lines = [f"HEAD and the Org files are now at {short(target.oid)} "
+        lines = [f"HEAD and the {'Org files' if report.folder else 'working state'} are now at {short(target.oid)} "
                  f"({target.message or 'no message'}, {when(target.time_ns)})"]
         if report.kept:
             lines.append(f"your edits were kept in snapshot {short(report.kept.oid)}")
-        lines.append(f"wrote {files(report.written)}")
+        if report.folder:
+            lines.append(f"wrote {files(report.written)} into {report.folder}{' (a new folder)' if report.created else ''}")
         if report.removed:
             lines.append(f"removed {files(report.removed)}")
         return Text("\n".join(lines))
