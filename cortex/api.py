@@ -343,6 +343,13 @@ class Cortex:
         old = Tree() if before_any else self.state(a)
         return history.diff(self.store, old, self.state(b))
 
+    def unsaved(self) -> list[str]:
+        """The Org files whose text differs from the working state: edits not ingested yet (none with no folder)."""
+        if self.root is None or not self.root.is_dir():
+            return []
+        on_disk, working = ingesting.read_folder(self.store, self.root).tree.entries, self.working().entries
+        return sorted(p for p in on_disk.keys() | working.keys() if on_disk.get(p) != working.get(p))
+
     def log(self, limit: int | None = None) -> list[LogEntry]:
         """Snapshots, newest first, with what changed in each."""
         return history.log(self.store, limit)

@@ -52,6 +52,8 @@ def test_snapshot_diff_rollback_log(run, org):
     path = org / "notes" / "reading.org"
     original = path.read_text()
     path.write_text(original + "* Later thoughts\n")
+    unsaved = run("diff").output  # not ingested yet: the diff says so, and how to include it
+    assert "no changes" in unsaved and "1 file: notes/reading.org edited since the last ingest" in unsaved
     run("ingest")
     assert "added    notes/reading.org: Later thoughts" in run("diff").output
     refused = run("rollback", "HEAD", ok=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 from rich.text import Text
 
+from ..words import unsaved_note
 from .common import console, duration, err_console, short, table, when, with_cortex
 
 KIND_STYLE = {"added": "green", "removed": "red", "changed": "yellow", "moved": "cyan"}
@@ -66,6 +67,8 @@ def diff(cx, a, b):
         console.print(f"[{KIND_STYLE[change.kind]}]{change}[/]", markup=True)
     if not changes:
         err_console.print("no changes")
+    if b is None and (unsaved := cx.unsaved()):
+        err_console.print(unsaved_note(unsaved, "`cortex ingest`"), markup=False)
 
 
 @click.command()

@@ -8,6 +8,7 @@ so `(find :todo "TODO")` calls `find(session, todo="TODO")`.
 from __future__ import annotations
 
 from ..errors import UserError
+from ..words import unsaved_note
 from .registry import FORMS, form, prelude
 from .values import FileEntry, Help, HelpEntry, Message, OrgText, Outline, is_a
 
@@ -188,8 +189,13 @@ def conflicts(session, folder=None):
 
 @form
 def diff(session, a="HEAD", b=None):
-    """Headline changes from snapshot `a` (default HEAD) to `b` (default: the working state): (diff "HEAD~1" "HEAD")."""
-    return session.cortex.diff(snapshot_ref(a), snapshot_ref(b))
+    """Headline changes from snapshot `a` (default HEAD) to `b` (default: the working state): (diff "HEAD~1" "HEAD").
+
+    Org files edited since they were last ingested are named: (ingest) includes their edits."""
+    changes = session.cortex.diff(snapshot_ref(a), snapshot_ref(b))
+    if b is None and (unsaved := session.cortex.unsaved()):
+        session.notify(unsaved_note(unsaved, "(ingest)"))
+    return changes
 
 
 @form

@@ -12,6 +12,7 @@ from typing import TextIO
 
 import hy
 
+from ..words import counted, files  # noqa: F401 - the views take them from here
 from .values import FileEntry, Help, Message, OrgText, Outline, SearchResults
 
 PIPE_WIDTH = 160
@@ -295,16 +296,6 @@ class Renderer:
         for entry in entries:
             table.add_row(entry.name, entry.doc)
         return table
-
-
-def counted(n: int, noun: str) -> str:
-    """`1 file`, `2 files`."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def files(paths: list[str]) -> str:
-    """`2 files: a.org, b.org`, `1 file: a.org` or `0 files`."""
-    return f"{counted(len(paths), 'file')}: {', '.join(paths)}" if paths else counted(0, "file")
 
 
 def cell(value) -> str:

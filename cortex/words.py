@@ -1,0 +1,18 @@
+"""How counts and lists read in what the CLI and the REPL print: `1 file`, `2 files: a.org, b.org`."""
+
+from __future__ import annotations
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 file`, `2 files` (`plural` for nouns that do not take an s: `1 memory`, `2 memories`)."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+def files(paths: list[str]) -> str:
+    """`2 files: a.org, b.org`, `1 file: a.org` or `0 files`."""
+    return f"{counted(len(paths), 'file')}: {', '.join(paths)}" if paths else counted(0, "file")
+
+
+def unsaved_note(paths: list[str], command: str) -> str:
+    """What to say of Org files edited since they were last ingested, and how to include their edits."""
+    return f"{files(paths)} edited since the last ingest, not in this diff: {command} includes them"
