@@ -280,6 +280,8 @@ def test_add_item_adds_once(cortex, org):
     assert cortex.memory.add_item("assistant", "procedure", "Tag releases with the date") == item
     assert (org / MEMORY).read_text().count("Tag releases") == 1
     assert cortex.lookup(item.id).outline == ("Procedures", "Tag releases with the date.")
+    # its writers' lock is kept outside the Org folder, where `git status` would show it
+    assert sorted(p.name for p in (org / MEMORY).parent.iterdir()) == ["logs", "memory.org"]
     with pytest.raises(UserError, match="memory type 'opinion': use one of fact, procedure, pattern"):
         cortex.memory.add_item("assistant", "opinion", "Tabs are better.")
 

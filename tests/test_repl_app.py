@@ -67,6 +67,23 @@ def test_a_multi_line_form_is_read_until_complete_and_kept_in_history(tmp_path, 
     assert "+(+ 1\n+   2)\n" in history
 
 
+
+def test_a_pasted_document_is_recalled_in_the_session_but_not_kept_in_the_history_file(tmp_path, org):
+    from cortex.repl.app import HISTORY_ENTRY_CHARS, Startup, StoreHistory
+    from cortex.repl.core import Session
+
+    startup = Startup(lambda: Session(tmp_path / "store", org, ingest=False))
+    startup.made.set_result(startup.make_session())
+    history = StoreHistory(startup)
+    pasted = '(len "' + "x" * HISTORY_ENTRY_CHARS + '")'
+    history.append_string(pasted)
+    history.append_string("(+ 2 2)")
+    assert list(history.get_strings()) == [pasted, "(+ 2 2)"]
+    kept = (tmp_path / "store" / "repl_history").read_text()
+    assert "xxxx" not in kept and "+(+ 2 2)\n" in kept
+    startup.session.close()
+
+
 def test_ctrl_c_cancels_the_entry_and_the_session_goes_on(tmp_path, org):
     status, shown = drive(tmp_path / "store", org, "(setv x 10" + ENTER + "(/ x" + CTRL_C, "(+ 2 3)" + ENTER,
                           "(undefined)" + ENTER + "(* 2 4)" + ENTER + CTRL_D)

@@ -18,7 +18,6 @@ from ..objects import Headline
 AGENTS = "agents"
 MEMORY_FILE = "memory.org"
 LOGS = "logs"
-LOCK_FILE = ".lock"  # hidden, so ingest never reads it
 
 # Memory types in file order: the type, its section title in memory.org, and its log tag.
 ITEM_TYPES = ("fact", "procedure", "pattern")

@@ -1,7 +1,8 @@
 """Safe writes to an agent's files: one writer per agent folder, and compare-before-replace.
 
-Processes that save the same agent take an advisory lock (flock) on a hidden file in the
-agent folder, so their read-merge-write steps never interleave. A person editing the file
+Processes that save the same agent take an advisory lock (flock) on a file named after the
+agent folder, kept outside the Org folder (it is no note: it must not show in a person's `git
+status`), so their read-merge-write steps never interleave. A person editing the file
 by hand takes no lock: the bytes a new version was computed from are compared with the file
 just before the atomic replace, and the step starts over when they differ.
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,7 +20,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..files import ChangedMeanwhile, confined, write_under
-from .layout import LOCK_FILE
+from ..hashing import hash_text
 
 LOCK_TIMEOUT = 60.0
 ATTEMPTS = 5
@@ -30,36 +33,36 @@ class MemoryBusy(UserError):
 
 @contextmanager
 def agent_lock(folder: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
-    """Hold the advisory lock of an agent folder (created if missing) for the block."""
+    """Hold the advisory lock of an agent folder (the folder is made if missing) for the block."""
     folder.mkdir(parents=True, exist_ok=True)
-    lock = folder / LOCK_FILE
-    deadline = time.monotonic() + timeout
-    while True:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            _acquire(fd, lock, deadline)
-            # A purge may have removed the folder while we waited: then this lock guards nothing.
-            if os.path.exists(lock) and os.stat(lock).st_ino == os.fstat(fd).st_ino:
-                break
-        except BaseException:
-            os.close(fd)
-            raise
-        os.close(fd)
-        folder.mkdir(parents=True, exist_ok=True)
+    lock = _lock_file(folder)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
+        _acquire(fd, folder, time.monotonic() + timeout)
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def _acquire(fd: int, lock: Path, deadline: float) -> None:
+def _lock_file(folder: Path) -> Path:
+    """The lock of an agent folder: in this user's runtime folder (else a private one in the temporary
+    folder), named by the folder's real path, so every process of the user finds the same one."""
+    locks = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / f"cortex-locks-{os.getuid()}"
+    locks.mkdir(mode=0o700, exist_ok=True)
+    found = os.lstat(locks)
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
+        raise UserError(f"{locks}: not a folder of this user's; remove it and try again")
+    return locks / (hash_text(os.path.realpath(folder)).hex()[:32] + ".lock")
+
+
+def _acquire(fd: int, folder: Path, deadline: float) -> None:
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except BlockingIOError:
             if time.monotonic() > deadline:
-                raise MemoryBusy(f"{lock}: another process has held this agent's memory for too long") from None
+                raise MemoryBusy(f"{folder}: another process has held this agent's memory for too long") from None
             time.sleep(0.005)
 
 

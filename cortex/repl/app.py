@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .core import Session
 
 HISTORY_FILE = "repl_history"
+HISTORY_ENTRY_CHARS = 8192  # longer entries (a pasted document) are recalled in this session only
 
 
 def run(store=None, org_root=None, *, ingest: bool = True, folder: bool = True,
@@ -260,6 +261,8 @@ class StoreHistory(FileHistory):
             return []
 
     def store_string(self, string: str) -> None:
-        """Append an entry, unless the store could not be opened."""
+        """Append an entry, unless it is longer than HISTORY_ENTRY_CHARS or the store could not be opened."""
+        if len(string) > HISTORY_ENTRY_CHARS:
+            return
         with contextlib.suppress(CortexError, OSError):
             super().store_string(string)
