@@ -14,8 +14,15 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# EXAMPLE secrets, so that the bundled webhooks (org/definitions.hy, the README's tour) run as shown;
+# a secret already set in the environment is kept. Never use these for a real webhook.
+EXAMPLE_SECRETS := \
+	GITHUB_WEBHOOK_SECRET=$${GITHUB_WEBHOOK_SECRET:-example-github-secret} \
+	STRIPE_WEBHOOK_SECRET=$${STRIPE_WEBHOOK_SECRET:-whsec_ZXhhbXBsZS1zdHJpcGUtc2VjcmV0} \
+	DEPLOY_WEBHOOK_SECRET=$${DEPLOY_WEBHOOK_SECRET:-whsec_ZXhhbXBsZS1kZXBsb3ktc2VjcmV0}
+
 run: $(STAMP)
-	$(BIN)/cortex repl org
+	env $(EXAMPLE_SECRETS) $(BIN)/cortex repl org
 
 # The REPL's terminal test drives the real program in tmux; install it where we can.
 tmux:

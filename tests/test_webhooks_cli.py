@@ -2,9 +2,11 @@
 
 import re
 import socket
+import subprocess
 import threading
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -18,6 +20,8 @@ from cortex.errors import NotFound, UserError
 from cortex.webhooks import MissingSecret
 from cortex.webhooks.receiver import serving
 from cortex.webhooks.service import WebhookService
+
+REPO = Path(__file__).resolve().parents[1]
 
 SECRET = "gh-s3cr3t-6f1d0c"
 LITERAL = "literal-s3cr3t-a9e2"
@@ -231,6 +235,17 @@ def test_serve_names_the_webhook_whose_secret_is_missing(tmp_path, org):
         serve_command, ["--store", str(tmp_path / "store"), "--org", str(org), "--port", "0"])
     assert isinstance(result.exception, MissingSecret)
     assert "'stripe-payments'" in str(result.exception) and SECRET not in str(result.exception)
+    neither = CliRunner(env={"GITHUB_WEBHOOK_SECRET": None, "STRIPE_WEBHOOK_SECRET": None}).invoke(
+        serve_command, ["--store", str(tmp_path / "store"), "--org", str(org), "--port", "0"])
+    named = str(neither.exception)  # every missing secret at once, not one per attempt
+    assert named.startswith("2 webhooks have no secret") and "'GITHUB_WEBHOOK_SECRET'" in named
+    assert "'STRIPE_WEBHOOK_SECRET'" in named
+
+
+def test_make_run_gives_the_bundled_webhooks_example_secrets(tmp_path):
+    shown = subprocess.run(["make", "-s", "-n", "run", "STAMP="], cwd=REPO, capture_output=True, text=True).stdout
+    assert all(f"{name}=${{{name}:-" in shown for name in ("GITHUB_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRET",
+                                                           "DEPLOY_WEBHOOK_SECRET"))
 
 
 # --- the api the commands call ------------------------------------------------------------------

@@ -45,7 +45,7 @@ from cortex.webhooks.routing import (
     parse_payload,
     provider_delivery_id,
 )
-from cortex.webhooks.secrets import SECRET_SCHEME, redact_headers, resolve_secret
+from cortex.webhooks.secrets import SECRET_SCHEME, MissingSecret, redact_headers, resolve_secret
 from cortex.webhooks.seen import DELIVERY, REPLAY, SeenKey
 from cortex.webhooks.verify import Reason, Verifier, verifier_for
 
@@ -153,11 +153,20 @@ class WebhookService:
         self.max_body = max_body
         self.warnings: list[str] = []
         self.endpoints: dict[str, Endpoint] = {}
-        # Secrets are resolved here, at startup: a missing one stops everything, naming its webhook.
+        # Secrets are resolved here, at startup: missing ones stop everything, all named at once.
+        missing: list[MissingSecret] = []
         for definition in cx.definitions().webhooks if webhooks is None else webhooks:
-            endpoint, warnings = build_endpoint(definition, base_dir=cx.root, environ=environ, verify=verify)
+            try:
+                endpoint, warnings = build_endpoint(definition, base_dir=cx.root, environ=environ, verify=verify)
+            except MissingSecret as exc:
+                missing.append(exc)
+                continue
             self.endpoints[definition.path] = endpoint
             self.warnings += warnings
+        if len(missing) == 1:
+            raise missing[0]
+        if missing:
+            raise UserError(f"{len(missing)} webhooks have no secret:\n  " + "\n  ".join(map(str, missing)))
 
     def endpoint(self, name: str) -> Endpoint:
         """The endpoint of the webhook called `name`."""
