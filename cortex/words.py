@@ -13,6 +13,15 @@ def files(paths: list[str]) -> str:
     return f"{counted(len(paths), 'file')}: {', '.join(paths)}" if paths else counted(0, "file")
 
 
+def memory_summary(agent: str, context, logs: list) -> str:
+    """`assistant: 3 facts, 1 procedure, 2 learned patterns; 4 daily logs, 2026-11-02 to 2026-11-20`, from an
+    agent's `MemoryContext` and the days of its daily logs."""
+    items = ", ".join([counted(len(context.facts), "fact"), counted(len(context.procedures), "procedure"),
+                       counted(len(context.patterns), "learned pattern")])
+    days = f", {logs[0]} to {logs[-1]}" if len(logs) > 1 else f", {logs[0]}" if logs else ""
+    return f"{agent}: {items}; {counted(len(logs), 'daily log')}{days}"
+
+
 def unsaved_note(paths: list[str], command: str) -> str:
     """What to say of Org files edited since they were last ingested, and how to include their edits."""
     return f"{files(paths)} edited since the last ingest, not in this diff: {command} includes them"

@@ -1,9 +1,14 @@
 """`cortex memory` through click's runner, on a real store and a copy of the bundled Org files."""
 
+import re
+import subprocess
+import sys
+
 import pytest
 from click.testing import CliRunner
 
 from cortex.cli.memory import memory_group
+from cortex.errors import NotFound
 
 
 @pytest.fixture
@@ -32,10 +37,15 @@ def test_list_shows_agents_with_their_counts(run, org):
 def test_add_then_inspect(run, org):
     result = run("add", "assistant", "--type", "procedure", "Rotate the keys every quarter.")
     assert result.exit_code == 0
-    assert result.output.startswith("mem-assistant-rotate-the-keys-every-quarter-")
+    assert result.output.startswith("added  mem-assistant-rotate-the-keys-every-quarter-")
+    again = run("add", "assistant", "--type", "procedure", "rotate the keys   every quarter")
+    assert again.output.startswith("already present  mem-assistant-rotate-the-keys-every-quarter-")
     shown = run("inspect", "assistant")
     assert shown.exit_code == 0
     assert shown.stdout == (org / "agents/assistant/memory.org").read_text()
+    assert shown.stderr == "assistant: 3 facts, 2 procedures, 1 learned pattern; 1 daily log, 2026-11-20\n"
+    found = run("search", "assistant", "when are the keys rotated?").stdout.splitlines()
+    assert re.match(r"0\.\d{3}  agents/assistant/memory\.org:\d+: Procedures / Rotate the keys", found[0])
     assert "** Rotate the keys every quarter.\n:PROPERTIES:\n" in shown.stdout and ":SOURCE:   cli\n" in shown.stdout
 
 
@@ -57,10 +67,15 @@ def test_compact_moves_marked_items(run, org):
     assert bad.exit_code == 2 and "--max-age" in bad.output
 
 
-def test_purge_asks_first(run, org):
-    declined = run("purge", "reviewer", input="n\n")
-    assert declined.exit_code == 1 and "purge reviewer's files (history keeps them)?" in declined.output
+def test_purge_asks_first(run, org, tmp_path):
+    declined = subprocess.run([sys.executable, "-c", "import sys; from cortex.cli import main; main(sys.argv[1:])",
+                               "memory", "purge", "reviewer", "--store", str(tmp_path / "store"), "--org", str(org)],
+                              input="n\n", capture_output=True, text=True)
+    assert declined.returncode == 1 and "purge reviewer's files (history keeps them)?" in declined.stdout
+    assert "nothing purged: reviewer's memory is as it was" in declined.stderr
     assert (org / "agents/reviewer/memory.org").exists()
+    with pytest.raises(NotFound, match="agent 'nobody' has no memory here"):  # before asking anything
+        run("purge", "nobody")
     accepted = run("purge", "reviewer", "--hard", input="y\n")
     assert accepted.exit_code == 0 and "removed  agents/reviewer/memory.org" in accepted.output
     assert "every trace in history" in accepted.output and not (org / "agents/reviewer").exists()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ..errors import NotFound
+from ..words import counted, memory_summary
 from .common import console, duration, err_console, short, table, with_cortex
 
 
@@ -19,10 +21,12 @@ def memory_group() -> None:
 @click.argument("agent")
 @with_cortex
 def inspect(cx, agent):
-    """Print AGENT's memory.org."""
-    for warning in cx.memory.load_context(agent).warnings:
+    """Print AGENT's memory.org, after a line (on stderr) counting its items and daily logs."""
+    context = cx.memory.load_context(agent)
+    for warning in context.warnings:
         err_console.print(warning, style="yellow", markup=False)
     text = cx.memory.show(agent)
+    err_console.print(memory_summary(agent, context, cx.memory.daily_logs(agent)), markup=False)
     click.echo(text, nl=not text.endswith("\n"))
 
 
@@ -32,12 +36,12 @@ def inspect(cx, agent):
 @click.option("-n", "--limit", type=click.IntRange(min=1), default=10, show_default=True, help="At most N results.")
 @with_cortex
 def search(cx, agent, query, limit):
-    """Search AGENT's memory for QUERY."""
+    """Search AGENT's memory for QUERY: score, then where and what."""
     results = cx.memory.search(agent, query, limit=limit)
     for result in results:
-        console.print(str(result), markup=False)
+        console.print(f"{result.score:.3f}  {result}", markup=False)
     if not results:
-        err_console.print("nothing found")
+        err_console.print("no results")
 
 
 @memory_group.command()
@@ -71,8 +75,11 @@ def purge(cx, agent, hard, yes):
     (what, when, by whom, never the content): see `cortex log`.
     """
     what = "files and every trace in history (this cannot be undone)" if hard else "files (history keeps them)"
-    if not yes:
-        click.confirm(f"purge {agent}'s {what}?", abort=True)
+    if not hard and agent not in cx.memory.list_agent_contexts():
+        raise NotFound(f"agent {agent!r} has no memory here; `cortex memory list` lists the agents")
+    if not yes and not click.confirm(f"purge {agent}'s {what}?"):
+        err_console.print(f"nothing purged: {agent}'s memory is as it was")
+        raise SystemExit(1)
     report = cx.memory.purge(agent, hard=hard)
     for path in report.files:
         console.print(f"  removed  {path}", markup=False)
@@ -92,9 +99,10 @@ def forget(cx, agent, item, hard, yes):
     Without --hard a snapshot is taken first, so `cortex rollback` brings the item back. A hard
     forget needs the store alone, cannot be undone and is recorded like a hard purge.
     """
-    if hard and not yes:
-        click.confirm(f"erase this item of {agent} from the files and every snapshot? This cannot be undone.",
-                      abort=True)
+    if hard and not yes and not click.confirm(
+            f"erase this item of {agent} from the files and every snapshot? This cannot be undone."):
+        err_console.print(f"nothing forgotten: {agent}'s memory is as it was")
+        raise SystemExit(1)
     report = cx.memory.forget(agent, item, hard=hard)
     for path in report.files:
         console.print(f"  rewrote  {path}", markup=False)
@@ -107,8 +115,8 @@ def forget(cx, agent, item, hard, yes):
 
 def _print_history(forgotten) -> None:
     if forgotten is not None:
-        console.print(f"  rewrote {forgotten.snapshots} snapshots, collected {forgotten.objects} objects",
-                      markup=False)
+        console.print(f"  rewrote {counted(forgotten.snapshots, 'snapshot')}, "
+                      f"collected {counted(forgotten.objects, 'object')}", markup=False)
 
 
 @memory_group.command(name="list")
@@ -128,6 +136,7 @@ def list_(cx):
 @click.option("--source", default="cli", show_default=True, help="Where the item comes from.")
 @with_cortex
 def add(cx, agent, text, type_, source):
-    """Add TEXT to AGENT's memory as a fact, procedure or pattern."""
-    item = cx.memory.add_item(agent, type_, text, source=source)
-    console.print(f"{item.id or item.key(type_)}  {item.title}", markup=False)
+    """Add TEXT to AGENT's memory as a fact, procedure or pattern (once: the same text is not added again)."""
+    known = cx.memory.known_item(agent, type_, text)
+    item = known or cx.memory.add_item(agent, type_, text, source=source)
+    console.print(f"{'already present' if known else 'added'}  {item.id or item.key(type_)}  {item.title}", markup=False)

@@ -320,6 +320,17 @@ class AgentMemory:
         # not found only when a save grouped after this one removed it
         return next(iter(same or [i for i in items if i.normalised == item.normalised]), item)
 
+    def known_item(self, agent: str, type: str, text: str) -> MemoryItem | None:
+        """The item of that type in the agent's memory.org with the same text (as `add_item` compares), if any."""
+        wanted = normalise(text)
+        return next((item for kind, item in self.load_context(agent).items() if kind == type and item.normalised == wanted),
+                    None)
+
+    def daily_logs(self, agent: str) -> list[date]:
+        """The days of the agent's daily logs, oldest first."""
+        self.load_context(agent)  # brings the working state in line with the agent's files
+        return sorted(self._logs(agent).values())
+
     def search(self, agent: str, query: str, limit: int = 10):
         """Hybrid search over one agent's memory items and logs."""
         return self.cortex.search(query, limit=limit, agent=agent)

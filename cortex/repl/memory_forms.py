@@ -6,6 +6,7 @@ Like every form module, it imports only what start-up needs; each form loads its
 from __future__ import annotations
 
 from ..errors import UserError
+from ..words import memory_summary
 from .forms import duration, snapshot_ref
 from .registry import form
 from .values import Message, OrgText, SearchResults
@@ -36,9 +37,12 @@ def memory_inspect(session, agent):
     from ..api import memory_path
 
     memory = session.cortex.memory
-    for warning in memory.load_context(agent).warnings:
+    context = memory.load_context(agent)
+    for warning in context.warnings:
         session.notify(warning)
-    return OrgText(memory.show(agent), memory_path(agent))
+    text = memory.show(agent)
+    session.notify(memory_summary(agent, context, memory.daily_logs(agent)))
+    return OrgText(text, memory_path(agent))
 
 
 @form
@@ -51,9 +55,14 @@ def memory_search(session, agent, query, *, limit=10, explain=False):
 def memory_add(session, agent, type, text, *, source="repl"):
     """Add a fact, procedure or pattern to an agent's memory.org: (memory-add "assistant" "fact" "Staging is eu-west-1.").
 
-    The same text is never added twice; the item is returned with its :ID:.
+    The same text is never added twice (the item already there is returned, and said to be); the item is
+    returned with its :ID:.
     """
-    return session.cortex.memory.add_item(agent, type, text, source=source)
+    memory = session.cortex.memory
+    if known := memory.known_item(agent, type, text):
+        session.notify(f"already present: {known.id or known.key(type)}")
+        return known
+    return memory.add_item(agent, type, text, source=source)
 
 
 @form
