@@ -346,6 +346,16 @@ def test_completion_of_ids_files_agents_and_snapshot_refs(repl):
     assert {"HEAD", "HEAD~1"} <= refs.keys()
     newest = session.cortex.snapshots()[0]
     assert refs[newest.oid.hex()[:12]] == "two"
+    # each argument is offered what it takes: refs, agents, webhooks, :ID:s; an unknown one everything
+    assert set(refs.values()) <= {"snapshot", "one", "two"}
+    assert completions(session, '(diff "HEAD~1" "')["HEAD"] == "snapshot"
+    assert set(completions(session, '(memory-inspect "').values()) == {"agent"}
+    assert set(completions(session, '(memory-search "assistant" "t').values()) == set()
+    assert completions(session, '(webhook-test "')["github-events"].startswith("webhook ")
+    assert set(completions(session, '(webhook-logs :tail 5 :name "').values()) <= {"webhook /hooks/github",
+                                                                                   "webhook /hooks/stripe"}
+    assert "task-parse-org" in completions(session, '(show (first [1 "x"]) "task-')
+    assert "HEAD" in completions(session, '(list "')
 
 
 def test_completion_of_forms_and_defined_names(repl):
