@@ -17,6 +17,7 @@ from ..errors import NotFound, UserError
 from ..ingest import WORKING, working_tree
 from ..objects import EMPTY_TREE, Snapshot, Tree
 from ..retry import retrying
+from ..words import counted
 
 HEAD = "HEAD"
 SNAPSHOTS = "history.snapshots"
@@ -108,7 +109,7 @@ def _from_head(store: Store, text: str, back: int, moves: int) -> Snapshot:
     if moves:
         log = store.refs.reflog(HEAD)
         if moves > len(log):
-            raise NotFound(f"{text}: HEAD has moved only {len(log)} times")
+            raise NotFound(f"{text}: HEAD has moved only {counted(len(log), 'time')}")
         oid = log[-moves].old
     else:
         oid = store.refs.get(HEAD)
@@ -117,7 +118,7 @@ def _from_head(store: Store, text: str, back: int, moves: int) -> Snapshot:
     snap = store.objects[oid]
     for step in range(back):
         if snap.parent is None:
-            raise NotFound(f"{text}: history has only {step + 1} snapshots")
+            raise NotFound(f"{text}: HEAD has only {counted(step, 'snapshot')} before it")
         snap = store.objects[snap.parent]
     return snap
 
