@@ -202,6 +202,23 @@ class Cortex:
             prop = (name, value or None)
         return query.find(self.store, self.state(ref), todo=todo, tag=tag, prop=prop, text=text)
 
+    def query(self, q, *, as_of: str | int | None = None, match: bool | None = None) -> list[Node]:
+        """Headlines matching an Org query, in the working state or the snapshot `as_of`: a predicate form
+        (`(and (todo "TODO") (tags "security") (deadline :to "+7d"))`, as Hy text, Hy data or Python lists)
+        or an Org match string (`+security-ops/TODO`); text not starting with "(" is a match string unless
+        `match` says otherwise. See `cortex.orgquery.predicates` for the predicates."""
+        from .orgquery import Index, parse_query
+
+        predicate = parse_query(q, match=match)
+        # Two indexes kept in this session, each following its trees incrementally: the working state's and
+        # the snapshots'.
+        indexes = self.__dict__.setdefault("_query_indexes", {})
+        index = indexes.get(as_of is None)
+        if index is None:
+            index = indexes[as_of is None] = Index(self.store)
+        index.follow(self.state(as_of))
+        return index.nodes(predicate)
+
     def show(self, target) -> str:
         """Org text of a node, a headline or its oid (a search result's `oid`), an :ID: (a file's own :ID:
         shows the file), or a file path."""
@@ -411,13 +428,95 @@ class Cortex:
 
         return Registry()
 
+    # --- agenda and links ---------------------------------------------------------------
+
+    def agenda(self, span: int = 7, start=None, *, as_of: str | int | None = None, today=None):
+        """What is scheduled, due and timestamped on each of `span` days from `start` (default: today), as
+        Emacs's org-agenda lists it, in the working state or snapshot `as_of`. `today` (default: the real
+        today) is the day labels count from ("Sched. 2x:", "3 d. ago:"). Days are dates or text: "today",
+        "tomorrow", "+7d", "-2w", "2026-11-23". The result's text is org-agenda's; `.days` and `.entries` hold it."""
+        from datetime import date
+
+        from .orgquery.agenda import agenda
+        from .orgquery.dates import parse_when
+        from .orgquery.errors import QueryError
+
+        today = date.today() if today is None else parse_when(today, date.today())
+        start = today if start is None else parse_when(start, today)
+        if isinstance(span, bool) or not isinstance(span, int) or span < 1:
+            raise QueryError(f"an agenda spans a whole number of days, at least 1; got {span!r}")
+        return agenda(self._org_files(as_of), start, span, today)
+
+    def links(self, node, *, as_of: str | int | None = None) -> list:
+        """The links of a headline's title and section (a node, an :ID:, an oid, a search result), or of the text
+        before a file's first headline (a file path), in order: `Link`s with kind, target, search, description."""
+        from .orgquery.links import document_links, headline_links
+
+        target = self._link_target(node, as_of)
+        if isinstance(target, str):
+            return list(document_links(self.store.objects[self.state(as_of).entries[target]]))
+        return list(headline_links(target.headline))
+
+    def backlinks(self, node, *, as_of: str | int | None = None) -> list:
+        """The links that lead to a headline (by :ID:, by a file link's `::*heading` or `::#custom-id`, or
+        in its file by `[[*heading]]`), or to a file (a file path: by file link, or by the file's own :ID:), as
+        org-roam lists backlinks: each a `Backlink`, the node holding the link, with `.link` and `.link_line`."""
+        from .orgquery import links
+
+        target = self._link_target(node, as_of)
+        files = list(self._org_files(as_of))
+        if isinstance(target, str):
+            keys = links.file_keys(target, query.file_id(next(f.document for f in files if f.path == target)))
+        else:
+            keys = links.target_keys(target)
+        return links.backlinks(keys, links.sources(files), self.root)
+
+    def broken_links(self, *, as_of: str | int | None = None) -> list:
+        """The id links whose :ID: no headline or file holds, each a `Backlink` (the node holding it, `.link_line`)."""
+        from .orgquery import links
+
+        files = list(self._org_files(as_of))
+        return links.broken(links.sources(files), links.target_index(files))
+
+    def _org_files(self, ref: str | int | None):
+        """Each file of a state with its document and its headlines in document order."""
+        from .orgquery.agenda import AgendaFile
+
+        tree = self.state(ref)
+        for path in sorted(tree.entries):
+            document = self.store.objects[tree.entries[path]]
+            yield AgendaFile(path, document, list(query.walk_document(self.store, path, document)))
+
+    def _link_target(self, node, ref: str | int | None) -> Node | str:
+        """The headline a user names (a node, an oid or what has one, an :ID:), or a file (its path, or its :ID:)."""
+        if isinstance(node, Node):
+            return node.path if node.headline.level == 0 else node  # level 0: a file's node (see `links.file_node`)
+        tree = self.state(ref)
+        oid = node if isinstance(node, Oid) else getattr(node, "oid", None)
+        if isinstance(oid, Oid):
+            found = next((n for n in query.walk(self.store, tree) if n.oid == oid), None)
+            if found is None:
+                raise NotFound(f"{oid.hex()[:12]}: no headline of this state has it")
+            return found
+        if str(node) in tree.entries:
+            return str(node)
+        try:
+            return query.lookup(self.store, tree, str(node))
+        except query.FileIdNotHeadline as named:
+            return named.path
+
     # --- search ------------------------------------------------------------------------
+
+    _background_build = None  # (progress, failed) once build_search_in_background was asked for
 
     @cached_property
     def _search_index(self):
         from .search.service import SearchIndex, cached_embedder
 
-        return SearchIndex.load(self.store, cached_embedder(self.store), self._index_folder())
+        index = SearchIndex.load(self.store, cached_embedder(self.store), self._index_folder())
+        if self._background_build is not None:  # again after the indexes were dropped (a purge)
+            index.build_in_background(self.working, *self._background_build)
+        return index
 
     def _index_folder(self) -> Path | None:
         """Where the search indexes are saved: in the store's local folder (nowhere for an in-memory store)."""

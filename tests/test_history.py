@@ -52,7 +52,7 @@ def test_snapshot_addressing(cortex, org):
     assert cortex.resolve(second.oid.hex()[:8]) == second
     assert cortex.resolve(first.oid.hex()) == first
     assert second.parent == first.oid and second.counts["files"] == 5
-    with pytest.raises(NotFound, match="history has only 2 snapshots"):
+    with pytest.raises(NotFound, match="HEAD has only 1 snapshot before it"):
         cortex.resolve("HEAD~2")
     with pytest.raises(UserError, match="not a snapshot"):
         cortex.resolve("yesterday")

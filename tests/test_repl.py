@@ -156,7 +156,7 @@ def test_list_of_nodes_prints_as_a_table(repl):
     header, first, second = shown.splitlines()[:3]
     assert header.split() == ["#", "where", "todo", "headline", "tags", "id"]
     assert first.split()[:3] == ["0", "notes/projects.org:25", "TODO"] and "task-rotate-secrets" in first
-    assert second.split()[:3] == ["1", "notes/reading.org:20", "TODO"]
+    assert second.split()[:3] == ["1", "notes/reading.org:21", "TODO"]
 
 
 def test_a_node_prints_as_its_org_text_with_its_place(repl):

@@ -9,6 +9,8 @@ import click
 from rich.markup import escape
 
 from ..errors import CortexError
+from .agenda import agenda_commands
+from .query import query
 from .common import err_console, no_org_option, store_option
 from .dsl import dsl_group
 from .memory import memory_group
@@ -53,8 +55,8 @@ def eval_(store, org_root, no_org, forms):
     sys.exit(eval_source(source, store, org_root, folder=not no_org, filename="<eval>" if forms else "<stdin>"))
 
 
-for command in (repl, eval_, *store_commands, *history_commands, search, memory_group, dsl_group, webhook_group,
-                serve_command):
+for command in (repl, eval_, *store_commands, *history_commands, search, query, *agenda_commands, memory_group, dsl_group,
+                webhook_group, serve_command):
     cli.add_command(command)
 
 

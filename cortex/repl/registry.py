@@ -16,7 +16,8 @@ import hy
 from ..errors import UserError
 
 # Modules whose import registers forms; a new group of forms is one more entry here.
-FORM_MODULES = ("cortex.repl.forms", "cortex.repl.memory_forms", "cortex.repl.dsl_forms")
+FORM_MODULES = ("cortex.repl.forms", "cortex.repl.memory_forms", "cortex.repl.dsl_forms", "cortex.repl.query_forms",
+                "cortex.repl.agenda_forms")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,140 @@
+"""Org queries at 100k headlines, ratios against a full scan of the same tree measured in the same run:
+
+- the index build (a walk of the tree), and the first query of each kind (which collects its postings);
+- p50/p95 of indexed queries (tags, keywords, dates, priorities, properties, links, match strings,
+  relatives), as rows and as nodes (a repeated query's nodes are kept), vs a scan: a fresh index made
+  for the one query, which walks every headline again (with the decoded objects and the dates and links
+  of each headline already cached in the process: the scan at its fastest);
+- following a one-headline edit vs building the index again.
+
+The tree is made up (deterministic): 1,000 files of 100 headlines, with TODO keywords, tags drawn
+unevenly from 60, priorities, planning dates over four months, clocks, properties and id links (to a
+thousand headlines, ten links each), in a
+store in memory (so the scan is not slowed by reading disk). Emacs's org-ql is not compared: it is
+not installed here and cannot be (its package archive is out of reach).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from datetime import date, timedelta
+
+from _common import percentiles, report
+
+from cortex import orgfile
+from cortex.backends import open_store
+from cortex.objects import Tree
+from cortex.orgquery import Index, parse_query
+
+FILES, PER_FILE = 1000, 100
+TODAY = date(2026, 11, 23)
+TAGS = [f"t{n}" for n in range(60)] + ["security", "ops", "ARCHIVE"]
+QUERIES = [
+    '(tags "security")',
+    '(todo "NEXT")',
+    '(and (todo "TODO") (tags "security") (deadline :to "+7d"))',
+    '(scheduled :from "today" :to "+7d")',
+    '(priority "A")',
+    '(property "OWNER" "dana")',
+    '(links-to "id-1235")',
+    '(linked-from (property "OWNER" "kim"))',
+    '(and (tags "ops") (parent (tags "security")))',
+    "+security-ops/TODO|NEXT",
+    'PRIORITY="A"+LEVEL=2',
+]
+RUNS, SCANS = 40, 3
+
+
+def headline(rng: random.Random, n: int, level: int) -> str:
+    todo = rng.choices(["", "TODO ", "NEXT ", "DONE "], [70, 18, 4, 8])[0]
+    priority = rng.choices(["", "[#A] ", "[#B] ", "[#C] "], [88, 4, 4, 4])[0]
+    tags = rng.sample(TAGS, rng.choices([0, 1, 2], [60, 30, 10])[0]) if rng.random() < 0.9 else \
+        [rng.choice(TAGS[:5])]
+    lines = ["*" * level + f" {todo}{priority}Headline {n} about {rng.choice(TAGS)}"
+             + (f"  :{':'.join(dict.fromkeys(tags))}:" if tags else "")]
+    planning = []
+    if rng.random() < 0.12:
+        planning.append(f"SCHEDULED: <{TODAY + timedelta(days=rng.randrange(-60, 60))}>")
+    if rng.random() < 0.05:
+        planning.append(f"DEADLINE: <{TODAY + timedelta(days=rng.randrange(-30, 30))}>")
+    if planning:
+        lines.append("   " + " ".join(planning))
+    properties = []
+    if n % 5 == 0:
+        properties.append(f":ID: id-{n}")
+    if rng.random() < 0.1:
+        properties.append(f":OWNER: {rng.choice(['dana', 'eli', 'kim', 'lee'])}")
+    if properties:
+        lines += ["   :PROPERTIES:", *("   " + p for p in properties), "   :END:"]
+    if rng.random() < 0.03:
+        day = TODAY - timedelta(days=rng.randrange(30))
+        lines.append(f"   CLOCK: [{day} 09:00]--[{day} 10:30] =>  1:30")
+    if rng.random() < 0.1:
+        lines.append(f"   See [[id:id-{5 * rng.randrange(1000)}][a related note]].")
+    lines.append("   Some text of the entry, a line or two long, as notes are.")
+    return "\n".join(lines) + "\n"
+
+
+def make_tree(store) -> Tree:
+    rng = random.Random(19)
+    entries = {}
+    n = 0
+    for f in range(FILES):
+        level, parts = 1, [f"#+TITLE: File {f}\n#+TODO: TODO NEXT | DONE\n\n"]
+        for _ in range(PER_FILE):
+            level = rng.randint(1, min(level + 1, 4))
+            parts.append(headline(rng, n, level))
+            n += 1
+        parsed = orgfile.parse("".join(parts))
+        store.objects.add_many(parsed.objects)
+        entries[f"notes/{f // 100}/file{f}.org"] = parsed.document.oid
+    return Tree(entries)
+
+
+def timed(fn) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    store = open_store(None)
+    tree = make_tree(store)
+    index = Index(store)
+    build = timed(lambda: index.follow(tree))
+    print(f"{len(index.rows):,} headlines in {len(tree.entries):,} files; index build (a walk) {build:.2f} s")
+    first = {q: timed(lambda q=q: index.nodes(parse_query(q, today=TODAY))) for q in QUERIES}
+    print(f"first queries, collecting their postings: {sum(first.values()):.2f} s in all")
+
+    for q in QUERIES:
+        predicate = parse_query(q, today=TODAY)
+        found = len(index.nodes(predicate))
+        selects = [timed(lambda: index.select(predicate)) for _ in range(RUNS)]
+        nodes = [timed(lambda: index.nodes(predicate)) for _ in range(RUNS)]
+        scans = []
+        for _ in range(SCANS):
+            scan = Index(store)
+            scans.append(timed(lambda: (scan.follow(tree), scan.nodes(predicate))))
+        scan_p50 = statistics.median(scans) * 1e3
+        p50, p95 = percentiles(nodes)
+        print(f"{q}  ({found:,} headlines)")
+        report("  indexed, rows p50 (ms)", percentiles(selects)[0], scan_p50, "ms", "ratio to the scan")
+        report("  indexed, nodes p50 (ms)", p50, scan_p50, "ms", "target <= 5 ms")
+        report("  indexed, nodes p95 (ms)", p95, scan_p50, "ms")
+        report("  scan p50 (ms)", scan_p50, scan_p50, "ms")
+
+    # one headline edited: follow the new tree, vs building the index again
+    path = sorted(tree.entries)[500]
+    text = orgfile.render(store.objects[tree.entries[path]], store.objects.__getitem__)
+    parsed = orgfile.parse(text.replace("Headline ", "TODO Headline ", 1))
+    store.objects.add_many(parsed.objects)
+    edited = Tree({**tree.entries, path: parsed.document.oid})
+    follow = timed(lambda: index.follow(edited))
+    rebuild = timed(lambda: Index(store).follow(edited))
+    report("follow a one-headline edit (s)", follow, rebuild, "s", "ratio to a rebuild")
+
+
+if __name__ == "__main__":
+    main()

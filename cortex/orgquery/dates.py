@@ -1,0 +1,240 @@
+"""Dates as Emacs reads them: a headline's planning, timestamps, ranges, repeaters, delays and clocks.
+
+Timestamps are read by orgparse's date module (`orgparse.date`). Around it, as Emacs reads them:
+single-digit hours (`9:05`), which orgparse drops, and the repeater and warning-delay cookies, which
+orgparse misses when the delay comes first or is written `--2d`. Relative dates ("+7d", "tomorrow")
+are read by `parse_when`.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import NamedTuple
+
+from orgparse.date import TIMESTAMP_RE, OrgDate, OrgDateClock, OrgDateClosed, OrgDateDeadline, OrgDateScheduled
+
+from ..bounded import BoundedDict
+from ..objects import Headline
+from .errors import QueryError
+
+# Emacs's own cookie patterns (org-element-timestamp-parser); the first match in a timestamp counts.
+_REPEATER = re.compile(r"([.+]?\+)([0-9]+)([hdwmy])")
+_DELAY = re.compile(r"(-)?-([0-9]+)([hdwmy])")
+_SHORT_HOUR = re.compile(r"(?<=[ -])([0-9])(?=:[0-5][0-9])")
+_PLANNING_LINE = re.compile(r"[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):", re.I)
+_CLOCK_LINE = re.compile(r"[ \t]*CLOCK:")
+_BLOCK = re.compile(r"[ \t]*#\+(BEGIN|END)_(\S+)", re.I)
+_RAW_BLOCKS = frozenset({"SRC", "EXAMPLE", "EXPORT", "COMMENT"})
+_NO_OBJECTS = re.compile(r"[ \t]*(?:#|:)(?: |$)")  # comment and fixed-width lines
+_DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*$", re.I)
+_DRAWER_END = re.compile(r"[ \t]*:END:[ \t]*$", re.I)
+_RELATIVE = re.compile(r"([+-])([0-9]+)([dwmy])")
+_ISO_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_PLANNING_KINDS = {"SCHEDULED": OrgDateScheduled, "DEADLINE": OrgDateDeadline, "CLOSED": OrgDateClosed}
+WHEN_FORMS = "today, tomorrow, yesterday, +7d, -2w, +1m, +1y or YYYY-MM-DD"
+
+
+class Cookie(NamedTuple):
+    """A repeater (`+1w`, `.+2d`, `++1m`) or a warning delay (`-3d`, `--3d`): its prefix, count and unit."""
+
+    prefix: str
+    value: int
+    unit: str
+
+
+class Stamp(NamedTuple):
+    """A timestamp (or range) as written: its date, its text, its line within the section (0: the heading)."""
+
+    date: OrgDate
+    raw: str
+    line: int
+
+
+@dataclass(frozen=True)
+class HeadlineDates:
+    """What a headline's dates say. `timestamps` are those of its own section, the planning line and CLOCK
+    lines excluded, each with whether it is active; a range is one date with an `end`."""
+
+    scheduled: OrgDateScheduled | None
+    deadline: OrgDateDeadline | None
+    closed: OrgDateClosed | None
+    timestamps: tuple[tuple[OrgDate, bool], ...]
+    clocks: tuple[OrgDateClock, ...]
+
+    @property
+    def clocked(self) -> timedelta:
+        """The time of the closed CLOCK lines, added up (a running clock has no end yet)."""
+        return sum((clock.duration for clock in self.clocks if clock.has_end()), timedelta())
+
+
+# By headline oid: content never changes.
+_CACHE: BoundedDict = BoundedDict(200_000)
+_STAMPS: BoundedDict = BoundedDict(200_000)
+
+
+def headline_dates(headline: Headline) -> HeadlineDates:
+    """The planning dates, timestamps and clocks of one headline."""
+    found = _CACHE.get(headline.oid)
+    if found is None:
+        planning = {keyword: planning_date(keyword, raw) for keyword, raw in headline.planning}
+        found = _CACHE[headline.oid] = HeadlineDates(
+            scheduled=planning.get("SCHEDULED"),
+            deadline=planning.get("DEADLINE"),
+            closed=planning.get("CLOSED"),
+            timestamps=tuple((stamp.date, stamp.date.is_active()) for stamp in section_stamps(headline)),
+            clocks=tuple(clock for _, line in section_lines(headline) if _CLOCK_LINE.match(line)
+                         if (clock := OrgDateClock.from_str(line))),
+        )
+    return found
+
+
+def planning_date(keyword: str, raw: str) -> OrgDate | None:
+    """A planning entry (`SCHEDULED`, `<2026-11-23 Mon +1w>`) as its orgparse kind; None for a diary sexp."""
+    dates = OrgDate.list_from_str(_padded(raw))
+    if not dates:
+        return None
+    found = dates[0]
+    return _PLANNING_KINDS[keyword](found.start, found.end, active=found.is_active(),
+                                    repeater=_repeater(raw), warning=_delay(raw))
+
+
+def section_stamps(headline: Headline) -> tuple[Stamp, ...]:
+    """The timestamps and ranges of a headline's heading and section, in order, but for planning and CLOCK lines."""
+    found = _STAMPS.get(headline.oid)
+    if found is None:
+        found = _STAMPS[headline.oid] = tuple(stamp for offset, line in section_lines(headline)
+                                              if not _CLOCK_LINE.match(line) for stamp in timestamps_in(line, offset))
+    return found
+
+
+def timestamps_in(text: str, line: int = 0) -> Iterator[Stamp]:
+    """The timestamps of one line of text, a range (`<a>--<b>`) as one."""
+    pos = 0
+    while (m := TIMESTAMP_RE.search(text, pos)) is not None:
+        end = m.end()
+        if text.startswith("--", end) and (after := TIMESTAMP_RE.match(text, end + 2)) is not None \
+                and text[end - 1] + after.group()[0] in ("><", "]["):
+            end = after.end()
+        raw = text[m.start():end]
+        first = OrgDate.list_from_str(_padded(raw))[0]
+        yield Stamp(OrgDate(first.start, first.end, first.is_active(), _repeater(m.group()), _delay(m.group())),
+                    raw, line)
+        pos = end
+
+
+def section_lines(headline: Headline, *, properties: bool = True) -> Iterator[tuple[int, str]]:
+    """The lines of a headline where Org reads timestamps and links, with their index in its section (0: the
+    heading): not the planning line, raw blocks (src, example, export, comment), comment or fixed-width lines;
+    the property drawer only with `properties`."""
+    return object_lines(headline.raw, properties=properties)
+
+
+def object_lines(text: str, *, heading: bool = True, properties: bool = True) -> Iterator[tuple[int, str]]:
+    """`section_lines` of a headline's raw text, or (not `heading`) of the text before a file's first headline."""
+    lines = _lines(text)
+    ends = _block_ends(lines)
+    drawer = (0, 0) if properties else _property_drawer(lines, heading)
+    skip_to = 0
+    for index, line in enumerate(lines):
+        planning = heading and index == 1 and _PLANNING_LINE.match(line)
+        if index < skip_to or drawer[0] <= index < drawer[1] or planning:
+            continue
+        block = _BLOCK.match(line)
+        if block and block[1].upper() == "BEGIN" and block[2].upper() in _RAW_BLOCKS:
+            close = ends.get(block[2].upper(), [])
+            k = bisect_right(close, index)
+            if k < len(close):
+                skip_to = close[k] + 1
+                continue
+        if (index or not heading) and _NO_OBJECTS.match(line):
+            continue
+        yield index, line
+
+
+def repeater(stamp: OrgDate) -> Cookie | None:
+    """A timestamp's repeater, if any."""
+    return stamp._repeater  # orgparse keeps it unexposed; `timestamps_in` and `planning_date` set it
+
+
+def warning(stamp: OrgDate) -> Cookie | None:
+    """A timestamp's warning period (a deadline's) or delay (a scheduled date's), if any."""
+    return stamp._warning
+
+
+def day_of(value: date | datetime) -> date:
+    """The calendar day of a date or datetime."""
+    return value.date() if isinstance(value, datetime) else value
+
+
+def add_months(day: date, months: int) -> date:
+    """`day` moved by whole months as Emacs moves dates: a day past the month's end runs into the next."""
+    month = day.month - 1 + months
+    return date(day.year + month // 12, month % 12 + 1, 1) + timedelta(days=day.day - 1)
+
+
+def parse_when(text: str, today: date) -> date:
+    """A day a user wrote: today, tomorrow, yesterday, +7d, -2w, +1m, +1y (relative to `today`) or YYYY-MM-DD."""
+    if isinstance(text, (date, datetime)):
+        return day_of(text)
+    word = str(text).strip().lower()
+    named = {"today": 0, "tomorrow": 1, "yesterday": -1}
+    if word in named:
+        return today + timedelta(days=named[word])
+    if m := _RELATIVE.fullmatch(word):
+        n = int(m[2]) * (1 if m[1] == "+" else -1)
+        if m[3] in "dw":
+            return today + timedelta(days=n * (7 if m[3] == "w" else 1))
+        return add_months(today, n * (12 if m[3] == "y" else 1))
+    if _ISO_DAY.fullmatch(word):
+        try:
+            return date.fromisoformat(word)
+        except ValueError as exc:
+            raise QueryError(f"{text!r} is not a date ({exc}); write {WHEN_FORMS}") from None
+    raise QueryError(f"{text!r} is not a date; write {WHEN_FORMS}")
+
+
+def _lines(text: str) -> list[str]:
+    """The lines of a text, without their line ends."""
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+def _repeater(stamp: str) -> Cookie | None:
+    m = _REPEATER.search(stamp)
+    return Cookie(m[1], int(m[2]), m[3]) if m else None
+
+
+def _delay(stamp: str) -> Cookie | None:
+    m = _DELAY.search(stamp)
+    return Cookie("--" if m[1] else "-", int(m[2]), m[3]) if m else None
+
+
+def _padded(raw: str) -> str:
+    """A timestamp with single-digit hours written with two digits, which orgparse needs."""
+    return _SHORT_HOUR.sub(r"0\1", raw)
+
+
+def _block_ends(lines: list[str]) -> dict[str, list[int]]:
+    ends: dict[str, list[int]] = {}
+    for index, line in enumerate(lines):
+        m = _BLOCK.match(line)
+        if m and m[1].upper() == "END":
+            ends.setdefault(m[2].upper(), []).append(index)
+    return ends
+
+
+def _property_drawer(lines: list[str], heading: bool) -> tuple[int, int]:
+    """The span of the property drawer: right after the heading (and planning line), or opening a file (after
+    its blank and comment lines); empty if there is none."""
+    if heading:
+        start = 2 if len(lines) > 1 and _PLANNING_LINE.match(lines[1]) else 1
+    else:
+        start = next((i for i, line in enumerate(lines) if line.strip() and not _NO_OBJECTS.match(line)), len(lines))
+    if start < len(lines) and _DRAWER_START.match(lines[start]):
+        for end in range(start + 1, len(lines)):
+            if _DRAWER_END.match(lines[end]):
+                return start, end + 1
+    return 0, 0
