@@ -65,6 +65,10 @@ def test_a_multi_line_form_is_read_until_complete_and_kept_in_history(tmp_path, 
     assert status == 0 and shown.splitlines()[1:] == ["3"]
     history = (tmp_path / "store" / "repl_history").read_text()
     assert "+(+ 1\n+   2)\n" in history
+    # pasted at once with no paste marks, an indented form keeps its own indentation, not a pile of margins
+    status, shown = drive(tmp_path / "store", org, "(+ 1" + ENTER + "   2" + ENTER + "   3)" + ENTER + CTRL_D)
+    assert status == 0 and shown.splitlines()[1:] == ["6"]
+    assert "+(+ 1\n+   2\n+   3)\n" in (tmp_path / "store" / "repl_history").read_text()
 
 
 

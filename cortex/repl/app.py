@@ -212,7 +212,10 @@ def prompt_session(startup: Startup, input: Input | None = None,  # noqa: A002
 
 
 def key_bindings(startup: Startup) -> KeyBindings:
-    """Enter submits complete forms and opens a new line inside an unfinished one; Esc Enter always opens one."""
+    """Enter submits complete forms and opens a new line inside an unfinished one; Esc Enter always opens one.
+
+    A new line takes the indentation of the one before, unless more keys are already waiting: text pasted
+    where the terminal does not mark pastes brings its own indentation, which would otherwise pile up."""
     bindings = KeyBindings()
     completing = Condition(_completion_selected)
 
@@ -226,11 +229,11 @@ def key_bindings(startup: Startup) -> KeyBindings:
         if startup.is_complete(buffer.text):
             buffer.validate_and_handle()
         else:
-            buffer.newline(copy_margin=True)
+            buffer.newline(copy_margin=not event.app.key_processor.input_queue)
 
     @bindings.add("escape", "enter")
     def _(event) -> None:
-        event.current_buffer.newline(copy_margin=True)
+        event.current_buffer.newline(copy_margin=not event.app.key_processor.input_queue)
 
     return bindings
 
