@@ -267,6 +267,22 @@ def _shifted(values: list[int], by: int) -> list[int]:
     return [value + by for value in values] if by else values
 
 
+def _kid_at(outline: "_Outline", lo: int, hi: int, count: int, k: int) -> int:
+    """The k-th of the `count` sibling subtrees spanning headlines [lo, hi) (`hi` for k = count), walked
+    to from the nearer end: an edit near the end of a file of thousands of sections costs a few steps."""
+    if k <= count - k:
+        at = lo
+        for _ in range(k):
+            at = outline.after[at]
+        return at
+    at = hi
+    for _ in range(count - k):  # back over one sibling: up from the headline before, to the siblings' level
+        at -= 1
+        while (parent := _parent(outline.stars, at, outline.stars[at])) >= lo:
+            at = parent
+    return at
+
+
 def _kids(after: list[int], lo: int, hi: int) -> Iterator[int]:
     """The headlines in [lo, hi) that are children of the headline just before lo."""
     while lo < hi:
@@ -337,22 +353,26 @@ class Layout:
         if document.preamble != self.document.preamble:
             return render(document, get).encode("utf-8")
         outline, data = self.outline, self.data
-        bounds = outline.starts + [len(data)]
-        old, new, lo, hi = self.document.children, document.children, 0, len(outline.starts)
-        while True:  # old[k] is the subtree of headline kids[k]; together they span headlines [lo, hi)
-            kids = list(_kids(outline.after, lo, hi))
+        starts, after = outline.starts, outline.after
+        old, new, lo, hi = self.document.children, document.children, 0, len(starts)
+
+        def at(i: int) -> int:  # where headline i starts (the end, past the last one)
+            return starts[i] if i < len(starts) else len(data)
+
+        while True:  # old[k] is the subtree of the k-th child of headline lo - 1; they span headlines [lo, hi)
             head = _longest(min(len(old), len(new)), lambda a, b: old[a:b] == new[a:b])
             room = min(len(old), len(new)) - head
             tail = _longest(room, lambda a, b: old[len(old) - b:len(old) - a] == new[len(new) - b:len(new) - a])
+            first = _kid_at(outline, lo, hi, len(old), head)
             if len(old) == len(new) == head + tail + 1:
-                before, after = get(old[head]), get(new[head])
-                if before.raw == after.raw:
-                    old, new, lo, hi = before.children, after.children, kids[head] + 1, outline.after[kids[head]]
+                before, now = get(old[head]), get(new[head])
+                if before.raw == now.raw:
+                    old, new, lo, hi = before.children, now.children, first + 1, after[first]
                     continue
-            start = bounds[kids[head]] if head < len(kids) else bounds[hi]
-            stop = bounds[kids[len(kids) - tail]] if tail else bounds[hi]
+            start, stop = at(first), at(_kid_at(outline, lo, hi, len(old), len(old) - tail))
             changed = "".join(_subtree_parts(new[head:len(new) - tail], get)).encode("utf-8")
-            return data[:start] + changed + data[stop:]
+            view = memoryview(data)
+            return b"".join((view[:start], changed, view[stop:]))
 
     def oid(self, i: int, get: Getter) -> Oid:
         """The oid of headline `i`, read from its ancestors' children when not known yet."""
