@@ -104,6 +104,8 @@ def bench_size(model: MiniLMEmbedder, lines: list[str], n: int) -> None:
     embedding = percentiles(timed(lambda q: model.embed([q]), queries))
     hybrid = percentiles(timed(lambda q: hybrid_search(q, model, keyword, vector, limit=10), queries))
 
+    filters = bench_filters(model, keyword, vector, queries, query_vectors, n)
+
     edits = [(key, texts[key] + f" edited E{key}") for key in rng.sample(range(n), 20)]
     edit_vectors = [model.embed([text]) for _, text in edits]
     embed_one = percentiles(timed(lambda item: model.embed([item[1]]), edits))[0] / 1000
@@ -120,10 +122,30 @@ def bench_size(model: MiniLMEmbedder, lines: list[str], n: int) -> None:
     print(f"  hybrid (with embedding)   {hybrid[0]:6.2f} / {hybrid[1]:6.2f}"
           f"   = {hybrid[0] / keyword_alone[0]:.1f}x bm25s, {hybrid[0] / vector_alone[0]:.1f}x usearch,"
           f" {hybrid[0] / (keyword_alone[0] + vector_alone[0] + embedding[0]):.2f}x their sum (p50)")
+    print(f"  filtered, p50 ms          unfiltered {filters['none']:6.2f}   one agent's filter"
+          f" {filters['one']:6.2f} ({filters['one'] / filters['none']:.2f}x)   two agents' alternating"
+          f" {filters['two']:6.2f} ({filters['two'] / filters['none']:.2f}x)   (query vectors given)")
     print(f"  one-edit update ms (p50)  bm25s {keyword_edit * 1000:.2f} (overlay)"
           f"   usearch {vector_edit * 1000:.2f}   embedding the text {embed_one * 1000:.2f}")
     print(f"  full rebuild s            bm25s {keyword_build:.2f}   usearch {vector_build:.2f}"
           f"   = {keyword_build / keyword_edit:,.0f}x / {vector_build / vector_edit:,.0f}x an edit")
+
+
+def bench_filters(model, keyword: KeywordIndex, vector: VectorIndex, queries: list[str],
+                  query_vectors: np.ndarray, n: int) -> dict[str, float]:
+    """Hybrid query p50 (ms) unfiltered, under one agent's filter, and under two agents' filters in turn.
+
+    Each agent owns 5% of the items; a filter is the same set object each time, as SearchIndex keeps it.
+    """
+    agents = [set(range(start, n, 20)) for start in (0, 1)]
+    pairs = list(zip(queries, query_vectors))
+
+    def p50(masks) -> float:
+        return percentiles(timed(lambda job: hybrid_search(job[0][0], model, keyword, vector, limit=10,
+                                                           mask=job[1], query_vector=job[0][1]),
+                                 [(pair, masks[i % len(masks)]) for i, pair in enumerate(pairs)]))[0]
+
+    return {"none": p50([None]), "one": p50(agents[:1]), "two": p50(agents)}
 
 
 def main(sizes: list[int]) -> None:

@@ -507,15 +507,15 @@ class Cortex:
 
     # --- search ------------------------------------------------------------------------
 
-    _background_build = None  # (progress, failed) once build_search_in_background was asked for
+    _background_build = None  # the BuildNotices of build_search_in_background, once asked for
 
     @cached_property
     def _search_index(self):
         from .search.service import SearchIndex, cached_embedder
 
         index = SearchIndex.load(self.store, cached_embedder(self.store), self._index_folder())
-        if self._background_build is not None:  # again after the indexes were dropped (a purge)
-            index.build_in_background(self.working, *self._background_build)
+        if (notices := self._background_build) is not None:  # again after the indexes were dropped (a purge)
+            index.build_in_background(self.working, notices, notices.failed)
         return index
 
     def _index_folder(self) -> Path | None:
@@ -527,8 +527,11 @@ class Cortex:
         """Forget the search indexes held here and saved in the local folder (they are rebuilt on the next search).
 
         After a purge they hold its text: a removal only masks it, and a save would write it back.
+        A background build stops first (the next search starts it again).
         """
-        self.__dict__.pop("_search_index", None)
+        index = self.__dict__.pop("_search_index", None)
+        if index is not None:
+            index.stop_building()
         self._past_indexes.clear()
         folder = self._index_folder()
         if folder is not None and folder.exists():
@@ -537,17 +540,24 @@ class Cortex:
     def search(self, query: str, *, limit: int = 10, agent: str | None = None, type: str | None = None,
                source: str | None = None, path: str | None = None, tag: str | None = None,
                todo: str | None = None, as_of: str | int | None = None, fusion: str | None = None,
-               vector_weight: float | None = None, keyword_weight: float | None = None):
+               vector_weight: float | None = None, keyword_weight: float | None = None,
+               budget: float | None = None, progress=None):
         """Hybrid search over the working state (or snapshot `as_of`), filtered, with explainable scores.
 
         Weights and fusion default to the first `defmemory :search`, else 0.7 / 0.3 weighted.
+        Items without a vector yet are embedded first for up to `budget` seconds (default: all of them;
+        while a background build runs, only a moment's wait for it); those still without one are found
+        by their words. `progress(done, total)` hears of the embedding; the results' `status` says how
+        many items had a vector (`cortex.search.service.Results`).
         """
         from .memory.layout import check_agent_id
         from .search.fusion import Weights
-        from .search.service import Filters, SearchIndex
+        from .search.service import BACKGROUND_WAIT, Filters, SearchIndex
 
         if agent is not None:
             check_agent_id(agent)
+        if budget is not None and not budget >= 0:
+            raise UserError(f"a search budget is a number of seconds, at least 0; got {budget}")
         config = self._search_config()
         weights = Weights(config.vector_weight if vector_weight is None else vector_weight,
                           config.keyword_weight if keyword_weight is None else keyword_weight)
@@ -561,8 +571,39 @@ class Cortex:
             index.follow(tree)
         else:
             index.follow(self.working())
+        if budget is None and index.building:
+            budget = BACKGROUND_WAIT
+        index.build(budget, progress)
         return index.search(query, limit=limit, filters=filters, fusion=fusion or config.fusion.value,
                             weights=weights)
+
+    def build_search(self, progress=None, budget: float | None = None):
+        """Bring the search indexes in line with the working state and embed every item still without a
+        vector (within `budget` seconds, if given); `progress(done, total)` hears how it goes.
+
+        Each batch is kept as it is done (in the store's cache of embeddings), so an interrupted build
+        loses little, and the next build, or search, starts where it stopped. Returns the `VectorStatus`.
+        """
+        index = self._search_index
+        index.follow(self.working())
+        return index.build(budget, progress)
+
+    def build_search_in_background(self, notify=None) -> None:
+        """Embed the items without a vector in a daemon thread that follows the working state as it changes,
+        until the session closes (what it embedded is kept); searches meanwhile answer at once.
+
+        `notify(line)` hears when a long build starts and ends, and why it stopped if it failed.
+        """
+        from .search.service import BuildNotices
+
+        self._background_build = BuildNotices(notify or (lambda line: None))
+        self._search_index.build_in_background(self.working, self._background_build, self._background_build.failed)
+
+    def search_status(self):
+        """How many items of the working state have a vector (`VectorStatus`); the others are found by their words."""
+        index = self._search_index
+        index.follow(self.working())
+        return index.status()
 
     def _search_config(self):
         """The first memory's search settings, else the defaults: broken definitions warn and give the defaults."""
@@ -725,8 +766,9 @@ class Cortex:
         return self.store.engine.local_folder or Path(".")
 
     def close(self) -> None:
-        """Save what the session derived (search indexes) and close the store; idempotent."""
+        """Stop building vectors, save what the session derived (search indexes) and close the store; idempotent."""
         if "_search_index" in self.__dict__ and not self._closed:
+            self._search_index.stop_building()
             self._search_index.save()
         self._closed = True
         self.store.close()

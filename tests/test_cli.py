@@ -1,5 +1,6 @@
 """The CLI end to end through click's runner: store, history and DSL commands, on LMDB and PostgreSQL."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,18 @@ def test_search_shows_the_matching_item(run):
     run("ingest")
     out = run("search", "which region hosts staging?", "-n", "1", "--agent", "assistant").output
     assert "agents/assistant/memory.org:4" in out and "Facts — The staging cluster lives in eu-west-1." in out
+
+
+def test_a_search_before_the_vectors_are_built_answers_and_says_what_is_missing(tmp_path, org, monkeypatch):
+    with cx.open(tmp_path / "store", org) as c:
+        c.ingest()  # parsed: nothing is embedded yet
+    monkeypatch.setattr("cortex.cli.search.SEARCH_BUDGET", 0)  # as when the budget ran out on a big store
+    result = invoker("--store", str(tmp_path / "store"))("search", "staging cluster", "-n", "1")
+    assert "agents/assistant/memory.org:4" in result.stdout
+    assert re.fullmatch(r"vectors: 0 of \d+ items: those without one were found by their words; "
+                        r"`cortex ingest` embeds the rest\n", result.stderr)
+    monkeypatch.undo()  # the budget of SEARCH_BUDGET seconds embeds these few items
+    assert "vectors:" not in invoker("--store", str(tmp_path / "store"))("search", "staging cluster").stderr
 
 
 def test_a_store_url_is_kept_as_a_url_and_named_without_its_password(monkeypatch):

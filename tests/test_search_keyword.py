@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from cortex.errors import FormatError
-from cortex.search.keyword import KeywordIndex, identifiers, tokenize
+from cortex.search.keyword import TITLE, KeywordIndex, document_terms, exact_terms, title_terms, tokenize
 
 DOCS = {
     1: "Error E1234 from the upload service means the signed URL expired.",
@@ -39,10 +39,37 @@ def test_tokenizer_keeps_identifiers_whole():
 
 def test_tokenizer_stems_and_normalises_words():
     assert tokenize("The deployments were running") == ["deploy", "were", "run"]
-    assert tokenize("pre-production servers") == ["pre", "product", "server"]
+    assert tokenize("pre-production servers") == ["pre-production", "pre", "product", "server"]
     assert tokenize("version 2.3.1.") == tokenize("Version v2.3.1") == ["2.3.1", "version"]
-    assert identifiers("Fix E1234 and #482 in utils.py today") == ["e1234", "482", "utils.py"]
-    assert identifiers("a plain sentence") == []
+    assert exact_terms("Fix E1234 and #482 in utils.py today") == ["e1234", "482", "utils.py"]
+    assert exact_terms("a plain sentence") == []
+
+
+@pytest.mark.parametrize("text, exact", [
+    ("It writes /var/log/x/summary-latest.json", ["var/log/x/summary-latest.json", "summary-latest.json"]),
+    ("Errors E7301/E7302 mean a declined card", ["e7301/e7302", "e7301", "e7302"]),
+    ("kubectl drain --delete-emptydir-data", ["--delete-emptydir-data", "delete-emptydir-data"]),
+    ("rm -rf the folder", ["-rf"]),
+    ("What did Wen-Li Zhou approve?", ["wen-li", "wen", "li", "zhou"]),
+    ("what does wen-li zhou do", ["wen-li"]),
+    ("Ask Siobhan O'Neill", ["ask", "siobhan", "neill"]),
+    ("Did 2.10.0 remove it?", ["2.10.0"]),
+])
+def test_paths_lists_flags_and_names_are_exact_terms(text, exact):
+    assert exact_terms(text) == exact
+    assert set(exact) <= set(tokenize(text))  # documents index what queries look for
+
+
+def test_what_is_not_an_exact_term():
+    assert exact_terms("Deployments happen on Friday, says Maria.") == []  # one capitalised word is no name
+    assert exact_terms("Does the Python build take -5 - 3 days?") == ["5", "3"]  # numbers, not flags
+    assert exact_terms("The User Likes Dark Mode") == ["user", "like", "dark", "mode"]  # a title-cased query
+
+
+def test_titles_are_indexed_under_their_own_prefix():
+    assert title_terms("How do I rename a git branch?") == ["renam", "git", "branch"]
+    assert document_terms("Export to HTML\nwrites pages") == [
+        "export", "html", "write", "page", TITLE + "export", TITLE + "html"]
 
 
 @pytest.mark.parametrize("query, expected", [
@@ -113,6 +140,49 @@ def test_scores_for_given_keys(index):
     assert list(scores[2:]) == [0.0, 0.0]
     exact = index.scores("E1234 upload", [1, 2], identifiers_only=True)
     assert exact[0] > 0 and exact[1] == 0
+
+
+EXACT_DOCS = {
+    1: "The report job writes /var/log/x/summary-latest.json every night.",
+    2: "The report job writes /var/log/x/summary-previous.json every night.",
+    3: "Errors E7301/E7302 mean the issuer declined the card.",
+    4: "Errors E7310/E7311 mean the gateway timed out.",
+    5: "kubectl drain needs --delete-emptydir-data for emptyDir volumes.",
+    6: "kubectl drain needs --delete-local-data for emptyDir volumes.",
+    7: "Wen-Li Zhou approved the platform budget.",
+    8: "Li Zhou approved the vendor contract.",
+    9: "Export to HTML\nThe exporter writes standalone pages.",
+    10: "Publishing notes as a website\nExport every note to HTML pages you can host.",
+}
+
+
+@pytest.mark.parametrize("query, expected, twin", [
+    ("Which job writes summary-latest.json?", 1, 2), ("what does E7302 mean", 3, 4), ("E7311", 4, 3),
+    ("When is --delete-emptydir-data needed?", 5, 6), ("What did Wen-Li Zhou approve?", 7, 8),
+])
+def test_exact_evidence_goes_to_the_item_with_the_exact_term(query, expected, twin):
+    index = KeywordIndex.build(EXACT_DOCS.items())
+    exact = dict(zip(EXACT_DOCS, index.scores(query, EXACT_DOCS, identifiers_only=True)))
+    assert max(exact, key=exact.get) == expected and exact[twin] < exact[expected]
+
+
+def test_title_matches_need_every_query_word_in_the_title():
+    index = KeywordIndex.build(EXACT_DOCS.items())
+    keys = list(EXACT_DOCS)
+    assert [key for key, hit in zip(keys, index.title_matches("How do I export to HTML?", keys)) if hit] == [9]
+    assert not index.title_matches("export to HTML tables", keys).any()
+    assert not index.title_matches("how do I", keys).any()  # filler alone matches nothing
+    assert list(index.title_matches("standalone pages", [9, 404])) == [False, False]  # 9 has them in its body
+
+
+def test_title_matches_follow_edits_and_survive_saving(tmp_path):
+    index = KeywordIndex.build(EXACT_DOCS.items())
+    index.add([(11, "Export to HTML with MathJax\nFormulas render in the browser.")])
+    index.remove([9])
+    assert list(index.title_matches("export to html", [9, 10, 11])) == [False, False, True]
+    index.save(tmp_path / "kw")
+    loaded = KeywordIndex.load(tmp_path / "kw")
+    assert list(loaded.title_matches("export to html", [9, 10, 11])) == [False, False, True]
 
 
 def test_needs_rebuild_after_many_changes():

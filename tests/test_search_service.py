@@ -113,7 +113,9 @@ def test_time_travel_and_rollback(cortex, org):
 
 def test_rrf_and_weights(cortex):
     rrf = cortex.search("E1042", fusion="rrf", limit=3)
-    assert rrf[0].score == pytest.approx(rrf[0].vector_norm + rrf[0].keyword_norm)
+    assert rrf[0].score == pytest.approx(0.7 * rrf[0].vector_norm + 0.3 * rrf[0].keyword_norm)
+    words = cortex.search("E1042", fusion="keyword", limit=3)  # no vectors at all: BM25 and the exact evidence
+    assert words and all(not r.has_vector for r in words) and "by keyword" in words[0].explain()
     vector_only = cortex.search("E1042", vector_weight=1.0, keyword_weight=0.0, limit=3)
     assert all(r.score == pytest.approx(r.vector) for r in vector_only)
     with pytest.raises(UserError, match="unknown fusion"):
@@ -154,6 +156,7 @@ def test_an_edit_in_a_large_file_reads_only_what_it_changed_and_keeps_the_index_
             read.clear()
             index.follow(c.working())
             assert len(read) < 12, (n, read)  # the headlines that changed and their parents, not 160 notes
+            index.build()
             whole = SearchIndex(c.store, cached_embedder(c.store))
             whole.follow(c.working())
             assert index.items.keys() == whole.items.keys(), n

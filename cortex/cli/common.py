@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
+from contextlib import contextmanager
 from datetime import datetime
 
 import click
 from rich.console import Console
 from rich.table import Table
 
+SHOW_AFTER = 0.5  # seconds a step goes on before its progress bar shows
 # Piped output is read by scripts and people alike: don't fold it at 80 columns.
 console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
@@ -59,6 +62,29 @@ def with_cortex(fn):
             return fn(cx, **kwargs)
 
     return wrapper
+
+
+@contextmanager
+def progress_bar(label: str):
+    """A callback `progress(done, total, current=label)` for a long step: on stderr when it is a terminal, a bar
+    (a pulse while the total is unknown) shows what is `current` from SHOW_AFTER seconds into the block to its end."""
+    if not sys.stderr.isatty():
+        yield lambda *told: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   console=err_console, transient=True)
+    task = bar.add_task(label, total=None)
+    showing = threading.Timer(SHOW_AFTER, bar.start)
+    showing.start()
+    try:
+        yield lambda done, total, current=label: bar.update(task, completed=done, total=total,
+                                                            description=current[-40:])
+    finally:
+        showing.cancel()
+        showing.join()
+        bar.stop()
 
 
 def table(*columns: str, title: str | None = None) -> Table:

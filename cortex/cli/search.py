@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
-from .common import console, table, with_cortex
+from .common import console, err_console, progress_bar, table, with_cortex
+
+SEARCH_BUDGET = 2.5  # seconds a search spends embedding items without a vector before it answers
 
 
 @click.command()
@@ -18,13 +20,15 @@ from .common import console, table, with_cortex
 @click.option("--tag", help="Only headlines with this tag.")
 @click.option("--todo", help="Only headlines with this TODO keyword.")
 @click.option("--as-of", "as_of", help="Search a snapshot (oid, prefix, HEAD~N, position) instead of now.")
-@click.option("--fusion", type=click.Choice(["weighted", "rrf"]), help="Default: the DSL's, else weighted.")
+@click.option("--fusion", type=click.Choice(["weighted", "rrf", "keyword"]), help="Default: the DSL's, else weighted.")
 @click.option("--explain", is_flag=True, help="Show the raw and normalised scores behind each rank.")
 @with_cortex
 def search(cx, query, limit, agent, type_, source, path, tag, todo, as_of, fusion, explain):
     """Find memory by meaning and by exact words (identifiers, error codes, versions)."""
-    results = cx.search(query, limit=limit, agent=agent, type=type_, source=source, path=path, tag=tag,
-                        todo=todo, as_of=as_of, fusion=fusion)
+    with progress_bar("indexing for search") as progress:
+        results = cx.search(query, limit=limit, agent=agent, type=type_, source=source, path=path, tag=tag,
+                            todo=todo, as_of=as_of, fusion=fusion, budget=SEARCH_BUDGET,
+                            progress=lambda done, total: progress(done, total, "embedding for search"))
     t = table("#", "score", "file:line", "outline", "id")
     for n, r in enumerate(results, 1):
         where = " / ".join(r.outline)
@@ -37,3 +41,6 @@ def search(cx, query, limit, agent, type_, source, path, tag, todo, as_of, fusio
     console.print(t)
     if not results:
         console.print("no results")
+    if not results.status.complete:
+        err_console.print(f"[yellow]{results.status}[/]: those without one were found by their words; "
+                          "`cortex ingest` embeds the rest")

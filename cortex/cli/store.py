@@ -2,31 +2,30 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 from rich.markup import escape
-from rich.progress import Progress
 
-from .common import console, err_console, table, with_cortex
+from .common import console, err_console, progress_bar, table, with_cortex
 
 
 @click.command()
 @click.argument("path", required=False, type=click.Path(exists=True))
 @with_cortex
 def ingest(cx, path):
-    """Ingest an Org file or folder (default: the Org root) into the working state."""
-    show_progress = sys.stderr.isatty()
-    with Progress(console=err_console, transient=True, disable=not show_progress) as bar:
-        task = bar.add_task("ingesting", total=None)
-
-        def progress(done, total, current):
-            bar.update(task, completed=done, total=total, description=current[-40:])
-
+    """Ingest an Org file or folder (default: the Org root) into the working state, then embed its items for
+    search (Ctrl-C keeps what is embedded; the next ingest, or search, goes on from there)."""
+    with progress_bar("ingesting") as progress:
         report = cx.ingest(path, progress=progress)
     for problem in report.problems:
         err_console.print(f"[yellow]skipped[/] {problem}")
     console.print(str(report))
+    try:
+        with progress_bar("indexing for search") as progress:
+            cx.build_search(lambda done, total: progress(done, total, "embedding for search"))
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted: {cx.search_status()} kept; "
+                          "the next `cortex ingest` embeds the rest (searches meanwhile find them by their words)")
+        raise SystemExit(130) from None
 
 
 @click.command()

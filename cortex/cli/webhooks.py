@@ -229,6 +229,7 @@ def serve_command(cx, host, port, max_body, keep_logs):
         d = endpoint.definition
         console.print(f"POST {path} -> {d.name} ({d.provider.value}"
                       + (f", agent {d.agent}" if d.agent else "") + ")", markup=False)
+    cx.build_search_in_background(lambda line: err_console.print(line, markup=False))  # while serving
     server.run()
 
 

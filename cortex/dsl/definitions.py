@@ -19,6 +19,7 @@ class Fusion(enum.Enum):
 
     WEIGHTED = "weighted"  # weighted sum of normalised scores
     RRF = "rrf"  # reciprocal rank fusion, each list weighted
+    KEYWORD = "keyword"  # BM25 and exact words only: no vectors
 
 
 class Provider(enum.Enum):

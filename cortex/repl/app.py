@@ -63,7 +63,7 @@ def run(store=None, org_root=None, *, ingest: bool = True, folder: bool = True,
             from .core import Session
             from .printer import ingest_summary
 
-            session = Session(store, org_root, ingest=ingest, folder=folder, out=out)
+            session = Session(store, org_root, ingest=ingest, folder=folder, build_search=True, out=out)
             session.ask = lambda question: confirm(question, input, output)
             session.notify = lambda message: print(message, file=above_prompt, flush=True)
             session.on_ingest = lambda report: session.notify(ingest_summary(report, session.cortex.root))

@@ -42,11 +42,13 @@ class Session:
     """One REPL session: a Hy module with the forms bound to this session, and a lazily opened store."""
 
     def __init__(self, store=None, org_root=None, *, ingest: bool = True, folder: bool = True,
-                 out: TextIO | None = None, err: TextIO | None = None, filename: str = "<input>"):
+                 build_search: bool = False, out: TextIO | None = None, err: TextIO | None = None,
+                 filename: str = "<input>"):
         self.store_path = store
         self.org_root = org_root
         self.folder = folder  # False: no Org folder on this machine (--no-org); nothing is ingested
         self.ingest_on_open = ingest and folder
+        self.build_search = build_search  # embed for search in a background thread once the store is open
         self.filename = filename
         self.printer = Printer(self, out or sys.stdout, err or out or sys.stderr)
         self.notify = self.printer.notice  # the app redirects notices above its prompt
@@ -66,7 +68,8 @@ class Session:
     # --- the store ----------------------------------------------------------------------
 
     def open(self) -> None:
-        """Open the store and ingest the Org folder (once), and give the ingest's report to `on_ingest`.
+        """Open the store and ingest the Org folder (once), and give the ingest's report to `on_ingest`;
+        with `build_search`, start embedding for search in the background (notices say how it goes).
 
         Whichever thread opens the store (the app's start-up, a form, the history), the report reaches
         `on_ingest` once.
@@ -82,6 +85,8 @@ class Session:
             missing = cortex.root is not None and not cortex.root.exists()
             try:
                 report = cortex.ingest() if self.ingest_on_open and not missing else None
+                if self.build_search:
+                    cortex.build_search_in_background(lambda line: self.notify(line))
             except BaseException:
                 cortex.close()
                 raise

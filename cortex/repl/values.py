@@ -22,11 +22,13 @@ class Message(str):
 
 
 class SearchResults(list):
-    """Search results, best first, printed as a table; with `explain`, each with its score breakdown."""
+    """Search results, best first, printed as a table; with `explain`, each with its score breakdown; and the
+    `status` of the vectors they were ranked with (`cortex.search.service.VectorStatus`), when known."""
 
     def __init__(self, results=(), explain: bool = False):
         super().__init__(results)
         self.explain = explain
+        self.status = getattr(results, "status", None)
 
 
 class Outline(list):

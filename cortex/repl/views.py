@@ -20,7 +20,7 @@ def render(renderer, value):
     from rich.text import Text
 
     if isinstance(value, SearchResults):
-        return search_table(renderer, value) if value else Text("no results")
+        return search_results(renderer, value)
     if is_a(value, SEARCH_RESULT):
         return search_result(value)
     if is_a(value, "cortex.memory.conversation.protocol.ContextPatch"):
@@ -65,6 +65,17 @@ def search_row(index: int, result) -> dict:
     """A search result as a table row: rank, score, file:line, outline, :ID:."""
     return {"#": str(index), "score": f"{result.score:.3f}", "file:line": f"{result.path}:{result.line}",
             "outline": " / ".join(result.outline), "id": result.id or ""}
+
+
+def search_results(renderer, results: SearchResults):
+    """The table of results (or "no results"), then the status of the vectors while some are missing."""
+    from rich.console import Group
+    from rich.text import Text
+
+    shown = search_table(renderer, results) if results else Text("no results")
+    if results.status is None or results.status.complete:
+        return shown
+    return Group(shown, Text(f"{results.status}: those without one were found by their words", style="yellow"))
 
 
 def search_table(renderer, results: SearchResults):

@@ -1,5 +1,8 @@
 """Keyword search: BM25 (bm25s) over stemmed words that keeps identifiers whole.
 
+A document's first line is its title: its terms are indexed a second time under the TITLE prefix,
+so that `title_matches` can tell the items whose title holds every word of a query.
+
 bm25s cannot add or delete documents, so an index is a *base* built once plus two cheap edits:
 
 - a deletion sets the document's weight to 0 in the base's `weight_mask`;
@@ -32,19 +35,23 @@ import Stemmer
 with warnings.catch_warnings():  # bm25s imports tqdm.auto, which warns in notebooks without ipywidgets
     warnings.simplefilter("ignore")
     import bm25s
-from bm25s.stopwords import STOPWORDS_EN
+from bm25s.stopwords import STOPWORDS_EN, STOPWORDS_EN_PLUS
 
 from cortex.errors import FormatError
 
-FORMAT = 1
+FORMAT = 2  # 2: titles indexed as TITLE-prefixed terms
 K1, B = 1.5, 0.75  # bm25s's defaults, stated so the overlay scores with the same ones
 
 _STOPWORDS = frozenset(STOPWORDS_EN)
-# A run of word characters, possibly joined by . - / (versions, paths, dotted names, dates).
-_COMPOUND = re.compile(r"\w+(?:[./-]\w+)*")
+# A command-line flag (-xy, --long-name) where a word starts, or a run of word characters possibly
+# joined by . - / (versions, paths, slash lists, hyphenated names, dotted names, dates).
+_TOKEN = re.compile(r"(?<![\w./-])--?(?=[^\W\d_]{2})[\w-]*\w|\w+(?:[./-]\w+)*")
 _WORD_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _CAMEL = re.compile(r"[a-z][A-Z]")
+_IDENTIFIER = re.compile(r"[\d_.-]|[a-z][A-Z]")  # what makes a token an identifier
 _VERSION_PREFIX = re.compile(r"^v(?=\d)")
+_NAME_GAP = re.compile(r"[ \t]+|'")  # what may separate the words of one name: Siobhan O'Neill
+TITLE = "^"  # prefix of the index terms of a text's first line, its title
 _local = threading.local()  # a Stemmer object must not be shared between threads
 
 
@@ -55,42 +62,102 @@ def _stem(words: list[str]) -> list[str]:
     return stemmer.stemWords(words)
 
 
-def _is_identifier(token: str) -> bool:
-    return (any(c.isdigit() or c in "_./" for c in token)) or _CAMEL.search(token) is not None
+# Words a query may hold that its answer's title need not: stopwords, question words, pronouns.
+_FILLER = frozenset(STOPWORDS_EN_PLUS) | frozenset(_stem(list(STOPWORDS_EN_PLUS)))
 
 
-def _split(text: str) -> tuple[list[str], list[str]]:
-    identifiers: list[str] = []
-    words: list[str] = []
-    for match in _COMPOUND.finditer(text):
-        token = match.group()
-        if _is_identifier(token):
-            identifiers.append(_VERSION_PREFIX.sub("", token.lower()))
-            parts = _WORD_PART.findall(token)
+def _is_capitalised(token: str) -> bool:
+    return all(part[:1].isupper() and not part.isupper() and part.isalpha() for part in token.split("-"))
+
+
+class _Terms:
+    """The terms of a text: identifiers (kept whole), plain words, and (with `names`) personal names."""
+
+    def __init__(self, text: str, names: bool = False):
+        self.identifiers: list[str] = []
+        self.words: list[str] = []
+        self.names: list[str] = []
+        run: list[str] = []  # capitalised words in a row: two or more make a name
+        end = 0
+        for match in _TOKEN.finditer(text):
+            token = match.group()
+            if token.isalpha() and _CAMEL.search(token) is None:  # most tokens: a plain word
+                word = token.lower()
+                if len(word) > 1 and word not in _STOPWORDS:
+                    self.words.append(word)
+            else:
+                self._add(token)
+            if names:  # O'Neill: a capital letter before an apostrophe is part of a name
+                capital = _is_capitalised(token) or (token.isupper() and len(token) == 1
+                                                     and text.startswith("'", match.end()))
+                if not (capital and run and _NAME_GAP.fullmatch(text, end, match.start())):
+                    self._end_name(run)
+                    run = []
+                if capital:
+                    run.append(token)
+                end = match.end()
+        self._end_name(run)
+
+    def _add(self, token: str) -> None:
+        if token.startswith("-"):  # a flag is a term, and so is the name after its dashes
+            self.identifiers.append(token.lower())
+            token = token.lstrip("-")
+        if "/" in token:  # a path or a list: each file name or code in it is a term of its own
+            self.identifiers.append(_VERSION_PREFIX.sub("", token.lower()))
+            for part in token.split("/"):
+                if part:
+                    self._add(part)
+            return
+        if _IDENTIFIER.search(token):
+            self.identifiers.append(_VERSION_PREFIX.sub("", token.lower()))
+            self.words.extend(_keep(_WORD_PART.findall(token)))
         else:
-            parts = token.split("-")
-        words.extend(w for w in (p.lower() for p in parts)
-                     if len(w) > 1 and w.isalpha() and w not in _STOPWORDS)
-    return identifiers, words
+            self.words.extend(_keep([token]))
+
+    def _end_name(self, run: list[str]) -> None:
+        if len(run) > 1 or (run and "-" in run[0]):
+            parts = _keep(part for token in run for part in token.split("-"))
+            self.names.extend(word for word in parts if word not in _FILLER)
+
+
+def _keep(parts: Iterable[str]) -> list[str]:
+    return [w for w in (p.lower() for p in parts) if len(w) > 1 and w.isalpha() and w not in _STOPWORDS]
 
 
 def tokenize(text: str) -> list[str]:
     """Index terms of `text`: stemmed lower-case words, stopwords dropped, identifiers kept whole.
 
-    An identifier (E1234, 2.3.1, #482, max_retry_count, ConnectionPool, src/app.py) yields itself,
-    lower-cased and unstemmed (a leading `v` of a version dropped), plus its stemmed word parts, so
-    both `max_retry_count` and "retry count" find it.
+    An identifier (E1234, 2.3.1, #482, max_retry_count, ConnectionPool, summary-latest.json, Wen-Li,
+    --dry-run) yields itself, lower-cased and unstemmed (a leading `v` of a version dropped), plus its
+    stemmed word parts, so both `max_retry_count` and "retry count" find it. A path or slash list
+    also yields each of its parts (/var/log/x.json gives x.json; E7301/E7302 gives e7301 and e7302).
     """
-    identifiers, words = _split(text)
-    return identifiers + _stem(words)
+    terms = _Terms(text)
+    return terms.identifiers + _stem(terms.words)
 
 
-def identifiers(text: str) -> list[str]:
-    """The terms of `text` that are identifiers, as `tokenize` writes them."""
-    return _split(text)[0]
+def document_terms(text: str) -> list[str]:
+    """`tokenize(text)`, plus the terms of its first line (its title) again, prefixed with TITLE."""
+    title = text.split("\n", 1)[0]
+    return tokenize(text) + [TITLE + term for term in _distinct(tokenize(title))]
 
 
-def _distinct(terms: list[str]) -> list[str]:
+def exact_terms(query: str) -> list[str]:
+    """The terms of `query` that must match exactly: its identifiers and the words of personal names.
+
+    A name is two or more capitalised words in a row (Priya Raman, Siobhan O'Neill) or a capitalised
+    hyphenated word (Wen-Li); a single capitalised word may just start a sentence, so it is not one.
+    """
+    terms = _Terms(query, names=True)
+    return _distinct(terms.identifiers + _stem(terms.names))
+
+
+def title_terms(query: str) -> list[str]:
+    """The terms of `query` a title must hold to match it exactly: all but filler words."""
+    return _distinct(term for term in tokenize(query) if term not in _FILLER)
+
+
+def _distinct(terms: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(terms))
 
 
@@ -126,7 +193,7 @@ class KeywordIndex:
         keys, corpus = [], []
         for key, text in items:
             keys.append(key)
-            corpus.append(tokenize(text))
+            corpus.append(document_terms(text))
         key_array = np.array(keys, dtype=np.uint64)
         if len(np.unique(key_array)) != len(key_array):
             raise ValueError("keyword index items have duplicate keys")
@@ -153,7 +220,7 @@ class KeywordIndex:
         """Add `(key, text)` items, replacing the text of keys already indexed."""
         for key, text in items:
             self.remove([key])
-            self._overlay_add(int(key), tokenize(text))
+            self._overlay_add(int(key), document_terms(text))
 
     def remove(self, keys: Iterable[int]) -> None:
         """Forget `keys`; unknown keys are ignored."""
@@ -203,9 +270,9 @@ class KeywordIndex:
     def scores(self, query: str, keys: Iterable[int], *, identifiers_only: bool = False) -> np.ndarray:
         """The BM25 score of `query` for each of `keys` (0 for keys not indexed).
 
-        With `identifiers_only`, only the query's identifier terms count: the exact-match evidence.
+        With `identifiers_only`, only the query's `exact_terms` count: the exact-match evidence.
         """
-        terms = _distinct(identifiers(query) if identifiers_only else tokenize(query))
+        terms = exact_terms(query) if identifiers_only else _distinct(tokenize(query))
         overlay = self._overlay_scores(terms)
         raw = self._raw_scores(terms)
         out = []
@@ -216,6 +283,26 @@ class KeywordIndex:
             else:
                 out.append(0.0 if raw is None else float(raw[pos] * self._alive[pos]))
         return np.array(out, dtype=np.float32)
+
+    def title_matches(self, query: str, keys: Iterable[int]) -> np.ndarray:
+        """For each of `keys`, whether its title (first line) holds every one of the query's `title_terms`."""
+        keys = list(keys)
+        positions = np.array([self._position.get(key, -1) for key in keys], dtype=np.int64)
+        found = np.ones(len(keys), dtype=bool)
+        terms = title_terms(query)
+        for term in terms:
+            posting = self._postings.get(TITLE + term, {})
+            in_base = np.isin(positions, self._documents_with(TITLE + term))
+            found &= in_base | np.fromiter((key in posting for key in keys), dtype=bool, count=len(keys))
+        return found & bool(terms)
+
+    def _documents_with(self, term: str) -> np.ndarray:
+        """Positions of the base documents that hold `term` (dead ones included)."""
+        term_id = self._bm25.vocab_dict.get(term) if self._bm25 is not None else None
+        if term_id is None or term_id >= len(self._doc_freq):
+            return np.zeros(0, dtype=np.int64)
+        start, stop = self._bm25.scores["indptr"][term_id:term_id + 2]
+        return self._bm25.scores["indices"][start:stop]
 
     def _weights(self, allowed: set[int] | None) -> np.ndarray:
         if allowed is None:

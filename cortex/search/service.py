@@ -8,14 +8,20 @@ unit), so one new item in a file of thousands costs one item. Embeddings come fr
 cache in the store keyed by the text's hash, so an update, a rollback or a rebuild never embeds a text twice. The
 indexes are saved beside the store when the session closes and trusted on load only if
 they say which root they match; otherwise they are updated from that root or rebuilt.
+
+Following a tree never embeds: an item whose vector is not cached waits in `pending`, is found by its
+words meanwhile (see `SearchIndex.search`), and gets its vector from `build`, run by a search within a
+budget, by `cortex ingest`, or by a background thread (`build_in_background`) in long-lived sessions.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import threading
-from collections import defaultdict
+import time
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
@@ -24,6 +30,7 @@ from itertools import accumulate
 from pathlib import Path
 
 import blake3
+import numpy as np
 
 from ..backends import Store
 from ..codec import decode, encode
@@ -35,7 +42,7 @@ from ..memory.layout import classify
 from ..objects import EMPTY_TREE, Document, Headline, OrgObject, Tree
 from ..query import walk_document
 from .embedders import CachedEmbedder, Embedder, default_embedder
-from .fusion import METHODS, Weights, hybrid_search
+from .fusion import METHODS, Hit, Weights, hybrid_search
 from .keyword import KeywordIndex
 from .vector import VectorIndex
 
@@ -45,6 +52,10 @@ SAVE_LOCK = "save.lock"  # held while the indexes are written (not hidden: lefto
 MASKS_KEPT = 8  # filters whose keys are kept up to date across changes
 LINES_KEPT = 200_000  # subtrees whose line counts are kept
 OFFSETS_KEPT = 4096  # headlines whose children's line offsets are kept
+QUERIES_KEPT = 256  # query vectors kept in memory (never in the store: it would record what was asked)
+BATCH = 128  # texts embedded, then added and cached, at a time: about a second of MiniLM on 2 cores
+FOLLOW_INTERVAL = 1.0  # seconds between a background build's looks at the working state
+BACKGROUND_WAIT = 0.25  # seconds a search waits for a background build before answering without it
 SOURCES = ("memory", "notes")
 TYPES = ("fact", "procedure", "pattern", "log")
 # A property drawer is found as its opening line, then the first `:END:` line after it: one pattern
@@ -98,6 +109,8 @@ class SearchResult:
     exact: float
     vector_norm: float
     keyword_norm: float
+    hit: Hit  # the fusion's record of the rank, which explains it
+    pending: bool = False  # ranked by its words among the items with no vector yet (see `SearchIndex.search`)
 
     @property
     def path(self) -> str:
@@ -119,14 +132,89 @@ class SearchResult:
     def text(self) -> str:
         return self.item.text
 
+    @property
+    def has_vector(self) -> bool:
+        """Whether the item had a vector when it was ranked (see `SearchIndex.search` for those without)."""
+        return not math.isnan(self.vector)
+
     def explain(self) -> str:
-        """Why it ranked where it did: raw and normalised scores of both sides, and the fused score."""
-        return (f"fused {self.score:.4f} = vector cosine {self.vector:.4f} (as fused {self.vector_norm:.4f}) "
-                f"+ keyword bm25 {self.keyword:.3f}, exact-term bm25 {self.exact:.3f} "
-                f"(as fused {self.keyword_norm:.4f})")
+        """Why it ranked where it did: the fusion, its weights and the sum of its parts, as printed."""
+        return ("no vector yet, ranked by its words among the items without one: " if self.pending
+                else "") + self.hit.explain()
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {' / '.join(self.outline)}"
+
+
+@dataclass(frozen=True)
+class VectorStatus:
+    """How many of the indexed items have a vector, and whether a background build is embedding the rest."""
+
+    vectors: int
+    items: int
+    building: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return self.vectors >= self.items
+
+    def __str__(self) -> str:
+        return f"vectors: {self.vectors:,} of {self.items:,} items" + (", building" if self.building else "")
+
+
+class Results(list):
+    """Search results, best first, and the `status` of the vectors they were ranked with."""
+
+    def __init__(self, results: Iterable[SearchResult] = (), status: VectorStatus = VectorStatus(0, 0)):
+        super().__init__(results)
+        self.status = status
+
+
+Progress = Callable[[int, int], None]  # told (items embedded, items to embed) as a build goes
+
+
+class BuildNotices:
+    """A build's progress told to `notify` in two lines, when a build of more than a batch starts and ends;
+    and why it stopped, if it `failed`."""
+
+    def __init__(self, notify: Callable[[str], None]):
+        self.notify = notify
+        self._started: float | None = None
+
+    def failed(self, error: Exception) -> None:
+        self.notify(f"search: building vectors stopped: {error}")
+
+    def __call__(self, done: int, total: int) -> None:
+        if done == 0 and total > BATCH and self._started is None:
+            self._started = time.monotonic()
+            self.notify(f"search: embedding {total:,} items in the background; "
+                        "until then, items without a vector are found by their words")
+        elif done >= total and self._started is not None:
+            self.notify(f"search: {total:,} items embedded in {time.monotonic() - self._started:.0f} s")
+            self._started = None
+
+
+class QueryVectors:
+    """Query vectors from the embedder itself, the QUERIES_KEPT latest kept in memory: never in the
+    store's cache, where every query asked would stay (and outlive a purge)."""
+
+    def __init__(self, embedder: Embedder):
+        self.embedder = embedder
+        self._kept: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, query: str) -> np.ndarray:
+        with self._lock:
+            vector = self._kept.get(query)
+            if vector is not None:
+                self._kept.move_to_end(query)
+                return vector
+        vector = self.embedder.embed([query])[0]
+        with self._lock:
+            self._kept[query] = vector
+            if len(self._kept) > QUERIES_KEPT:
+                self._kept.popitem(last=False)
+        return vector
 
 
 @dataclass(frozen=True)
@@ -241,7 +329,11 @@ def _positions(children: tuple[Oid, ...], wanted: set[bytes]) -> list[int]:
 
 
 class SearchIndex:
-    """Keyword and vector indexes over the units of one tree, updated as the tree changes."""
+    """Keyword and vector indexes over the units of one tree, updated as the tree changes.
+
+    Items whose vector is not known yet are `pending`: the keyword index holds them at once, the
+    vector index once `build` has embedded them.
+    """
 
     def __init__(self, store: Store, embedder: CachedEmbedder, folder: Path | None = None):
         self.store = store
@@ -252,6 +344,8 @@ class SearchIndex:
         self.by_path: dict[str, set[int]] = defaultdict(set)
         self.keyword = KeywordIndex.build([])
         self.vector = VectorIndex(embedder.dim)
+        self.pending: set[int] = set()  # keys of items without a vector yet
+        self.queries = QueryVectors(embedder.embedder)
         self.dirty = False
         self.purged = newest_purge(store)  # a purge after this one makes these indexes hold purged text
         self._lock = threading.RLock()
@@ -260,6 +354,12 @@ class SearchIndex:
         self._offsets: dict[bytes, list[int]] = {}  # document or headline oid -> lines before each child
         self._walked: dict[bytes, dict[bytes, int]] = {}  # document oid -> headline oid -> line, when positions moved
         self._masks: dict[Filters, set[int]] = {}  # the keys each recently used filter admits
+        self._build_lock = threading.Lock()  # one build at a time
+        self._built = threading.Condition(self._lock)  # told when vectors are added or the background build ends
+        self._builder: threading.Thread | None = None
+        self._stop = threading.Event()  # tells the background build to stop
+        self._wake = threading.Event()  # tells it that items are pending
+        self.building = False  # whether a background build runs
 
     # --- keeping in line with the store ---------------------------------------------------
 
@@ -296,16 +396,19 @@ class SearchIndex:
         if removed:
             self.keyword.remove(removed)
             self.vector.remove(list(removed))
+            self.pending -= removed
             for key in removed:
                 item = self.items.pop(key)
                 self.by_path[item.path].discard(key)
         if added:
             keys = list(added)
             texts = [added[k].text for k in keys]
-            self.vector.add(keys, self.embedder.embed(texts))
             for key, item in added.items():
                 self.items[key] = item
                 self.by_path[item.path].add(key)
+            if missing := self._adopt_cached(keys):
+                self.pending.update(missing)
+                self._wake.set()
             if len(added) > max(KeywordIndex.rebuild_floor, len(self.items) * KeywordIndex.rebuild_fraction):
                 # a bulk change (a first build, a rollback across much): build BM25 afresh, not an overlay
                 self.keyword = KeywordIndex.build((k, i.text) for k, i in self.items.items())
@@ -332,10 +435,122 @@ class SearchIndex:
         if thread is not None:
             thread.join()
 
+    def _adopt_cached(self, keys: list[int]) -> list[int]:
+        """Add the vectors the store's cache holds for these items; return the keys of those it has none for."""
+        size = 4 * self.embedder.dim
+        found = self.embedder.cache.get_many([self.embedder.key(self.items[k].text) for k in keys])
+        have = [n for n, data in enumerate(found) if data is not None and len(data) == size]
+        if have:
+            self.vector.add([keys[n] for n in have], np.stack([np.frombuffer(found[n], "<f4") for n in have]))
+        return [k for k, data in zip(keys, found) if data is None or len(data) != size]
+
+    # --- embedding what lacks a vector ----------------------------------------------------------
+
+    def build(self, budget: float | None = None, progress: Progress | None = None,
+              stop: threading.Event | None = None) -> VectorStatus:
+        """Embed the pending items, BATCH at a time and shortest texts first, until none is left, `stop` is
+        set, or `budget` seconds would pass (a batch starts only if the last one's time fits); return the status.
+
+        One build runs at a time: while a background build runs, or another caller builds, a caller
+        waits for it within its budget instead. Each batch's vectors go to the store's cache as soon as
+        they exist, so an interrupted build loses at most a batch, and the next one starts where it stopped.
+        """
+        if self.building and threading.current_thread() is not self._builder:
+            with self._built:
+                self._built.wait_for(lambda: not self.pending or not self.building, budget)
+            return self.status()
+        deadline = None if budget is None else time.monotonic() + budget
+        if not self._build_lock.acquire(timeout=-1 if budget is None else budget):
+            return self.status()
+        try:
+            done, last = 0, 0.0  # items embedded, seconds the last batch took
+            for keys, texts in self._batches():
+                started = time.monotonic()
+                if (stop is not None and stop.is_set()) or (deadline is not None and started + last >= deadline):
+                    break
+                if progress is not None:
+                    progress(done, done + len(self.pending))
+                vectors = self.embedder.embed(texts)
+                last = time.monotonic() - started
+                with self._lock:
+                    kept = [n for n, key in enumerate(keys) if key in self.pending]  # others left meanwhile
+                    self.vector.add([keys[n] for n in kept], vectors[kept])
+                    self.pending.difference_update(keys)
+                    self.dirty = True
+                    self._built.notify_all()
+                done += len(keys)
+            if progress is not None and done:
+                progress(done, done + len(self.pending))
+        finally:
+            self._build_lock.release()
+        return self.status()
+
+    def _batches(self) -> Iterator[tuple[list[int], list[str]]]:
+        """The pending items, BATCH at a time, shortest texts first (batches of like lengths pad least)."""
+        while True:
+            with self._lock:
+                order = sorted(self.pending, key=lambda key: len(self.items[key].text))
+            if not order:
+                return
+            for start in range(0, len(order), BATCH):
+                with self._lock:
+                    keys = [key for key in order[start:start + BATCH] if key in self.pending]
+                    texts = [self.items[key].text for key in keys]
+                if keys:
+                    yield keys, texts
+
+    def build_in_background(self, working: Callable[[], Tree], progress: Progress | None = None,
+                            failed: Callable[[Exception], None] | None = None) -> None:
+        """Keep embedding pending items in a daemon thread that follows `working()` (the working state) as it
+        changes, until `stop_building`; `failed(error)` hears why it stopped if it failed."""
+        if self._builder is not None:
+            return
+        self._stop.clear()
+        self.building = True
+        self._builder = threading.Thread(target=self._keep_building, args=(working, progress, failed),
+                                         name="cortex-vectors", daemon=True)
+        self._builder.start()
+
+    def _keep_building(self, working: Callable[[], Tree], progress: Progress | None,
+                       failed: Callable[[Exception], None] | None) -> None:
+        """Follow and build every FOLLOW_INTERVAL, or at once when a search leaves items pending; the first
+        time a moment after the start, which leaves a session's start-up the machine to itself."""
+        try:
+            while True:
+                self._wake.wait(FOLLOW_INTERVAL)
+                self._wake.clear()
+                if self._stop.is_set():
+                    return
+                self.follow(working())
+                self.build(progress=progress, stop=self._stop)
+        except Exception as exc:  # noqa: BLE001 - a session goes on without it; searches build within their budget
+            if failed is not None:
+                failed(exc)
+        finally:
+            with self._built:
+                self.building = False
+                self._built.notify_all()
+
+    def stop_building(self) -> None:
+        """Stop the background build once the batch under way is added (its vectors are kept)."""
+        thread = self._builder
+        if thread is not None:
+            self._stop.set()
+            self._wake.set()
+            thread.join()
+            self._builder = None
+
+    def status(self) -> VectorStatus:
+        """How many items have a vector, and whether a background build is embedding the rest."""
+        with self._lock:
+            return VectorStatus(len(self.items) - len(self.pending), len(self.items),
+                                bool(self.pending) and self.building)
+
     def _reset(self) -> None:
         self.root = EMPTY_TREE.oid
         self.items.clear()
         self.by_path.clear()
+        self.pending.clear()
         self._masks.clear()
         self.keyword = KeywordIndex.build([])
         self.vector = VectorIndex(self.embedder.dim)
@@ -343,27 +558,69 @@ class SearchIndex:
     # --- searching -------------------------------------------------------------------------------
 
     def search(self, query: str, *, limit: int = 10, filters: Filters = Filters(), fusion: str = "weighted",
-               weights: Weights = Weights()) -> list[SearchResult]:
-        """The best items for `query` under `filters`, with their scores."""
+               weights: Weights = Weights()) -> Results:
+        """The best items for `query` under `filters`, with their scores and the status of the vectors.
+
+        While some items have no vector yet, the fusion ranks those that have one, and the others are
+        ranked by the BM25 of the whole query among themselves (the fusion's keyword side counts only
+        identifiers, which would leave a query in plain words nothing to find them by). The two lists
+        are interleaved in proportion to the share of the admitted items each holds: vectors are made
+        in an order that owes nothing to the query, so its best answers fall into the two lists in those
+        proportions, and the n-th of a list holding a share s of the items stands at about n / s.
+        """
         if not query.strip():
             raise UserError("empty search query")
         if fusion not in METHODS:
             raise UserError(f"unknown fusion {fusion!r}: use one of {', '.join(METHODS)}")
+        # The query is embedded outside the lock, so a background build adds its batches meanwhile.
+        query_vector = self.queries(query) if len(self.vector) and fusion != "keyword" else None
         with self._lock:
-            mask = None
-            if filters.any():
-                mask = self._masks.pop(filters, None)
-                if mask is None:
-                    mask = self._mask(filters)
-                    if len(self._masks) >= MASKS_KEPT:
-                        self._masks.pop(next(iter(self._masks)))
-                self._masks[filters] = mask  # the most recently used last
+            status = self.status()
+            mask = self._filter_mask(filters)
             if mask is not None and not mask:
-                return []
-            hits = hybrid_search(query, self.embedder, self.keyword, self.vector, limit=limit, mask=mask,
-                                 method=fusion, weights=weights)
-            return [SearchResult(self.items[h.key], self._line(self.items[h.key]), h.score, h.vector,
-                                 h.keyword, h.exact, h.vector_norm, h.keyword_norm) for h in hits]
+                return Results([], status)
+            # a copy: the indexes remember the last mask they were given by its identity
+            without = set(self.pending) if mask is None else mask & self.pending
+            if not without or fusion == "keyword":
+                return Results(self._fused(query, limit, mask, fusion, weights, query_vector), status)
+            admitted = self.items.keys() if mask is None else mask
+            with_vectors = {key for key in admitted if key not in without}
+            share = len(with_vectors) / (len(with_vectors) + len(without))
+            fused = self._fused(query, limit, with_vectors, fusion, weights, query_vector) if with_vectors else []
+            placed = [((n + 0.5) / share, r) for n, r in enumerate(fused)]
+            placed += [((n + 0.5) / (1 - share), r) for n, r in enumerate(self._by_words(query, limit, without))]
+            placed.sort(key=lambda pair: pair[0])  # stable: on a tie, the fused result first
+            return Results([r for _, r in placed[:limit]], status)
+
+    def _filter_mask(self, filters: Filters) -> set[int] | None:
+        """The keys `filters` admit (None for no filter), kept for the MASKS_KEPT filters used last."""
+        if not filters.any():
+            return None
+        mask = self._masks.pop(filters, None)
+        if mask is None:
+            mask = self._mask(filters)
+            if len(self._masks) >= MASKS_KEPT:
+                self._masks.pop(next(iter(self._masks)))
+        self._masks[filters] = mask  # the most recently used last
+        return mask
+
+    def _fused(self, query: str, limit: int, mask: set[int] | None, fusion: str, weights: Weights,
+               query_vector: np.ndarray | None) -> list[SearchResult]:
+        if query_vector is None and fusion != "keyword":  # the vector index was empty when the search began
+            query_vector = self.queries(query)
+        hits = hybrid_search(query, self.embedder, self.keyword, self.vector, limit=limit, mask=mask,
+                             method=fusion, weights=weights, query_vector=query_vector)
+        return [self._result(h) for h in hits]
+
+    def _by_words(self, query: str, limit: int, keys: set[int]) -> list[SearchResult]:
+        """The best of `keys` (items without a vector) by their words alone: the fusion's keyword mode."""
+        hits = hybrid_search(query, self.embedder, self.keyword, self.vector, limit=limit, mask=keys, method="keyword")
+        return [self._result(h, pending=True) for h in hits]
+
+    def _result(self, hit: Hit, pending: bool = False) -> SearchResult:
+        item = self.items[hit.key]
+        return SearchResult(item, self._line(item), hit.score, hit.vector, hit.keyword, hit.exact, hit.vector_norm,
+                            hit.keyword_norm, hit, pending)
 
     def _mask(self, f: Filters) -> set[int]:
         paths = [p for p in self.by_path if f.path is None or p == f.path or p.startswith(f.path.rstrip("/") + "/")]
@@ -463,13 +720,17 @@ class SearchIndex:
             keyword = KeywordIndex.load(folder / "keyword")
             vector = VectorIndex.load(folder / "vectors.usearch")
             items = {r[0]: Item.from_record(r) for r in records}
-            if len(keyword) != len(items) or len(vector) != len(items):
+            missing = vector.absent(list(items))  # saved while vectors were being built
+            if len(keyword) != len(items) or len(vector) != len(items) - len(missing):
                 return index
         except Exception:  # a damaged index is derived data: rebuild rather than trust it
             return index
         index.keyword, index.vector, index.items, index.root = keyword, vector, items, Oid(root)
         for key, item in items.items():
             index.by_path[item.path].add(key)
+        if missing:  # others may have embedded them since (another process, or a build the save missed)
+            index.pending.update(index._adopt_cached(missing))
+            index.dirty = len(index.pending) < len(missing)
         return index
 
 

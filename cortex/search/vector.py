@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections import OrderedDict
 from collections.abc import Sequence, Set as AbstractSet
 from pathlib import Path
 
@@ -19,6 +20,10 @@ from usearch.index import Index
 from cortex.errors import FormatError
 
 
+MASKS_KEPT = 8  # masks whose keys and vectors are kept for exact scans...
+ROWS_KEPT = 1 << 15  # ...holding at most this many vectors in all (48 MiB at 384 floats)
+
+
 class VectorIndex:
     """Add, replace, remove and search unit vectors by uint64 key; scores are cosine similarities."""
 
@@ -28,14 +33,22 @@ class VectorIndex:
     def __init__(self, dim: int, index: Index | None = None):
         self.dim = dim
         self._index = index if index is not None else Index(ndim=dim, metric="cos", dtype="f32")
-        self._changes = 0  # counts additions and removals, so the keys a mask admits are known until one
-        self._last_mask: tuple = ()
+        self._changes = 0  # counts additions and removals: what is kept for a mask holds until one
+        # id(mask) -> (mask, changes, its keys here, their unit vectors), the most recently used last
+        self._scans: OrderedDict[int, tuple] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._index)
 
     def __contains__(self, key: int) -> bool:
         return self._index.contains(key)
+
+    def absent(self, keys: Sequence[int]) -> list[int]:
+        """The keys of `keys` that have no vector here."""
+        if not len(keys):
+            return []
+        found = self._contains(np.asarray(keys, dtype=np.uint64))
+        return [key for key, present in zip(keys, found.tolist()) if not present]
 
     def add(self, keys: Sequence[int] | np.ndarray, vectors: np.ndarray) -> None:
         """Add one vector per key, replacing the vectors of keys already present."""
@@ -67,8 +80,9 @@ class VectorIndex:
         """The `k` nearest `(key, cosine similarity)` pairs, best first.
 
         `mask`, when given, holds the only keys that may be returned. A narrow mask is scanned
-        exactly; the keys of the last one scanned are kept: search again with the same mask
-        object (not changed in place) and they are not looked up again.
+        exactly; the keys and vectors of the MASKS_KEPT masks scanned last are kept (fetching them
+        costs ten times the scan): search again with the same mask object, not changed in place,
+        and they are not looked up again.
         """
         vector = np.asarray(vector, dtype=np.float32).reshape(self.dim)
         size = len(self._index)
@@ -76,37 +90,47 @@ class VectorIndex:
             return []
         if mask is not None:
             if len(mask) <= max(self.exact_limit, size // 8):
-                return self._scan(vector, self._admitted(mask), k)
+                return self._scan(vector, *self._masked(mask), k)
             # A wide mask: over-fetch from the graph in proportion, then filter.
             count = min(size, 2 * k * (size // len(mask) + 1))
             found = self._graph_search(vector, count, exact=False)
             kept = [hit for hit in found if hit[0] in mask]
             if len(kept) >= k or count == size:
                 return kept[:k]
-            return self._scan(vector, self._admitted(mask), k)
+            return self._scan(vector, *self._masked(mask), k)
         return self._graph_search(vector, min(k, size), exact=size <= self.exact_limit)
 
-    def _admitted(self, mask: AbstractSet[int]) -> np.ndarray:
-        """The keys of `mask` in the index, sorted."""
-        last = self._last_mask
-        if not last or last[0] is not mask or last[1] != self._changes:
-            allowed = np.fromiter(mask, dtype=np.uint64)
-            self._last_mask = (mask, self._changes, np.unique(allowed[self._contains(allowed)]))
-        return self._last_mask[2]
+    def _masked(self, mask: AbstractSet[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The keys of `mask` in the index, sorted, and their unit vectors."""
+        kept = self._scans.get(id(mask))
+        if kept is not None and kept[0] is mask and kept[1] == self._changes:
+            self._scans.move_to_end(id(mask))
+            return kept[2], kept[3]
+        allowed = np.fromiter(mask, dtype=np.uint64)
+        keys = np.unique(allowed[self._contains(allowed)])
+        vectors = self._vectors(keys)
+        self._scans.pop(id(mask), None)
+        if len(keys) <= ROWS_KEPT:
+            self._scans[id(mask)] = (mask, self._changes, keys, vectors)
+            while len(self._scans) > MASKS_KEPT or sum(len(k[2]) for k in self._scans.values()) > ROWS_KEPT:
+                self._scans.popitem(last=False)
+        return keys, vectors
 
     def _graph_search(self, vector: np.ndarray, count: int, exact: bool) -> list[tuple[int, float]]:
         matches = self._index.search(vector, count, exact=exact)
         return [(int(key), 1.0 - float(distance))
                 for key, distance in zip(matches.keys, matches.distances)]
 
-    def _scan(self, vector: np.ndarray, keys: np.ndarray, k: int) -> list[tuple[int, float]]:
+    def _scan(self, vector: np.ndarray, keys: np.ndarray, vectors: np.ndarray, k: int) -> list[tuple[int, float]]:
         if not len(keys):
             return []
-        similarities = self._vectors(keys) @ vector
+        similarities = vectors @ vector
         best = np.argsort(-similarities, kind="stable")[:k]
         return [(int(keys[i]), float(similarities[i])) for i in best]
 
     def _vectors(self, keys: np.ndarray) -> np.ndarray:
+        if not len(keys):
+            return np.zeros((0, self.dim), dtype=np.float32)
         vectors = np.asarray(self._index.get(keys), dtype=np.float32).reshape(len(keys), self.dim)
         # usearch stores vectors as given; normalise so the dot product is the cosine.
         return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
