@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from ..errors import CortexError
 from .agenda import agenda_commands
+from .mcp import mcp_command
 from .query import query
 from .common import err_console, no_org_option, store_option
 from .dsl import dsl_group
@@ -56,7 +57,7 @@ def eval_(store, org_root, no_org, forms):
 
 
 for command in (repl, eval_, *store_commands, *history_commands, search, query, *agenda_commands, memory_group, dsl_group,
-                webhook_group, serve_command):
+                webhook_group, serve_command, mcp_command):
     cli.add_command(command)
 
 

@@ -64,7 +64,7 @@ def diff(cx, a, b):
     """Headline changes from A (default HEAD) to B (default: the working state)."""
     changes = cx.diff(a, b)
     for change in changes:
-        console.print(f"[{KIND_STYLE[change.kind]}]{change}[/]", markup=True)
+        console.print(Text(str(change), style=KIND_STYLE[change.kind]))
     if not changes:
         err_console.print("no changes")
     if b is None and (unsaved := cx.unsaved()):

@@ -1,0 +1,28 @@
+"""`cortex mcp`: serve the store to AI agents over the Model Context Protocol."""
+
+from __future__ import annotations
+
+import click
+
+from .common import with_cortex
+
+
+@click.command(name="mcp")
+@click.option("--agent", metavar="NAME", help="Bind the server to one agent: it sees and writes only agents/NAME/.")
+@click.option("--read-only", is_flag=True, help="Refuse every write: memory, snapshots, conversation turns.")
+@click.option("--allow-rollback", is_flag=True, help="Offer the rollback tool (it is refused otherwise).")
+@click.option("--http", is_flag=True, help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="The HTTP address: loopback unless changed.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="The HTTP port (0: a free one); the address is printed on stderr.")
+@with_cortex
+def mcp_command(cx, agent, read_only, allow_rollback, http, host, port):
+    """Serve this store to AI agents over MCP: stdio (what desktop clients start) or, with --http, streamable HTTP.
+
+    Tools search, show, query and write agent memory; every write is a commit that `cortex diff` shows and
+    `cortex rollback` undoes. Resources are cortex:// URIs: agents/NAME/memory, files/PATH, ids/ID,
+    snapshots/REF/files/PATH.
+    """
+    from ..mcp import serve
+
+    serve(cx, agent=agent, read_only=read_only, allow_rollback=allow_rollback, http=http, host=host, port=port)

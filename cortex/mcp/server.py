@@ -1,0 +1,119 @@
+"""The MCP server: cortex's tools and resources on the SDK's `MCPServer`, over stdio or streamable HTTP.
+
+Every call runs in a worker thread, one at a time (the session's lock). A user mistake answers a tool error
+or an invalid-params resource error carrying cortex's message (what and where); anything else is the SDK's
+generic error, its traceback on the server's stderr only.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import socket
+import sys
+from importlib.metadata import version
+
+import anyio.to_thread
+from mcp.server.mcpserver import MCPServer, ResourceSecurity
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp_types import Resource, ToolAnnotations
+
+from ..api import Cortex
+from ..errors import CortexError, UserError
+from .resources import ORG, TEMPLATES, Resources
+from .session import Session
+from .tools import COMMITS, READ, UNDONE, WRITE, Tools
+
+INSTRUCTIONS = """cortex keeps notes and agents' memory as Org files under version control. Search or query \
+first, then `show` a result by its :ID:. Remember with memory_add; forget one item with memory_forget. Every write \
+is a commit: `diff` shows what changed since the last snapshot, `recent_activity` what changed since a time, and a \
+person can undo any of it with `cortex rollback`. Conversation turns are kept per identity (tenant, user, session)."""
+PATHS = ResourceSecurity(exempt_params={"path"})  # checked by Session.path, which says what is wrong with one
+
+
+class CortexServer(MCPServer):
+    """cortex over MCP, as one `Session` allows: tools it may not run are refused with the reason."""
+
+    def __init__(self, session: Session):
+        scope = f" Bound to agent {session.bound!r}: only agents/{session.bound}/ is visible." if session.bound else ""
+        super().__init__("cortex", instructions=INSTRUCTIONS + scope, version=version("cortex"), log_level="WARNING")
+        self.session = session
+        self.refused: dict[str, str] = {}
+        tools, self.resources = Tools(session), Resources(session)
+        for name in READ:  # show answers Org text alone: the same text again as structured content is no use
+            self.add_tool(self._guarded(getattr(tools, name)), name=name, structured_output=name != "show",
+                          annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+        for name in (*WRITE, "rollback"):
+            if session.read_only:
+                self.refused[name] = f"{name} writes, and this server is read-only (cortex mcp --read-only)"
+            elif name == "rollback" and not session.allow_rollback:
+                self.refused[name] = "rollback is off: a person can start the server with --allow-rollback"
+            else:
+                method = getattr(tools, name)
+                self.add_tool(self._guarded(method), name=name,
+                              description=f"{method.__doc__} {UNDONE}" if name in COMMITS else method.__doc__,
+                              annotations=ToolAnnotations(destructive_hint=name in ("memory_forget", "rollback"),
+                                                          idempotent_hint=name == "memory_add",
+                                                          open_world_hint=False))
+        for name, (uri, description) in TEMPLATES.items():
+            self.resource(uri, name=name, description=description, mime_type=ORG, security=PATHS)(
+                self._guarded(getattr(self.resources, name), resource=True))
+
+    async def call_tool(self, name, arguments, context=None):
+        """Run a tool, or say why this server does not offer it."""
+        if name in self.refused:
+            raise ToolError(self.refused[name])
+        return await super().call_tool(name, arguments, context)
+
+    async def list_resources(self) -> list[Resource]:
+        """Every file of the working state in scope, by its cortex:// URI."""
+        listed = await anyio.to_thread.run_sync(self._guarded(self.resources.listed, resource=True))
+        return [Resource(uri=uri, name=name, description=description, mime_type=ORG)
+                for uri, name, description in listed]
+
+    def _guarded(self, fn, resource: bool = False):
+        """`fn` run under the session's lock, cortex's errors turned into the SDK's tool or resource errors."""
+
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            with self.session.lock:
+                try:
+                    return fn(*args, **kwargs)
+                except UserError as exc:
+                    raise (ResourceNotFoundError if resource else ToolError)(str(exc)) from None
+                except CortexError as exc:
+                    raise (ResourceError if resource else ToolError)(str(exc)) from None
+
+        return run
+
+
+def serve(cx: Cortex, *, agent: str | None = None, read_only: bool = False, allow_rollback: bool = False,
+          http: bool = False, host: str = "127.0.0.1", port: int = 8765) -> None:
+    """Serve `cx` over stdio (until the client closes it) or streamable HTTP at http://host:port/mcp (until
+    interrupted; port 0 takes a free one). The Org folder is ingested first unless read-only."""
+    session = Session(cx, agent, read_only=read_only, allow_rollback=allow_rollback)
+    _log_warnings_only()
+    if cx.root is not None and cx.root.is_dir() and not read_only:
+        cx.ingest()
+    server = CortexServer(session)
+    if not http:
+        anyio.run(server.run_stdio_async)
+        return
+    import uvicorn
+
+    sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"cortex mcp: {cx.location} at http://{shown}:{sock.getsockname()[1]}/mcp", file=sys.stderr, flush=True)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        print("cortex mcp: warning: not on loopback; anyone who reaches this address can use this memory",
+              file=sys.stderr, flush=True)
+    app = server.streamable_http_app(host=host)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+
+
+def _log_warnings_only() -> None:
+    """Log warnings and errors (a crash's traceback) on stderr, and no library's debug chatter: stdout is the
+    protocol's."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    logging.basicConfig(level=logging.WARNING, handlers=[handler], format="cortex mcp: %(levelname)s %(message)s")

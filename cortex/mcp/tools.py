@@ -1,0 +1,215 @@
+"""The MCP tools: each a thin call into `cortex.api`, its schema typed from its signature and its description (the
+docstring) written for the model that calls it. `server.py` registers them according to the server's scope."""
+
+from typing import Annotated, Any, Literal
+
+import anyio.from_thread
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from ..api import DurationError, ExtractiveSummarizer, Identity, RetentionPolicy, Turn, memory_path, parse_duration
+from ..errors import UserError
+from ..words import memory_summary
+from . import activity, shapes
+from .session import Session
+
+Json = dict[str, Any]
+AgentName = Annotated[str | None, Field(description="The agent whose memory this is (default: the agent this "
+                                                    "server is bound to; required when it is bound to none)")]
+ItemType = Literal["fact", "procedure", "pattern"]
+Ref = Annotated[str | None, Field(description="A snapshot: HEAD, HEAD~N, HEAD@{N}, an oid prefix from log, or a "
+                                              "position (0 = newest); omit for the current (working) state")]
+Limit = Annotated[int, Field(ge=1, le=500, description="At most this many entries")]
+Tenant = Annotated[str, Field(min_length=1, description="The tenant (organisation) the conversation belongs to")]
+User = Annotated[str, Field(min_length=1, description="The user in that tenant")]
+SessionId = Annotated[str, Field(min_length=1, description="The conversation's session id")]
+Run = Annotated[str, Field(description="A run within the session (optional)")]
+
+UNDONE = ("Every write is a commit to the versioned store: `diff` shows it, and `rollback` (or `cortex rollback` "
+          "by a person) undoes it.")
+READ = ("search", "show", "find", "query", "memory_inspect", "recent_activity", "diff", "log", "get_context")
+WRITE = ("memory_add", "memory_forget", "memory_compact", "snapshot", "add_turn")
+COMMITS = ("memory_add", "memory_forget", "memory_compact", "rollback")  # writes to the Org files: UNDONE holds
+
+
+class Tools:
+    """The tool bodies over one session; `ctx` is the MCP request context, None when called in-process."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self.cx = session.cx
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def search(self, query: Annotated[str, Field(description="Words, a question, or an identifier (E1042, 2.3.1)")],
+               limit: Annotated[int, Field(ge=1, le=100)] = 10,
+               agent: Annotated[str | None, Field(description="Only this agent's memory")] = None,
+               type: Annotated[ItemType | None, Field(description="Only memory items of this type")] = None,
+               as_of: Ref = None, ctx: Context | None = None) -> Json:
+        """Search notes and agent memory by meaning and by exact identifiers (hybrid: embeddings + BM25), best first.
+        Each result names its file:line, outline, :ID: and oid; pass the :ID: (or oid) to `show` for the whole
+        headline. Filter to one agent's memory (`agent`) and item type, or search a past snapshot (`as_of`)."""
+        if not query.strip():
+            raise UserError("query is empty: give words, a question or an identifier to search for")
+        results = self.cx.search(query, limit=limit, agent=self.session.search_agent(agent), type=type,
+                                 as_of=as_of, progress=_progress(ctx, "embedding items for search"))
+        return {"results": [shapes.hit(r) for r in results]}
+
+    def show(self, target: Annotated[str, Field(description="An :ID:, a headline's oid (from search), or a file "
+                                                            "path such as notes/projects.org")],
+             as_of: Ref = None) -> str:
+        """The Org text of a headline and its subtree (by :ID: or oid) or of a whole file (by path), as the
+        working state holds it or as snapshot `as_of` recorded it."""
+        return self.session.render(self.session.target(target, as_of), as_of)
+
+    def find(self, todo: Annotated[str | None, Field(description="A TODO keyword: TODO, NEXT, DONE...")] = None,
+             tag: Annotated[str | None, Field(description="A tag the headline itself carries")] = None,
+             prop: Annotated[str | None, Field(description="A property NAME, or NAME=VALUE")] = None,
+             text: Annotated[str | None, Field(description="Words in the title")] = None,
+             limit: Limit = 50) -> Json:
+        """Headlines by TODO keyword, own tag, property and title words (all given must match), in file order."""
+        if not any(value and value.strip() for value in (todo, tag, prop, text)):
+            raise UserError("find needs at least one of todo, tag, prop or text")
+        found = [shapes.node(n) for n in self.cx.find(todo=todo, tag=tag, prop=prop, text=text)
+                 if self.session.covers(n.path)]
+        return shapes.capped("headlines", found, limit)
+
+    def query(self, query: Annotated[str, Field(description='An org-ql form, (and (todo "TODO") (tags "ops") '
+                                                            '(deadline :to "+7d")), or an Org match string, '
+                                                            "+ops-home/TODO|NEXT")],
+              as_of: Ref = None, limit: Limit = 50) -> Json:
+        """Headlines matching an Org query: org-ql predicates (todo, done, tags, property, priority, level,
+        heading, regexp, path, scheduled, deadline, closed, ts with :from :to :on, links-to...) under and/or/not,
+        or an org-agenda match string. Dates: 2026-11-20, today, +7d, -2w."""
+        if not query.strip():
+            raise UserError("query is empty: give an org-ql form such as (todo \"TODO\") or a match string such "
+                            "as +ops/TODO")
+        found = [shapes.node(n) for n in self.cx.query(query, as_of=as_of) if self.session.covers(n.path)]
+        return shapes.capped("headlines", found, limit)
+
+    def memory_inspect(self, agent: AgentName = None) -> Json:
+        """An agent's memory: its memory.org (Facts, Procedures, Learned Patterns, each item with its :ID:), the
+        count of its items and the days of its daily logs."""
+        agent = self.session.agent(agent)
+        memory = self.cx.memory
+        context = memory.load_context(agent)
+        logs = memory.daily_logs(agent)
+        text = memory.show(agent) if memory_path(agent) in self.cx.working().entries else ""
+        return {"summary": memory_summary(agent, context, logs), "memory_org": text,
+                "daily_logs": [day.isoformat() for day in logs], "warnings": list(context.warnings)}
+
+    def recent_activity(self, since: Annotated[str, Field(description=activity.SINCE)], limit: Limit = 100) -> Json:
+        """What changed since a snapshot or a time: the snapshots taken since, and every headline added, removed,
+        changed or moved from the state then (the newest snapshot at or before a time) to the working state."""
+        return activity.recent(self.session, since, limit)
+
+    def diff(self, from_ref: Annotated[str | None, Field(description="The older state (default HEAD, the last "
+                                                                     "snapshot); null for before anything")] = "HEAD",
+             to_ref: Ref = None, limit: Limit = 100) -> Json:
+        """Headlines added, removed, changed or moved between two states (default: the last snapshot and the
+        working state, which is what was written since the last snapshot)."""
+        found = [shapes.change(c) for c in activity.changes(self.session, from_ref, to_ref)]
+        return shapes.capped("changes", found, limit)
+
+    def log(self, limit: Limit = 20) -> Json:
+        """Snapshots, newest first, with what changed in each; their refs go to diff, show, search and rollback."""
+        return {"snapshots": activity.log(self.session, limit)}
+
+    def get_context(self, tenant: Tenant, user: User, session: SessionId, run: Run = "",
+                    budget_tokens: Annotated[int, Field(ge=1)] = 4096,
+                    strategy: Literal["truncation", "rolling_summary"] = "truncation") -> Json:
+        """The conversation memory an LLM call for this identity should see: the newest turns that fit
+        `budget_tokens` (oldest first) and, with rolling_summary, the summary of older ones."""
+        summarizer = ExtractiveSummarizer() if strategy == "rolling_summary" else None
+        with self.cx.conversations(strategy, summarizer=summarizer, budget_tokens=budget_tokens) as memory:
+            patch = memory.get_llm_context(Identity(tenant, user, session, run))
+        return {"strategy": patch.strategy, "summary": patch.summary, "tokens": patch.tokens,
+                "health": str(patch.health), "turns": [shapes.turn(t) for t in patch.turns]}
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def memory_add(self, text: Annotated[str, Field(min_length=1, description="The item; its first line is "
+                                                                              "its title")],
+                   type: ItemType = "fact", agent: AgentName = None, source: str = "mcp") -> Json:
+        """Remember one fact, procedure or learned pattern in an agent's memory.org (the same text is kept once).
+        Returns the item's :ID:, which `memory_forget` takes."""
+        agent = self.session.agent(agent)
+        known = self.cx.memory.known_item(agent, type, text)
+        if known is not None:
+            return {"added": False, "id": known.id or known.key(type), "note": "already in memory"}
+        with self.session.writing(f"memory_add to {agent}"):
+            item = self.cx.memory.add_item(agent, type, text, source=source)
+        return {"added": True, "id": item.id, "type": type, "path": memory_path(agent)}
+
+    def memory_forget(self, item: Annotated[str, Field(min_length=1, description="The item's :ID:, key or exact "
+                                                                                 "text")],
+                      agent: AgentName = None) -> Json:
+        """Remove one item from an agent's memory.org and daily logs. A snapshot is taken first: `rollback` to
+        the ref returned brings the item back."""
+        agent = self.session.agent(agent)
+        with self.session.writing(f"memory_forget in {agent}"):
+            report = self.cx.memory.forget(agent, item)
+        return {"forgot": report.ids, "files": report.files, "before": shapes.oid12(report.before.oid)}
+
+    def memory_compact(self, agent: AgentName = None,
+                       max_age: Annotated[str | None, Field(description="Delete daily logs older than this "
+                                                                        "(90d, 12w); default 90d")] = None,
+                       ctx: Context | None = None) -> Json:
+        """Move the items marked :fact:/:procedure:/:pattern: in an agent's daily logs into memory.org and delete
+        logs past retention. Snapshots before and after: `rollback` to `before` undoes it."""
+        agent = self.session.agent(agent)
+        try:
+            policy = RetentionPolicy(parse_duration(max_age)) if max_age else None
+        except DurationError as exc:
+            raise UserError(f"max_age {max_age!r}: {exc}") from None
+        report_progress = _progress(ctx, f"compacting the memory of {agent}")
+        report_progress(0, 1)
+        with self.session.writing(f"memory_compact of {agent}"):
+            report = self.cx.memory.compact(agent, policy)
+        report_progress(1, 1)
+        return {"moved": [{"type": kind, "text": item.text} for kind, item in report.moved],
+                "already_known": report.duplicates, "deleted_logs": report.deleted_logs,
+                "before": shapes.oid12(report.before.oid), "after": shapes.oid12(report.after.oid)}
+
+    def snapshot(self, message: Annotated[str, Field(description="What this state is")] = "") -> Json:
+        """Record the working state as a snapshot (O(1)): a named point to diff against or roll back to."""
+        return shapes.snapshot(self.cx.snapshot(message))
+
+    def add_turn(self, tenant: Tenant, user: User, session: SessionId,
+                 user_message: Annotated[str, Field(description="What the user said")],
+                 assistant_response: Annotated[str, Field(description="What the assistant answered")],
+                 run: Run = "") -> Json:
+        """Remember one exchange of a conversation for this identity (tenant, user and session are required).
+        Turns live in the store's conversation memory, shared by every process on it, not in Org files: `diff`
+        and `rollback` do not cover them; `get_context` reads them back."""
+        who = Identity(tenant, user, session, run)
+        with self.cx.conversations() as memory:
+            memory.add_turn(who, Turn(user_message, assistant_response))
+            return {"stored": True, "tokens": memory.estimate_tokens(who)}
+
+    def rollback(self, ref: Annotated[str, Field(description="The snapshot to return to: HEAD, HEAD~1, an oid "
+                                                             "prefix from log or from a write's `before`")],
+                 keep: Annotated[bool, Field(description="Snapshot what no snapshot holds first, so that this "
+                                                         "rollback can be undone too (default)")] = True) -> Json:
+        """Return the Org files, the working state and HEAD to a snapshot. With keep (the default) nothing is
+        lost: what changed since is snapshotted first, and `rollback` to `kept` restores it."""
+        if self.session.prefix is not None:
+            changed = {c.path for c in self.cx.diff(ref, None)} | set(self.cx.unsaved())
+            outside = sorted(p for p in changed if not self.session.covers(p))
+            if outside:
+                raise UserError(f"rollback to {ref} would change files outside {self.session.prefix}, which this "
+                                f"server (bound to agent {self.session.bound!r}) may not touch: {', '.join(outside)}")
+        report = self.cx.rollback(ref, keep=keep)
+        return {"now_at": shapes.oid12(report.target.oid), "written": report.written, "removed": report.removed,
+                "kept": shapes.oid12(report.kept.oid) if report.kept else None}
+
+
+def _progress(ctx: Context | None, message: str):
+    """A `progress(done, total)` that sends MCP progress notifications (when the client asked for them)."""
+    if ctx is None:
+        return lambda done, total: None
+
+    def told(done: int, total: int) -> None:
+        anyio.from_thread.run(ctx.report_progress, done, total, message)
+
+    return told
