@@ -107,7 +107,7 @@ def store_name(location: str | os.PathLike | None) -> str:
     if location is None:
         return "(in memory)"
     if not is_database_url(location):
-        return str(location)
+        return os.path.abspath(location)
     from .backends.postgres import redact
 
     return redact(str(location))
@@ -269,8 +269,8 @@ class Cortex:
         """How many objects the store holds."""
         return len(self.store.objects)
 
-    def stats(self) -> dict[str, int]:
-        """Files, headlines, ids, objects, refs, snapshots and bytes."""
+    def stats(self) -> dict[str, int | list[str]]:
+        """Files, headlines, ids (and the duplicated ones), objects, refs, snapshots and bytes."""
         return {**query.stats(self.store, self.working()), "snapshots": len(history.snapshots(self.store))}
 
     def fsck(self, repair: bool = False) -> list[history.FsckProblem]:

@@ -32,6 +32,7 @@ from .hashing import OID_SIZE, Oid, hash_bytes
 from .objects import EMPTY_TREE, OrgObject, Tree
 from .paths import ORG_SUFFIX, path_problem
 from .retry import retrying
+from .words import counted
 
 WORKING = "working"
 DOCS_BY_BYTES = "ingest.docs"
@@ -78,9 +79,9 @@ class IngestReport:
         return self.files - len(self.parsed) - len(self.problems)
 
     def __str__(self) -> str:
-        return (f"{self.files} files: {len(self.parsed)} parsed, {self.unchanged} unchanged, "
+        return (f"{counted(self.files, 'file')}: {len(self.parsed)} parsed, {self.unchanged} unchanged, "
                 f"{len(self.removed)} removed, {len(self.problems)} skipped; "
-                f"{self.new_objects} new objects in {self.seconds * 1000:.0f} ms")
+                f"{counted(self.new_objects, 'new object')} in {self.seconds * 1000:.0f} ms")
 
 
 def working_tree(store: Store) -> Tree:

@@ -159,8 +159,8 @@ def render_file(store: Store, tree: Tree, path: str) -> str:
     return orgfile.render(store.objects[tree.entries[path]], store.objects.__getitem__)
 
 
-def stats(store: Store, tree: Tree) -> dict[str, int]:
-    """Counts a user checks: files, headlines, ids (and how many name more than one), objects, refs, bytes."""
+def stats(store: Store, tree: Tree) -> dict[str, int | list[str]]:
+    """Counts a user checks: files, headlines, ids (and those named by more than one), objects, refs, bytes."""
     headlines = 0
     ids = Counter(filter(None, (file_id(store.objects[oid]) for oid in tree.entries.values())))
     for node in walk(store, tree):
@@ -171,7 +171,7 @@ def stats(store: Store, tree: Tree) -> dict[str, int]:
         "files": len(tree.entries),
         "headlines": headlines,
         "ids": ids.total(),
-        "duplicate ids": sum(1 for count in ids.values() if count > 1),  # Org expects each :ID: once
+        "duplicate ids": sorted(org_id for org_id, count in ids.items() if count > 1),  # Org expects each once
         "objects": len(store.objects),
         "refs": len(store.refs.names()),
         "bytes": store.engine.size_bytes(),

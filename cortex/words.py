@@ -22,6 +22,38 @@ def memory_summary(agent: str, context, logs: list) -> str:
     return f"{agent}: {items}; {counted(len(logs), 'daily log')}{days}"
 
 
+def size(n: int) -> str:
+    """`812 bytes`, `72.0 KiB`, `3.4 MiB`, `1.2 GiB`."""
+    if n < 1024:
+        return counted(n, "byte")
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        n /= 1024
+        if n < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}"
+
+
+def listed(names: list[str], shown: int = 5) -> str:
+    """`0`, `2: a, b`, `7: a, b, c, d, e and 2 more`."""
+    if not names:
+        return "0"
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"{len(names)}: {', '.join(names[:shown])}{more}"
+
+
+def shown_stats(cx) -> dict[str, int | str]:
+    """A store's stats as people read them: where the store and its Org folder are, the counts, the
+    duplicated :ID:s by name and the size on disk."""
+    counts = cx.stats()
+    shown: dict[str, int | str] = {"store": cx.location,
+                                   "Org folder": str(cx.root) if cx.root is not None else "none (--no-org)"}
+    for key, value in counts.items():
+        if key == "bytes":
+            shown["size"] = size(value)
+        else:
+            shown[key] = listed(value) if isinstance(value, list) else value
+    return shown
+
+
 def unsaved_note(paths: list[str], command: str) -> str:
     """What to say of Org files edited since they were last ingested, and how to include their edits."""
     return f"{files(paths)} edited since the last ingest, not in this diff: {command} includes them"

@@ -12,6 +12,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ..words import counted
+
 SHOW_AFTER = 0.5  # seconds a step goes on before its progress bar shows
 # Piped output is read by scripts and people alike: don't fold it at 80 columns.
 console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
@@ -93,6 +95,16 @@ def table(*columns: str, title: str | None = None) -> Table:
     for column in columns:
         t.add_column(column, overflow="fold")
     return t
+
+
+def print_nodes(nodes) -> None:
+    """Headlines as a table (file:line, outline, TODO, tags, :ID:), then how many."""
+    t = table("file:line", "outline", "todo", "tags", "id")
+    for node in nodes:
+        h = node.headline
+        t.add_row(f"{node.path}:{node.line}", " / ".join(node.outline), h.todo or "", ":".join(h.tags), node.id or "")
+    console.print(t)
+    console.print(counted(len(nodes), "headline"))
 
 
 def when(time_ns: int) -> str:

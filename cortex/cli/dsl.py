@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..words import counted
 from .common import console, err_console, table
 
 
@@ -27,7 +28,8 @@ def check(files):
             failed = True
             err_console.print(str(exc), markup=False)
             continue
-        console.print(f"{file}: ok ({len(defs.memories)} memories, {len(defs.webhooks)} webhooks)")
+        console.print(f"{file}: ok ({counted(len(defs.memories), 'memory', 'memories')}, "
+                      f"{counted(len(defs.webhooks), 'webhook')})")
     if failed:
         raise SystemExit(1)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 from rich.text import Text
 
-from ..words import unsaved_note
+from ..words import counted, unsaved_note
 from .common import console, duration, err_console, short, table, when, with_cortex
 
 KIND_STYLE = {"added": "green", "removed": "red", "changed": "yellow", "moved": "cyan"}
@@ -18,8 +18,8 @@ KIND_STYLE = {"added": "green", "removed": "red", "changed": "yellow", "moved": 
 def snapshot(cx, message):
     """Record the working state as a snapshot (O(1)) and move HEAD to it."""
     snap = cx.snapshot(message)
-    console.print(f"snapshot {short(snap.oid)}  {snap.counts.get('files', 0)} files, "
-                  f"{snap.counts.get('headlines', 0)} headlines  {message}")
+    console.print(f"snapshot {short(snap.oid)}  {counted(snap.counts.get('files', 0), 'file')}, "
+                  f"{counted(snap.counts.get('headlines', 0), 'headline')}  {message}")
 
 
 @click.command()
@@ -76,7 +76,7 @@ def diff(cx, a, b):
 @with_cortex
 def log(cx, limit):
     """Snapshots with what changed in each, and the purges that rewrote history, newest first."""
-    t = table("snapshot", "time", "headlines", "changes", "message")
+    t = table("snapshot", "time", "headlines", "subtrees changed", "message")
     rows = [(entry.snapshot.time_ns, _snapshot_row(entry)) for entry in cx.log(limit)]
     rows += [(purge.time_ns, _purge_row(purge)) for purge in cx.purges()]
     for _, cells in sorted(rows, key=lambda row: row[0], reverse=True)[:limit]:
@@ -93,7 +93,7 @@ def _snapshot_row(entry) -> tuple:
 def _purge_row(purge) -> tuple:
     """A purge as a log row: it rewrote history rather than adding to it, so it names no snapshot."""
     return ("[red]purge[/]", when(purge.time_ns), "",
-            f"rewrote {purge.snapshots} snapshots, removed {purge.objects} objects",
+            f"rewrote {counted(purge.snapshots, 'snapshot')}, removed {counted(purge.objects, 'object')}",
             Text(f"purged {purge.what} ({', '.join(purge.paths)}) by {purge.by}"))
 
 
@@ -127,7 +127,8 @@ def gc(cx, keep_last, max_age, compact):
     """
     age = duration(max_age, "--max-age") if max_age else None
     dropped, deleted = cx.gc(keep_last, age, compact=compact)
-    console.print(f"dropped {dropped} snapshots, deleted {deleted} objects" + (", compacted" if compact else ""))
+    console.print(f"dropped {counted(dropped, 'snapshot')}, deleted {counted(deleted, 'object')}"
+                  + (", compacted" if compact else ""))
 
 
 @click.command()
@@ -137,7 +138,7 @@ def gc(cx, keep_last, max_age, compact):
 def export(cx, ref, file):
     """Write snapshot REF and everything it reaches to one portable FILE."""
     path, count = cx.export(ref, file)
-    console.print(f"exported {count} objects to {path}")
+    console.print(f"exported {counted(count, 'object')} to {path}")
 
 
 @click.command(name="import")
@@ -155,7 +156,7 @@ def import_(cx, file):
 def checkout(cx, folder):
     """Write the working state into a new (or empty) FOLDER, a working copy that `cortex sync` keeps in step."""
     report = cx.checkout(folder)
-    console.print(f"checked out {len(report.received)} files into {report.folder}")
+    console.print(f"checked out {counted(len(report.received), 'file')} into {report.folder}")
 
 
 @click.command()

@@ -59,7 +59,7 @@ def compact(cx, agent, max_age):
     for path in report.deleted_logs:
         console.print(f"  deleted  {path}", markup=False)
     console.print(f"compacted {agent}: {len(report.moved)} moved, {report.duplicates} already known, "
-                  f"{len(report.deleted_logs)} logs deleted; undo with "
+                  f"{counted(len(report.deleted_logs), 'log')} deleted; undo with "
                   f"`cortex rollback {short(report.before.oid)}`", markup=False)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import console, table, with_cortex
+from .common import print_nodes, with_cortex
 
 
 @click.command(name="query")
@@ -21,10 +21,4 @@ def query(cx, text, ref, match):
     cortex query '+security-ops/TODO|NEXT'
     cortex query 'PRIORITY="A"+Effort<"1:00"' --as-of HEAD~1
     """
-    nodes = cx.query(text, as_of=ref, match=True if match else None)
-    t = table("file:line", "outline", "todo", "tags", "id")
-    for node in nodes:
-        h = node.headline
-        t.add_row(f"{node.path}:{node.line}", " / ".join(node.outline), h.todo or "", ":".join(h.tags), node.id or "")
-    console.print(t)
-    console.print(f"{len(nodes)} headlines")
+    print_nodes(cx.query(text, as_of=ref, match=True if match else None))

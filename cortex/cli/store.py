@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 from rich.markup import escape
 
-from .common import console, err_console, progress_bar, table, with_cortex
+from ..words import counted, shown_stats
+from .common import console, err_console, print_nodes, progress_bar, table, with_cortex
 
 
 @click.command()
@@ -45,14 +46,7 @@ def show(cx, target):
 @with_cortex
 def find(cx, todo, tag, prop, ref, text):
     """Find headlines by TODO keyword, tag, property or title text."""
-    nodes = cx.find(todo=todo, tag=tag, prop=prop, text=text, ref=ref)
-    t = table("file:line", "outline", "todo", "tags", "id")
-    for node in nodes:
-        h = node.headline
-        t.add_row(f"{node.path}:{node.line}", " / ".join(node.outline), h.todo or "",
-                  ":".join(h.tags), node.id or "")
-    console.print(t)
-    console.print(f"{len(nodes)} headlines")
+    print_nodes(cx.find(todo=todo, tag=tag, prop=prop, text=text, ref=ref))
 
 
 @click.command(name="ls")
@@ -73,11 +67,10 @@ def ls(cx, path):
 @click.command()
 @with_cortex
 def stats(cx):
-    """Where the store is, and its files, headlines, objects, snapshots and bytes."""
+    """Where the store and the Org folder are, and the store's files, headlines, objects, snapshots and size."""
     t = table("what", "count")
-    t.add_row("store", escape(cx.location))
-    for key, value in cx.stats().items():
-        t.add_row(key, f"{value:,}")
+    for key, value in shown_stats(cx).items():
+        t.add_row(key, f"{value:,}" if isinstance(value, int) else escape(value))
     console.print(t)
 
 
@@ -100,7 +93,8 @@ def fsck(cx, repair):
         hint = f"; `cortex fsck --repair` fixes {fixable} of them" if fixable and not repair else ""
         err_console.print(told + hint)
         raise SystemExit(1)
-    console.print(f"ok: {cx.object_count:,} objects, {cx.table_entry_count:,} table entries verified")
+    console.print(f"ok: {counted(cx.object_count, 'object')}, {counted(cx.table_entry_count, 'table entry', 'table entries')} "
+                  "verified")
 
 
 store_commands = (ingest, show, find, ls, stats, fsck)

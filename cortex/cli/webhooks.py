@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ..words import counted
 from .common import console, duration, err_console, table, when, with_cortex
 
 PROVIDERS = ("github", "stripe", "slack", "standard", "custom", "jwt")
@@ -194,7 +195,7 @@ def logs(cx, name, tail):
 def prune(cx, age):
     """Remove logged deliveries older than AGE (e.g. 7d, 12h), with their kept bodies."""
     removed = cx.prune_webhook_logs(duration(age, "AGE"))
-    console.print(f"removed {removed} deliveries older than {age}", markup=False)
+    console.print(f"removed {counted(removed, 'delivery', 'deliveries')} older than {age}", markup=False)
 
 
 @webhook_group.command()

@@ -35,6 +35,7 @@ from ..hashing import Oid, hash_bytes
 from ..ingest import WORKING, FolderRead, read_folder, working_tree
 from ..objects import EMPTY_TREE, Tree
 from ..retry import retrying
+from ..words import counted
 from .checkout import holds
 from .merge import Conflict, conflicts_in, merge_trees
 
@@ -63,7 +64,7 @@ class SyncReport:
 
     def __str__(self) -> str:
         lines = [f"{self.folder}: {len(self.sent)} sent, {len(self.received)} received, "
-                 f"{len(self.merged)} merged, {len(self.conflicts)} conflicts"]
+                 f"{len(self.merged)} merged, {counted(len(self.conflicts), 'conflict')}"]
         lines += [f"  conflict {c}" for c in self.conflicts]
         lines += [f"  {rel}: changed during the sync; it is merged by the next one" for rel in self.kept]
         lines += [f"  skipped {problem}" for problem in self.problems]

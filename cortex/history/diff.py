@@ -150,7 +150,8 @@ def _moves(get, found: _Found) -> list[Change]:
 
 @dataclass(frozen=True)
 class LogEntry:
-    """A snapshot with what changed since its parent."""
+    """A snapshot with what changed since its parent: how many subtrees were added, removed, changed or moved
+    (a headline added with its children counts once)."""
 
     snapshot: Snapshot
     changes: dict[str, int]

@@ -8,7 +8,7 @@ so `(find :todo "TODO")` calls `find(session, todo="TODO")`.
 from __future__ import annotations
 
 from ..errors import UserError
-from ..words import unsaved_note
+from ..words import shown_stats, unsaved_note
 from .registry import FORMS, form, prelude
 from .values import FileEntry, Help, HelpEntry, Message, OrgText, Outline, is_a
 
@@ -125,8 +125,9 @@ def ls(session, path=None):
 
 @form
 def stats(session):
-    """Counts a user checks: files, headlines, :ID:s (and duplicated ones), objects, refs, snapshots, bytes."""
-    return session.cortex.stats()
+    """Where the store and the Org folder are; files, headlines, :ID:s (and the duplicated ones), objects, refs,
+    snapshots and the size on disk."""
+    return shown_stats(session.cortex)
 
 
 @form

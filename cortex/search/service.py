@@ -41,6 +41,7 @@ from ..history.forget import PURGES
 from ..memory.layout import classify
 from ..objects import EMPTY_TREE, Document, Headline, OrgObject, Tree
 from ..query import walk_document
+from ..words import counted
 from .embedders import CachedEmbedder, Embedder, default_embedder
 from .fusion import METHODS, Hit, Weights, hybrid_search
 from .keyword import KeywordIndex
@@ -159,7 +160,7 @@ class VectorStatus:
         return self.vectors >= self.items
 
     def __str__(self) -> str:
-        return f"vectors: {self.vectors:,} of {self.items:,} items" + (", building" if self.building else "")
+        return f"vectors: {self.vectors:,} of {counted(self.items, 'item')}" + (", building" if self.building else "")
 
 
 class Results(list):
@@ -187,10 +188,10 @@ class BuildNotices:
     def __call__(self, done: int, total: int) -> None:
         if done == 0 and total > BATCH and self._started is None:
             self._started = time.monotonic()
-            self.notify(f"search: embedding {total:,} items in the background; "
+            self.notify(f"search: embedding {counted(total, 'item')} in the background; "
                         "until then, items without a vector are found by their words")
         elif done >= total and self._started is not None:
-            self.notify(f"search: {total:,} items embedded in {time.monotonic() - self._started:.0f} s")
+            self.notify(f"search: {counted(total, 'item')} embedded in {time.monotonic() - self._started:.0f} s")
             self._started = None
 
 
