@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from cortex.cli import main
 from cortex.cli.app import cli
@@ -114,6 +115,13 @@ def test_every_command_has_help_and_is_shown():
     for path, command in commands(cli, "cortex"):
         assert (command.help or "").strip(), f"{path} has no help"
         assert path in README, f"README.org never shows `{path}`"
+    for path, group in [("cortex", cli), *((p, c) for p, c in commands(cli, "cortex") if isinstance(c, click.Group))]:
+        def words(text: str) -> str:  # a wrapped line may break after a hyphen
+            return re.sub(r"-\s+", "-", " ".join(text.split()))
+
+        listed = words(CliRunner().invoke(group, ["--help"], terminal_width=80).output)
+        for name, command in group.commands.items():  # each summary whole, wrapped, never cut mid-phrase
+            assert words(command.get_short_help_str(limit=1 << 16)) in listed, f"{path} {name}"
 
 
 def test_make_run_gives_every_secret_the_bundled_definitions_and_the_tour_name():

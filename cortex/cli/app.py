@@ -12,7 +12,7 @@ from ..errors import CortexError
 from .agenda import agenda_commands
 from .mcp import mcp_command
 from .query import query
-from .common import err_console, no_org_option, store_option
+from .common import Commands, err_console, no_org_option, store_option
 from .dsl import dsl_group
 from .memory import memory_group
 from .search import search
@@ -21,7 +21,7 @@ from .history import history_commands
 from .store import store_commands
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Commands, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cortex")
 @click.pass_context
 def cli(ctx: click.Context) -> None:

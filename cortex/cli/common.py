@@ -45,6 +45,17 @@ no_org_option = click.option(
     help="No Org folder on this machine: write to the store's working state directly.")
 
 
+class Commands(click.Group):
+    """A group whose list of commands shows each one's first sentence whole, wrapped to the terminal, never cut."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        commands = [(name, command) for name in self.list_commands(ctx)
+                    if (command := self.get_command(ctx, name)) is not None and not command.hidden]
+        if commands:
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, command.get_short_help_str(limit=1 << 16)) for name, command in commands])
+
+
 def with_cortex(fn):
     """Add --store, --org and --no-org to a command and pass it an open `Cortex` as its first argument.
 

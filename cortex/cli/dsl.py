@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 
 from ..words import counted
-from .common import console, err_console, table
+from .common import Commands, console, err_console, table
 
 
-@click.group(name="dsl")
+@click.group(name="dsl", cls=Commands)
 def dsl_group():
     """Check, show and convert defmemory / defwebhook definition files."""
 

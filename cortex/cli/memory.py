@@ -6,13 +6,13 @@ import click
 
 from ..errors import NotFound
 from ..words import counted, memory_summary
-from .common import console, duration, err_console, short, table, with_cortex
+from .common import Commands, console, duration, err_console, short, table, with_cortex
 
 
 TYPES = ("fact", "procedure", "pattern")
 
 
-@click.group(name="memory")
+@click.group(name="memory", cls=Commands)
 def memory_group() -> None:
     """Agent memory: memory.org and daily logs under agents/<agent-id>/."""
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..words import counted
-from .common import console, duration, err_console, table, when, with_cortex
+from .common import Commands, console, duration, err_console, table, when, with_cortex
 
 PROVIDERS = ("github", "stripe", "slack", "standard", "custom", "jwt")
 # What `add` writes into the definitions file is checked here, so a mistake names its option.
@@ -64,7 +64,7 @@ def _json_path(ctx, param, value):
         raise click.BadParameter(str(err)) from None
 
 
-@click.group(name="webhook")
+@click.group(name="webhook", cls=Commands)
 def webhook_group() -> None:
     """Webhooks: define them, test them, and read or replay their delivery log."""
 
@@ -193,7 +193,7 @@ def logs(cx, name, tail):
 @click.argument("age")
 @with_cortex
 def prune(cx, age):
-    """Remove logged deliveries older than AGE (e.g. 7d, 12h), with their kept bodies."""
+    """Remove logged deliveries older than AGE (7d, 12h, ...), with their kept bodies."""
     removed = cx.prune_webhook_logs(duration(age, "AGE"))
     console.print(f"removed {counted(removed, 'delivery', 'deliveries')} older than {age}", markup=False)
 
