@@ -100,11 +100,22 @@ def progress_bar(label: str):
         bar.stop()
 
 
+# Columns of names, ids and numbers, which a person copies or compares: each kept whole on one line. The
+# others (outlines, paths, messages) wrap, at word boundaries where they can, when the terminal is narrow.
+WHOLE_COLUMNS = {"#", "id", "name", "snapshot", "delivery", "webhook", "agent", "todo", "score", "time", "made",
+                 "machine", "provider", "event", "answer", "trigger", "ms", "files", "headlines", "items", "logs",
+                 "bytes", "what", "kind", "path"}
+WRAPPED_MIN_WIDTH = 12  # a wrapped column never shrinks below this, so it does not vanish
+
+
 def table(*columns: str, title: str | None = None) -> Table:
-    """A plain table with the given column headers."""
+    """A plain table with the given column headers (see WHOLE_COLUMNS for what never wraps)."""
     t = Table(title=title, show_edge=False, header_style="bold", pad_edge=False)
     for column in columns:
-        t.add_column(column, overflow="fold")
+        if column in WHOLE_COLUMNS:
+            t.add_column(column, no_wrap=True)
+        else:
+            t.add_column(column, overflow="fold", min_width=min(WRAPPED_MIN_WIDTH, len(column)))
     return t
 
 
