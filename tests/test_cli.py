@@ -162,3 +162,9 @@ def test_narrow_tables_keep_ids_and_names_whole_and_every_column(width):
         header = shown.splitlines()[0]
         assert all(h in header for h in headers), header  # no column squeezed away
         assert row[0] in shown and row[-1 if headers[-1] == "id" else 0] in shown  # names and ids on one line
+
+
+def test_commands_that_find_nothing_say_no_results_without_an_empty_table(run):
+    for command in (("find", "no such words anywhere"), ("query", '(heading "no such words anywhere")')):
+        result = run(*command)
+        assert result.stdout == "" and result.stderr == "no results\n", result.output

@@ -380,3 +380,8 @@ def test_with_no_org_folder_the_session_says_so_once_and_ingest_makes_one_the_st
         assert "a.org" in repl("(ls)") and not (tmp_path / "org").exists()
     finally:
         repl.session.close()
+
+
+def test_a_form_that_finds_nothing_says_no_results_as_the_cli_does(repl):
+    assert repl('(find :text "no such words anywhere")') == "no results\n"
+    assert repl('(webhook-logs :name "nobody")') == "no results\n"

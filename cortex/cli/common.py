@@ -120,7 +120,10 @@ def table(*columns: str, title: str | None = None) -> Table:
 
 
 def print_nodes(nodes) -> None:
-    """Headlines as a table (file:line, outline, TODO, tags, :ID:), then how many."""
+    """Headlines as a table (file:line, outline, TODO, tags, :ID:), then how many ("no results" for none)."""
+    if not nodes:
+        err_console.print("no results")
+        return
     t = table("file:line", "outline", "todo", "tags", "id")
     for node in nodes:
         h = node.headline

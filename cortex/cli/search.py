@@ -29,6 +29,8 @@ def search(cx, query, limit, agent, type_, source, path, tag, todo, as_of, fusio
         results = cx.search(query, limit=limit, agent=agent, type=type_, source=source, path=path, tag=tag,
                             todo=todo, as_of=as_of, fusion=fusion, budget=SEARCH_BUDGET,
                             progress=lambda done, total: progress(done, total, "embedding for search"))
+    if not results:
+        err_console.print("no results")
     t = table("#", "score", "file:line", "outline", "id")
     for n, r in enumerate(results, 1):
         where = " / ".join(r.outline)
@@ -38,9 +40,8 @@ def search(cx, query, limit, agent, type_, source, path, tag, todo, as_of, fusio
         t.add_row(str(n), f"{r.score:.3f}", f"{r.path}:{r.line}", where, r.id or "")
         if explain:
             t.add_row("", "", "", f"[dim]{r.explain()}[/]", "")
-    console.print(t)
-    if not results:
-        console.print("no results")
+    if results:
+        console.print(t)
     if not results.status.complete:
         err_console.print(f"[yellow]{results.status}[/]: those without one were found by their words; "
                           "`cortex ingest` embeds the rest")

@@ -34,6 +34,8 @@ class Printer:
             return
         if isinstance(value, Message):
             self.out.write(f"{value}\n")
+        elif isinstance(value, list) and not value:  # a form found nothing: said as the CLI says it
+            self.out.write("no results\n")
         elif is_plain(value):
             self.out.write(f"{hy.repr(value)}\n")
         else:
