@@ -243,6 +243,14 @@ class Cortex:
             raise NotFound(f"{path}: not in the working state")
         return list(query.walk(self.store, tree, None if path is None else [path]))
 
+    def files(self) -> dict[str, tuple[int, int]]:
+        """Each file of the working state, sorted, with its number of headlines and of headline :ID:s."""
+        counts = {path: [0, 0] for path in sorted(self.working().entries)}
+        for node in self.outline():
+            counts[node.path][0] += 1
+            counts[node.path][1] += node.id is not None
+        return {path: (headlines, ids) for path, (headlines, ids) in counts.items()}
+
     def file_ids(self, ref: str | int | None = None) -> dict[str, str]:
         """The :ID:s files give themselves (a property drawer before the first headline), with their files."""
         return query.file_ids(self.store, self.state(ref))

@@ -154,9 +154,9 @@ def test_find_results_are_values_to_keep_working_with(repl):
 def test_list_of_nodes_prints_as_a_table(repl):
     shown = repl('(find :todo "TODO")')
     header, first, second = shown.splitlines()[:3]
-    assert header.split() == ["#", "where", "todo", "headline", "tags", "id"]
-    assert first.split()[:3] == ["0", "notes/projects.org:25", "TODO"] and "task-rotate-secrets" in first
-    assert second.split()[:3] == ["1", "notes/reading.org:21", "TODO"]
+    assert header.split() == ["#", "file:line", "outline", "todo", "tags", "id"]  # as `cortex find` shows them
+    assert first.split()[:2] == ["0", "notes/projects.org:25"] and "task-rotate-secrets" in first
+    assert second.split()[:2] == ["1", "notes/reading.org:21"] and " TODO " in second
 
 
 def test_a_node_prints_as_its_org_text_with_its_place(repl):

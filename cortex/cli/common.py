@@ -124,10 +124,11 @@ def print_nodes(nodes) -> None:
     if not nodes:
         err_console.print("no results")
         return
-    t = table("file:line", "outline", "todo", "tags", "id")
-    for node in nodes:
+    t = table("#", "file:line", "outline", "todo", "tags", "id")
+    for n, node in enumerate(nodes):  # numbered from 0, as the REPL shows them and (get nodes N) takes them
         h = node.headline
-        t.add_row(f"{node.path}:{node.line}", " / ".join(node.outline), h.todo or "", ":".join(h.tags), node.id or "")
+        t.add_row(str(n), f"{node.path}:{node.line}", " / ".join(node.outline), h.todo or "", ":".join(h.tags),
+                  node.id or "")
     console.print(t)
     console.print(counted(len(nodes), "headline"))
 

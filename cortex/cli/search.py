@@ -32,12 +32,8 @@ def search(cx, query, limit, agent, type_, source, path, tag, todo, as_of, fusio
     if not results:
         err_console.print("no results")
     t = table("#", "score", "file:line", "outline", "id")
-    for n, r in enumerate(results, 1):
-        where = " / ".join(r.outline)
-        first_line = r.text.split("\n", 1)[0]
-        if first_line != r.outline[-1]:  # a list item, or text beyond the title: show what matched
-            where += f" — {first_line[:80]}"
-        t.add_row(str(n), f"{r.score:.3f}", f"{r.path}:{r.line}", where, r.id or "")
+    for n, r in enumerate(results):  # numbered from 0, as in the REPL
+        t.add_row(str(n), f"{r.score:.3f}", f"{r.path}:{r.line}", r.heading, r.id or "")
         if explain:
             t.add_row("", "", "", f"[dim]{r.explain()}[/]", "")
     if results:

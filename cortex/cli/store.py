@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 from rich.markup import escape
+from rich.text import Text
 
 from ..words import counted, shown_stats
 from .common import console, err_console, print_nodes, progress_bar, table, with_cortex
@@ -53,15 +54,21 @@ def find(cx, todo, tag, prop, ref, text):
 @click.argument("path", required=False)
 @with_cortex
 def ls(cx, path):
-    """Outline of one file, or of every file in the working state."""
-    current = None
+    """The files of the working state with their counts, or the outline of one file (as the REPL's (ls))."""
+    if path is None:
+        t = table("file", "headlines", "ids")
+        for file, (headlines, ids) in cx.files().items():
+            t.add_row(file, str(headlines), str(ids))
+        console.print(t)
+        return
     for node in cx.outline(path):
-        if node.path != current:
-            current = node.path
-            console.print(f"[bold]{current}[/]")
-        todo = f"[magenta]{node.headline.todo}[/] " if node.headline.todo else ""
-        tags = f"  [cyan]:{':'.join(node.headline.tags)}:[/]" if node.headline.tags else ""
-        console.print(f"{'  ' * len(node.position)}{todo}{node.title}{tags}", markup=True)
+        line = Text("  " * (len(node.position) - 1))
+        if node.headline.todo:
+            line.append(f"{node.headline.todo} ", style="magenta")
+        line.append(node.title)
+        if node.headline.tags:
+            line.append(f"  :{':'.join(node.headline.tags)}:", style="cyan")
+        console.print(line)
 
 
 @click.command()

@@ -97,7 +97,8 @@ def show(session, target):
     (show (first (find :todo "TODO"))), (show (first (search "deploy"))), (show "notes/projects.org").
     """
     targets = target if isinstance(target, (list, tuple)) else [target]
-    text = "".join(session.cortex.show(showable(session, t)) for t in targets)
+    text = "".join(f"- {t.text}\n" if getattr(t, "list_item", False) else session.cortex.show(showable(session, t))
+                   for t in targets)  # a list item of a memory section is shown alone, not its whole section
     paths = {getattr(t, "path", None) for t in targets}  # the file whose TODO keywords highlight it
     return OrgText(text, paths.pop() if len(paths) == 1 else None)
 
@@ -113,14 +114,9 @@ def showable(session, target):
 @form
 def ls(session, path=None):
     """The files of the working state with their counts, or the outline of one file: (ls "notes/projects.org")."""
-    nodes = session.cortex.outline(path)
     if path is not None:
-        return Outline(nodes)
-    counts = {file: [0, 0] for file in session.cortex.working().entries}
-    for node in nodes:
-        counts[node.path][0] += 1
-        counts[node.path][1] += node.id is not None
-    return [FileEntry(file, headlines, ids) for file, (headlines, ids) in sorted(counts.items())]
+        return Outline(session.cortex.outline(path))
+    return [FileEntry(file, headlines, ids) for file, (headlines, ids) in session.cortex.files().items()]
 
 
 @form

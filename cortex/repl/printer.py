@@ -196,11 +196,9 @@ class Renderer:
         from .. import api
         from . import views
 
-        if isinstance(item, api.Node):
-            h = item.headline
-            title = f"[#{h.priority}] {h.title}" if h.priority else h.title
-            return {"#": str(index), "where": f"{item.path}:{item.line}", "todo": self.todo(item),
-                    "headline": title, "tags": ":".join(h.tags), "id": item.id or ""}
+        if isinstance(item, api.Node):  # the columns of `cortex find`, numbered from 0 as (get nodes N) takes them
+            return {"#": str(index), "file:line": f"{item.path}:{item.line}", "outline": " / ".join(item.outline),
+                    "todo": self.todo(item), "tags": ":".join(item.headline.tags), "id": item.id or ""}
         if isinstance(item, api.Snapshot):
             return {"#": str(index), "snapshot": self.snapshot_name(item), "time": when(item.time_ns),
                     "message": item.message, "files": str(item.counts.get("files", "")),

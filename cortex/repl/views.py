@@ -64,7 +64,7 @@ def row(renderer, index: int, item) -> dict | None:
 def search_row(index: int, result) -> dict:
     """A search result as a table row: rank, score, file:line, outline, :ID:."""
     return {"#": str(index), "score": f"{result.score:.3f}", "file:line": f"{result.path}:{result.line}",
-            "outline": " / ".join(result.outline), "id": result.id or ""}
+            "outline": result.heading, "id": result.id or ""}
 
 
 def search_results(renderer, results: SearchResults):

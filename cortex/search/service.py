@@ -134,6 +134,17 @@ class SearchResult:
         return self.item.text
 
     @property
+    def list_item(self) -> bool:
+        """Whether the item is a list item of its headline's section (in memory.org), not the headline itself."""
+        return self.text.split("\n", 1)[0] != self.outline[-1]
+
+    @property
+    def heading(self) -> str:
+        """What a table of results shows: the outline, then the start of a list item's text."""
+        where, first = " / ".join(self.outline), self.text.split("\n", 1)[0]
+        return f"{where} — {first[:80]}" if self.list_item else where
+
+    @property
     def has_vector(self) -> bool:
         """Whether the item had a vector when it was ranked (see `SearchIndex.search` for those without)."""
         return not math.isnan(self.vector)
