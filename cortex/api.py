@@ -390,8 +390,11 @@ class Cortex:
         Kept: the newest `keep_last` snapshots and those younger than `max_age` (HEAD always), what
         refs point at, and what reflog entries within that retention name. With `compact` the data
         file is rewritten without the freed pages, which still hold deleted bytes; that needs the
-        store alone, so it is refused (before anything changes) while another process has it open.
+        store alone, so it is refused (before anything changes) while another process has it open, and
+        a background build of the search vectors here stops first (the next search starts it again).
         """
+        if compact and "_search_index" in self.__dict__:
+            self._search_index.stop_building()
         with self.store.engine.exclusively() if compact else nullcontext():
             dropped = history.apply_retention(self.store, keep_last, max_age)
             deleted = history.gc(self.store)
@@ -413,7 +416,7 @@ class Cortex:
         from .search.service import forget_embeddings
 
         with self.store.engine.exclusively():
-            self._drop_search_indexes()  # first: a crash halfway must not leave them holding the text
+            self._drop_indexes()  # first: a crash halfway must not leave them holding the text
             return history.forget(self.store, rewrite, what, lambda replaced: forget_embeddings(self.store, replaced))
 
     def export(self, ref: str | int = "HEAD", path: str | os.PathLike | None = None) -> tuple[Path, int]:
@@ -531,8 +534,9 @@ class Cortex:
         folder = self.store.engine.local_folder
         return None if folder is None else folder / "index"
 
-    def _drop_search_indexes(self) -> None:
-        """Forget the search indexes held here and saved in the local folder (they are rebuilt on the next search).
+    def _drop_indexes(self) -> None:
+        """Forget the search and query indexes held here and the search indexes saved in the local folder (they
+        are rebuilt on the next search or query).
 
         After a purge they hold its text: a removal only masks it, and a save would write it back.
         A background build stops first (the next search starts it again).
@@ -541,6 +545,7 @@ class Cortex:
         if index is not None:
             index.stop_building()
         self._past_indexes.clear()
+        self.__dict__.pop("_query_indexes", None)
         folder = self._index_folder()
         if folder is not None and folder.exists():
             shutil.rmtree(folder)
