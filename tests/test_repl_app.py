@@ -247,7 +247,7 @@ def test_a_session_in_a_real_terminal(tmp_path, org):
         term.type(':todo "TODO"))', "Enter")
         term.type("todo", "Enter")
         screen = term.wait_for("task-rotate-secrets")
-        assert "0  notes/projects.org:25  TODO  [#A] Rotate the webhook secrets" in screen
+        assert "0  notes/projects.org:25  Memory store / Rotate the webhook secrets" in screen
 
         term.type('(show "task-pa', "Tab")
         term.wait_for('(show "task-parse-org')
