@@ -47,19 +47,45 @@ def test_minilm_rows_are_unit_float32(minilm):
     assert minilm.embed([]).shape == (0, 384)
 
 
-def test_minilm_vector_does_not_depend_on_the_batch(minilm):
-    texts = ["short", "a much longer sentence that needs many more word pieces than the first one",
-             "E4012 means the signed upload URL expired"] * 15
-    batched = minilm.embed(texts)
-    alone = np.vstack([minilm.embed([text]) for text in texts[:3]])
-    assert np.allclose(batched[:3], alone, atol=1e-4)
-    assert np.allclose(batched[3:6], alone, atol=1e-4)
+def test_minilm_vector_does_not_depend_on_the_batch():
+    words = "the agenda shows tasks scheduled for today and deadlines coming up soon".split()
+    texts = [" ".join(words[:n % len(words) + 1]) * (1 + n % 3) for n in range(24)] + [""]
+    small_batches = MiniLMEmbedder()
+    small_batches.batch_tokens = 48  # many batches of like lengths, run by the pool of one-thread sessions
+    batched = small_batches.embed(texts)
+    alone = np.vstack([small_batches.embed([text]) for text in texts])
+    assert np.allclose(batched, alone, atol=1e-4)
+
+
+def test_minilm_reads_long_texts_from_a_prefix_with_the_same_ids(minilm):
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(minilm.files()[1]))
+    assert tokenizer.padding["length"] == 128  # tokenizer.json pads to a fixed width: the embedder must not
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(minilm.max_tokens)
+    prose = "Org mode exports to HTML, LaTeX and ODT; the agenda gathers TODO items. " * 40
+    texts = [prose, prose.replace(" ", "\n"), prose.replace(" ", "\t"),
+             "x" * 5000,  # no space to cut at: read whole
+             "a" + " " * 3000 + "b c d",  # the prefix holds too few tokens: read whole
+             "| cell |" + "     | " * 400 + " end", "short text"]
+    assert minilm.token_ids(texts) == [encoding.ids for encoding in tokenizer.encode_batch(texts)]
 
 
 def test_minilm_truncates_to_the_model_length(minilm):
     prefix = " ".join(f"word{i}" for i in range(400))
     a, b = minilm.embed([prefix + " apples and pears", prefix + " a completely different ending"])
     assert np.allclose(a, b, atol=1e-6)
+
+
+def test_minilm_token_limit_is_part_of_its_name():
+    short = MiniLMEmbedder(max_tokens=8)
+    assert short.name == "all-MiniLM-L6-v2-onnx-int8-8" != MiniLMEmbedder().name
+    assert [len(ids) for ids in short.token_ids(["one two three four five six seven eight nine", "one"])] == [8, 3]
+    a, b = short.embed(["one two three four five six apples", "one two three four five six pears"])
+    assert np.allclose(a, b, atol=1e-6)  # [CLS], six words, [SEP]: the seventh is not read
+    with pytest.raises(ValueError, match="max_tokens"):
+        MiniLMEmbedder(max_tokens=2)
 
 
 def test_minilm_similarity_reflects_meaning(minilm):
@@ -94,7 +120,7 @@ def test_damaged_model_file_is_refused(tmp_path):
 def test_default_embedder_is_minilm():
     embedder = default_embedder()
     assert isinstance(embedder, Embedder)
-    assert (embedder.name, embedder.dim, embedder.degraded) == ("all-MiniLM-L6-v2-onnx-int8-128", 384, False)
+    assert (embedder.name, embedder.dim, embedder.degraded) == ("all-MiniLM-L6-v2-onnx-int8-64", 384, False)
 
 
 def test_default_embedder_falls_back_to_hashing_with_a_warning(monkeypatch):
