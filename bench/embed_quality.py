@@ -65,7 +65,7 @@ CHOICES = {  # name: (text of an item, tokens read)
     "outline": (outline, 128),
     **{f"title + body, {n} tokens": (lambda item: item.text, n) for n in (32, 64, 128, 256)},
     **{f"outline + body, {n} tokens": (with_body(outline), n) for n in (64, 128)},
-    **{f"title + body, links as text, {n}": (links_as_text, n) for n in (64, 128)},
+    **{f"title + body, links as text, {n} tokens": (links_as_text, n) for n in (64, 128)},
 }
 
 
@@ -89,7 +89,7 @@ def main() -> None:
     targets = [{where[(path, tuple(outline))] for path, outline in q["targets"]} for q in data["queries"]]
     groups = sorted({q["group"] for q in data["queries"]})
     print(f"{len(data['queries'])} queries ({', '.join(groups)}), {len(candidates):,} candidate headlines")
-    print(f"{'text embedded':28}{'R@1':>7}{'MRR':>7}" + "".join(f"{g + ' R@1':>15}" for g in groups)
+    print(f"{'text embedded':40}{'R@1':>7}{'MRR':>7}" + "".join(f"{g + ' R@1':>15}" for g in groups)
           + f"{'texts/s':>10}")
     seconds, cpu = {}, {}
     for name, (text, tokens) in CHOICES.items():
@@ -101,7 +101,7 @@ def main() -> None:
         seconds[name], cpu[name] = time.perf_counter() - started, time.process_time() - used
         found = ranks(embedder.embed([q["query"] for q in data["queries"]]), vectors, targets)
         by_group = [np.mean([r == 1 for r, q in zip(found, data["queries"]) if q["group"] == g]) for g in groups]
-        print(f"{name:28}{np.mean([r == 1 for r in found]):7.3f}{np.mean([1 / r for r in found]):7.3f}"
+        print(f"{name:40}{np.mean([r == 1 for r in found]):7.3f}{np.mean([1 / r for r in found]):7.3f}"
               + "".join(f"{g:15.3f}" for g in by_group) + f"{len(texts) / seconds[name]:10.0f}")
     for name in CHOICES:  # CPU time: what other programs on the machine take of it does not count
         report(f"CPU time embedding: {name} vs {TODAY}", cpu[name], cpu[TODAY])
