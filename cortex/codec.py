@@ -7,12 +7,12 @@ Every object carries a kind tag and a format version.
 
 from __future__ import annotations
 
-from itertools import repeat
 from typing import Any
 
 import msgpack
 
 from .errors import FormatError
+from .hashing import Oid
 
 FORMAT_VERSION = 1
 KIND = "kind"
@@ -20,6 +20,7 @@ VERSION = "v"
 
 
 _LEAVES = (str, bytes, int, type(None))  # bool is an int
+_LEAF_TYPES = frozenset((str, bytes, int, type(None), bool, Oid))  # their exact types, checked faster
 
 
 def canonical(value: Any) -> Any:
@@ -30,7 +31,7 @@ def canonical(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: v if isinstance(v := value[k], _LEAVES) else canonical(v) for k in sorted(value)}
     if isinstance(value, (list, tuple)):
-        if all(map(isinstance, value, repeat(_LEAVES))):  # msgpack writes tuples as arrays too
+        if _LEAF_TYPES.issuperset(map(type, value)):  # msgpack writes tuples as arrays too
             return value
         return [v if isinstance(v, _LEAVES) else canonical(v) for v in value]
     if isinstance(value, float):

@@ -90,9 +90,37 @@ def confined(root: Path, rel: str, follow: bool = True) -> Path:
 
 def write_under(root: Path, rel: str, data: bytes, unchanged: Check | None = None) -> None:
     """Replace the Org file `rel` under `root` atomically, never writing outside the root."""
-    real = confined(root, rel)
-    with _folder_under(Path(os.path.realpath(root)), real.parent) as folder:
-        _replace(folder, real, data, unchanged)
+    Staged(root, rel, data).put(unchanged)
+
+
+class Staged:
+    """New bytes for the Org file `rel` under `root`, written and synced beside it under a temporary
+    name (never outside the root): `put` renames them over the file, `drop` removes them. Staging
+    can run while other work waits (a store's commit), leaving only the rename for after."""
+
+    def __init__(self, root: Path, rel: str, data: bytes):
+        self.target = confined(root, rel)
+        self._folder = _open_under(Path(os.path.realpath(root)), self.target.parent)
+        try:
+            self._temporary = _write_temporary(self._folder, self.target, data)
+        except BaseException:
+            os.close(self._folder)
+            raise
+
+    def put(self, unchanged: Check | None = None) -> None:
+        """Rename the new bytes over the file, if `unchanged` says it still holds what was expected
+        (ChangedMeanwhile otherwise, the new bytes dropped)."""
+        try:
+            _rename_over(self._folder, self._temporary, self.target, unchanged)
+        finally:
+            os.close(self._folder)
+
+    def drop(self) -> None:
+        """Remove the new bytes, leaving the file as it is."""
+        try:
+            _unlink_quietly(self._temporary, self._folder)
+        finally:
+            os.close(self._folder)
 
 
 def remove_under(root: Path, rel: str, unchanged: Check | None = None) -> None:
@@ -192,6 +220,15 @@ def _opened(folder: Path) -> Iterator[int]:
 @contextmanager
 def _folder_under(real_root: Path, folder: Path) -> Iterator[int]:
     """`folder` opened from the root down, creating missing folders and following no link on the way."""
+    fd = _open_under(real_root, folder)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _open_under(real_root: Path, folder: Path) -> int:
+    """A descriptor of `folder` opened from the root down, creating missing folders and following no link."""
     fd = os.open(real_root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for name in folder.relative_to(real_root).parts:
@@ -207,13 +244,20 @@ def _folder_under(real_root: Path, folder: Path) -> Iterator[int]:
                                   f"root {real_root}; nothing was written there") from None
             os.close(fd)
             fd = step
-        yield fd
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 def _replace(folder: int, target: Path, data: bytes, unchanged: Check | None, durable: bool = True) -> None:
     """Write `data` to a temporary file in the open `folder` and rename it over `target`'s name."""
+    _rename_over(folder, _write_temporary(folder, target, data, durable), target, unchanged, durable)
+
+
+def _write_temporary(folder: int, target: Path, data: bytes, durable: bool = True) -> str:
+    """Write `data` to a new temporary file beside `target` in the open `folder` (keeping the target's
+    mode and owner); return its name."""
     name = target.name
     try:
         old = os.stat(name, dir_fd=folder, follow_symlinks=False)
@@ -227,27 +271,43 @@ def _replace(folder: int, target: Path, data: bytes, unchanged: Check | None, du
                      dir_fd=folder)
     except OSError as exc:
         raise DiskFull(target) if exc.errno in _FULL else exc
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            if old is not None:
-                _keep_owner_and_mode(out.fileno(), old)
-            if durable:
-                os.fsync(out.fileno())
+    with _or_removed(temporary, folder, target), os.fdopen(fd, "wb") as out:
+        out.write(data)
+        out.flush()
+        if old is not None:
+            _keep_owner_and_mode(out.fileno(), old)
+        if durable:
+            os.fsync(out.fileno())
+    return temporary
+
+
+def _rename_over(folder: int, temporary: str, target: Path, unchanged: Check | None, durable: bool = True) -> None:
+    """Rename the `temporary` file over `target` in the open `folder`, if `unchanged` says it may."""
+    with _or_removed(temporary, folder, target):
         if unchanged is not None and not unchanged(target):
             raise ChangedMeanwhile(target)
-        os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+        os.replace(temporary, target.name, src_dir_fd=folder, dst_dir_fd=folder)
+    if durable:
+        os.fsync(folder)
+
+
+@contextmanager
+def _or_removed(temporary: str, folder: int, target: Path) -> Iterator[None]:
+    """Remove the `temporary` file in the open `folder` if the block fails (DiskFull when the disk is)."""
+    try:
+        yield
     except BaseException as exc:
-        try:
-            os.unlink(temporary, dir_fd=folder)
-        except FileNotFoundError:
-            pass
+        _unlink_quietly(temporary, folder)
         if isinstance(exc, OSError) and exc.errno in _FULL:
             raise DiskFull(target) from None
         raise
-    if durable:
-        os.fsync(folder)
+
+
+def _unlink_quietly(name: str, folder: int) -> None:
+    try:
+        os.unlink(name, dir_fd=folder)
+    except FileNotFoundError:
+        pass
 
 
 def _keep_owner_and_mode(fd: int, old: os.stat_result) -> None:

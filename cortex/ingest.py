@@ -362,11 +362,18 @@ class FolderRead:
         """The bytes of a document for the file `rel` (its objects read with `get`, else as `get` here):
         an edit of what was read there costs what it changed."""
         get = get or self.get
-        layout = self.batch.layout(os.path.join(self.root, rel))
+        path = os.path.join(self.root, rel)
+        layout = self.batch.layout(path)
         if layout is not None and layout.document.oid == oid:
             return layout.data
         document = get(oid)
-        return orgfile.render(document, get).encode("utf-8") if layout is None else layout.render(document, get)
+        if layout is None:
+            return orgfile.render(document, get).encode("utf-8")
+        edited = layout.edited(document, get)
+        if edited is None:
+            return layout.render(document, get)
+        self.batch.edited[path] = edited  # kept by `relayout` if these bytes are written
+        return edited.data
 
     def write(self, documents: Mapping[bytes, Oid] = {}) -> int:
         """Store what reading parsed (and the tree), and the `documents` of bytes about to be written
@@ -442,6 +449,7 @@ class _Batch:
         self.subtree_cache: dict[bytes, Oid] = {}
         self.reused: set[bytes] = set()  # checked again when committing, in case gc ran meanwhile
         self.digests: dict[str, bytes] = {}  # path -> the hash of the bytes read there (or known unchanged)
+        self.edited: dict[str, orgfile.Layout] = {}  # path -> the layout of the bytes last rendered for it
 
     def unchanged(self, path: str) -> Oid | None:
         """The document of a file whose stat is what it was when last read, if it is still stored."""
@@ -483,9 +491,11 @@ class _Batch:
 
     def relayout(self, path: str, data: bytes) -> None:
         """Keep the layout of the bytes just written at `path`, whose document is stored, so that an edit
-        of them re-parses only what it touched."""
+        of them re-parses only what it touched: the one `render` made them with, else their parse."""
+        edited = self.edited.pop(path, None)
         if len(data) >= LAYOUT_MIN_BYTES:
-            self.new_layouts[path] = (self._reparse(path, data) or self._parse(data))[1]
+            self.new_layouts[path] = (edited if edited is not None and edited.data is data
+                                      else (self._reparse(path, data) or self._parse(data))[1])
 
     def contains(self, path: str, data: bytes, marker: bytes) -> bool:
         """Whether the file just parsed at `path` holds `marker` (its kept layout knows where to look)."""

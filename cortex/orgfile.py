@@ -291,6 +291,22 @@ def _kids(after: list[int], lo: int, hi: int) -> Iterator[int]:
 
 
 @dataclass
+class _Splice:
+    """An edit of a layout's document: its headlines [first, last), bytes [start, stop), became the
+    subtrees `new` (their bytes `changed`), under the headlines `path` (index, new oid), outermost
+    first, making the bytes `data`."""
+
+    first: int
+    last: int
+    start: int
+    stop: int
+    changed: bytes
+    new: tuple[Oid, ...]
+    path: list[tuple[int, Oid]]
+    data: bytes
+
+
+@dataclass
 class _Outline:
     """Where a file's headlines start (in bytes), their stars, subtrees and the oids known so far."""
 
@@ -348,13 +364,55 @@ class Layout:
 
     def render(self, document: Document, get: Getter) -> bytes:
         """The bytes of `document`, an edit of this layout's: the subtrees both share before and after
-        what changed are copied from these bytes (looking inside a subtree whose own section stayed),
-        so only the changed subtrees are rendered."""
-        if document.preamble != self.document.preamble:
+        what changed are copied from these bytes, so only the changed subtrees are rendered."""
+        splice = self._splice(document, get)
+        if splice is None:
             return render(document, get).encode("utf-8")
+        return splice.data
+
+    def edited(self, document: Document, get: Getter) -> "Layout | None":
+        """The layout of `document`'s bytes, an edit of this layout's, known without parsing them: the
+        outline and keys outside the changed subtrees are this one's. None when the edit reaches what
+        every section depends on (the preamble, a TODO or STARTUP line, the line ends): parse its bytes."""
+        splice = self._splice(document, get)
+        if splice is None:
+            return None
+        outline, data, first, last = self.outline, splice.data, splice.first, splice.last
+        start, end = splice.start, splice.start + len(splice.changed)
+        old_part = self.data[start:splice.stop]
+        newlines = outline.newlines - old_part.count(b"\n") + splice.changed.count(b"\n")
+        crlfs = outline.crlfs - old_part.count(b"\r\n") + splice.changed.count(b"\r\n")
+        if (_OPTION_BYTES.search(old_part) or _OPTION_BYTES.search(splice.changed)
+                or (0 < crlfs == newlines) != self.setup.crlf):
+            return None
+        mid_starts, mid_stars = _outline(data, start, end)
+        touched, moved = len(mid_starts), last - first - len(mid_starts)
+        starts = outline.starts[:first] + mid_starts + _shifted(outline.starts[last:], end - splice.stop)
+        stars = outline.stars[:first] + mid_stars + outline.stars[last:]
+        after = _spliced_ends(outline.after, stars, first, touched, moved)
+        tops = list(_kids(after, first, first + touched))
+        if len(tops) != len(splice.new):  # the new subtrees do not read as siblings: parse
+            return None
+        oids = outline.oids[:first] + [None] * touched + outline.oids[last:]
+        for i, oid in [*zip(tops, splice.new), *splice.path]:
+            oids[i] = oid
+        keys = self.keys[:first] + [b""] * touched + self.keys[last:]
+        bounds, prefix = starts + [len(data)], _key_prefix(self.setup)
+        for i in [*reversed(range(first, first + touched)), *(i for i, _ in reversed(splice.path))]:
+            keys[i] = _key(prefix, memoryview(data)[bounds[i]:bounds[i + 1]], _child_keys(keys, after, i))
+        absent = frozenset(marker for marker, found in self._found.items() if not found)
+        return Layout(data, self.setup, document, keys, _Outline(starts, stars, after, oids, newlines, crlfs),
+                      (start, end), absent)
+
+    def _splice(self, document: Document, get: Getter) -> "_Splice | None":
+        """Where `document`'s bytes differ from these: the subtrees both share before and after what changed
+        are found by walking down (into a subtree whose own section stayed) from the nearer end."""
+        if document.preamble != self.document.preamble:
+            return None
         outline, data = self.outline, self.data
         starts, after = outline.starts, outline.after
         old, new, lo, hi = self.document.children, document.children, 0, len(starts)
+        path: list[tuple[int, Oid]] = []
 
         def at(i: int) -> int:  # where headline i starts (the end, past the last one)
             return starts[i] if i < len(starts) else len(data)
@@ -367,12 +425,14 @@ class Layout:
             if len(old) == len(new) == head + tail + 1:
                 before, now = get(old[head]), get(new[head])
                 if before.raw == now.raw:
+                    path.append((first, new[head]))
                     old, new, lo, hi = before.children, now.children, first + 1, after[first]
                     continue
-            start, stop = at(first), at(_kid_at(outline, lo, hi, len(old), len(old) - tail))
+            last = _kid_at(outline, lo, hi, len(old), len(old) - tail)
             changed = "".join(_subtree_parts(new[head:len(new) - tail], get)).encode("utf-8")
             view = memoryview(data)
-            return b"".join((view[:start], changed, view[stop:]))
+            return _Splice(first, last, at(first), at(last), changed, new[head:len(new) - tail], path,
+                           b"".join((view[:at(first)], changed, view[at(last):])))
 
     def oid(self, i: int, get: Getter) -> Oid:
         """The oid of headline `i`, read from its ancestors' children when not known yet."""

@@ -1,6 +1,5 @@
 """Working copies: checkout, sync by a three-way merge per file and headline, conflicts kept in Org, nothing lost."""
 
-import json
 import os
 import random
 import signal
@@ -12,6 +11,7 @@ import pytest
 
 from cortex.backends import open_store
 from cortex.errors import UserError
+from cortex.files import Staged
 from cortex.history import copies
 from cortex.history.copies import NotACopy, check_out, conflicts, sync
 from cortex.history.fsck import fsck
@@ -106,19 +106,20 @@ def test_an_editor_save_during_a_sync_is_kept_and_merged_next_time(store, tmp_pa
     check_out(store, a)
     commit_files(store, lambda tree: {"plan.org": PLAN.replace("Nothing yet.", "From the store.").encode()}, "w")
     edit(a, "plan.org", "Ten thousand.", "Nine thousand.")
-    real_write = copies.write_under
+    real_put = Staged.put
 
-    def save_first(root, rel, data, unchanged):  # Emacs saves (temp file, rename) just before the sync writes
-        path = root / rel
+    def save_first(staged, unchanged):  # Emacs saves (temp file, rename) just before the sync renames its own
+        path = staged.target
         temp = path.with_name(".#" + path.name)
         temp.write_text(path.read_text().replace("Ship on Monday.", "Ship on Sunday."))
         os.replace(temp, path)
-        return real_write(root, rel, data, unchanged)
+        return real_put(staged, unchanged)
 
-    monkeypatch.setattr(copies, "write_under", save_first)
+    monkeypatch.setattr(Staged, "put", save_first)
     report = sync(store, a)
     assert report.kept == ["plan.org"] and "Nine thousand." in stored(store, "plan.org")
-    monkeypatch.setattr(copies, "write_under", real_write)
+    assert [p.name for p in a.iterdir() if p.name.endswith(".tmp")] == []  # the sync's new bytes are dropped
+    monkeypatch.setattr(Staged, "put", real_put)
     sync(store, a)
     for text in (stored(store, "plan.org"), (a / "plan.org").read_text()):
         assert all(s in text for s in ("Ship on Sunday.", "Nine thousand.", "From the store.")), text
@@ -184,6 +185,29 @@ def test_copies_in_separate_processes_lose_no_edit(store, store_at, tmp_path):
     assert all((f / "plan.org").read_text() == text for f in folders)
 
 
+def test_a_forked_process_syncs_after_its_parent_did(store_at, tmp_path):
+    # A sync stages its files on a thread of its process; a child forked after one has none of them.
+    a = tmp_path / "a"
+    with open_store(store_at) as s:
+        commit_files(s, lambda tree: {"plan.org": PLAN.encode()}, "seed")
+        check_out(s, a)
+    edit(a, "plan.org", "Ten thousand.", "Eleven thousand.")
+    child = os.fork()
+    if child == 0:
+        try:
+            with open_store(store_at) as s:
+                sync(s, a)
+                os._exit(0 if "Eleven thousand." in stored(s, "plan.org") else 1)
+        finally:
+            os._exit(2)
+    deadline = time.monotonic() + 60
+    while (done := os.waitpid(child, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done == (0, 0):
+        os.kill(child, signal.SIGKILL)
+    assert done[0] == child and os.waitstatus_to_exitcode(done[1]) == 0
+
+
 def test_the_tracked_org_folder_becomes_a_copy_and_keeps_what_other_copies_sent(tmp_path, org):
     import cortex.api as cx
 
@@ -230,11 +254,12 @@ def test_the_base_a_sync_made_is_trusted_only_as_the_folder_records_it(store, tm
     assert sync(store, a).received == ["plan.org"]
     edit(a, "plan.org", "Twelve thousand.", "Twelve thousand, approved.")
     assert sync(store, a).conflicts == [] and "Twelve thousand, approved." in stored(store, "plan.org")
-    # A record naming another base (forged, or left from an older sync) is not trusted: the sync merges
-    # against the base the store is sure of, and nothing the store holds is undone.
-    edit_store("Nothing yet.", "Hired two.")
-    record = a / copies.RECORD
-    record.write_text(json.dumps(dict(json.loads(record.read_text()), base=working_tree(store).oid.hex())))
-    report = sync(store, a)
-    assert "Hired two." in stored(store, "plan.org") and "Hired two." in (a / "plan.org").read_text(), report
-    assert "Twelve thousand, approved." in stored(store, "plan.org") and fsck(store) == []
+    # A base naming another tree (forged, or left from an older sync), or torn, is not trusted: the sync
+    # merges against the base the store is sure of, and nothing the store holds is undone.
+    for n, base in enumerate((working_tree(store).oid.hex(), working_tree(store).oid.hex()[:40], "", "\xff" * 64)):
+        edit_store("Nothing yet." if n == 0 else f"Hired {n + 1}.", f"Hired {n + 2}.")
+        (a / copies.BASE).write_text(base, encoding="latin-1")
+        report = sync(store, a)
+        assert f"Hired {n + 2}." in stored(store, "plan.org") and f"Hired {n + 2}." in (a / "plan.org").read_text()
+        assert "Twelve thousand, approved." in stored(store, "plan.org"), report
+    assert fsck(store) == []

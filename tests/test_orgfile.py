@@ -391,14 +391,25 @@ def headline_oids(layout: orgfile.Layout, get) -> list:
     return [layout.oid(i, get) for i in range(len(layout.outline.starts))]
 
 
-def check_reparse_chain(text: str, seed: int, edits: int = 40) -> int:
+def check_layout(layout: orgfile.Layout, fresh: orgfile.Layout, get) -> None:
+    """A layout kept from an edit must be the one scanned from its bytes, and find what they hold."""
+    kept, scanned = layout.outline, fresh.outline
+    assert (kept.starts, kept.stars, kept.after) == (scanned.starts, scanned.stars, scanned.after)
+    assert (kept.newlines, kept.crlfs, layout.setup) == (scanned.newlines, scanned.crlfs, fresh.setup)
+    assert headline_oids(layout, get) == headline_oids(fresh, get)
+    assert layout.keys == fresh.keys and layout.data == fresh.data and layout.document == fresh.document
+    assert [layout.contains(m) for m in MARKERS] == [m in fresh.data for m in MARKERS]
+
+
+def check_reparse_chain(text: str, seed: int, edits: int = 40) -> tuple[int, int]:
     """Apply random edits one after another; every re-parse must equal a full parse, and its layout must
-    find what the bytes hold. Returns re-parses done."""
+    find what the bytes hold; so must the layout an edited document's rendering gives. Returns how many
+re-parses and how many layouts of a rendering were checked."""
     rng = random.Random(seed)
     parsed = orgfile.parse(text)
     store = {o.oid: o for o in parsed.objects}
     layout = orgfile.Layout.of(text.encode(), parsed)
-    done = 0
+    done = derived = 0
     for _ in range(edits):
         data = bytearray(layout.data)
         at = rng.randrange(len(data) + 1)
@@ -410,6 +421,11 @@ def check_reparse_chain(text: str, seed: int, edits: int = 40) -> int:
         except UnicodeDecodeError:
             continue
         store.update((o.oid, o) for o in full.objects)
+        fresh = orgfile.Layout.of(data, full)
+        edited = layout.edited(full.document, store.__getitem__)
+        if edited is not None:
+            check_layout(edited, fresh, store.__getitem__)
+            derived += 1
         result = orgfile.reparse(layout, data, store.__getitem__, cached=None)
         if result is None:
             layout = orgfile.Layout.of(data, full)
@@ -417,26 +433,23 @@ def check_reparse_chain(text: str, seed: int, edits: int = 40) -> int:
         assert layout.render(full.document, store.__getitem__) == data
         again, layout = result
         store.update((o.oid, o) for o in again.objects)
-        assert again.document == full.document
-        fresh = orgfile.Layout.of(data, full)
-        kept, scanned = layout.outline, fresh.outline
-        assert (kept.starts, kept.stars, kept.after) == (scanned.starts, scanned.stars, scanned.after)
-        assert headline_oids(layout, store.__getitem__) == headline_oids(fresh, store.__getitem__)
-        assert layout.keys == fresh.keys and again.subtree_keys.items() <= full.subtree_keys.items()
-        assert [layout.contains(m) for m in MARKERS] == [m in data for m in MARKERS]
+        assert again.document == full.document and again.subtree_keys.items() <= full.subtree_keys.items()
+        check_layout(layout, fresh, store.__getitem__)
         done += 1
-    return done
+    return done, derived
 
 
 def test_reparse_equals_a_full_parse_after_random_edits():
     text = ("#+TITLE: t\n\n* a\nA\n** a1 :x:\nbody\n*** a11\n** a2\n* TODO b\n:PROPERTIES:\n:ID: b\n:END:\n"
             "** b1\ntext é\n* c\n" * 3)
-    assert sum(check_reparse_chain(text, seed) for seed in range(30)) > 600
+    checked = [check_reparse_chain(text, seed) for seed in range(30)]
+    assert sum(done for done, _ in checked) > 600 and sum(derived for _, derived in checked) > 600
 
 
 def test_reparse_equals_a_full_parse_after_a_byte_order_mark():
     text = "\ufeff* a\nA\n** a1\n* b\n:PROPERTIES:\n:ID: b\n:END:\n** b1\n" * 3
-    assert sum(check_reparse_chain(text, seed) for seed in range(10)) > 200
+    checked = [check_reparse_chain(text, seed) for seed in range(10)]
+    assert sum(done for done, _ in checked) > 200 and sum(derived for _, derived in checked) > 200
 
 
 def test_reparse_reads_only_the_edited_sections():
@@ -475,4 +488,5 @@ def test_reparse_declines_edits_that_change_every_section():
 def test_reparse_on_corpus_files(corpus):
     outlined = [text for text, parsed in corpus.values() if parsed.document.children]
     largest = sorted(outlined, key=len)[-5:]
-    assert sum(check_reparse_chain(text, seed, edits=15) for seed, text in enumerate(largest)) > 40
+    checked = [check_reparse_chain(text, seed, edits=15) for seed, text in enumerate(largest)]
+    assert sum(done for done, _ in checked) > 40 and sum(derived for _, derived in checked) > 40

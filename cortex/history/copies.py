@@ -8,8 +8,8 @@ the bytes the merge read, so an editor's save during a sync is kept for the next
 
 The base is kept per file: a file that could not be brought up to date keeps, as its base, the
 version the store has now absorbed, so the next sync merges only what was saved meanwhile. The
-folder names its copy in `.cortex/copy`, with the base its files were last brought up to. Two refs
-hold a copy's bases (gc keeps them): `copies/<id>`, a base the store is sure of, and
+folder names its copy in `.cortex/copy`, and in `.cortex/base` the base its files were last brought
+up to. Two refs hold a copy's bases (gc keeps them): `copies/<id>`, a base the store is sure of, and
 `copies/<id>/next`, the one the last sync made, committed with its merge (one commit per sync). The
 folder's base is trusted only when it is that one, as it is written after the files; otherwise the
 sure base serves, which is never newer than the files. A sync killed at any point leaves the store
@@ -24,14 +24,16 @@ import os
 import socket
 import time
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 
 from ..backends import Store
 from ..codec import decode, encode
 from ..errors import UserError
-from ..files import ChangedMeanwhile, remove_under, write_atomically, write_under
-from ..hashing import Oid, hash_bytes
+from ..files import ChangedMeanwhile, Staged, remove_under, write_atomically
+from ..hashing import OID_SIZE, Oid, hash_bytes
 from ..ingest import WORKING, FolderRead, read_folder, working_tree
 from ..objects import EMPTY_TREE, Tree
 from ..retry import retrying
@@ -40,6 +42,7 @@ from .checkout import holds
 from .merge import Conflict, conflicts_in, merge_trees
 
 RECORD = Path(".cortex") / "copy"
+BASE = Path(".cortex") / "base"
 REF_PREFIX = "copies/"
 NEXT = "/next"  # with a copy's ref: the base its last sync made, trusted once the folder's record names it
 COPIES = "history.copies"  # copy id -> [folder, host, time made]
@@ -137,13 +140,24 @@ def _record(store: Store, folder: Path, base: Oid, message: str) -> None:
         store.table(COPIES)[copy_id.encode()] = encode([str(folder), socket.gethostname(), time.time_ns()])
 
     store.transact(register)
-    _write_record(folder, copy_id, None)
+    write_atomically(folder / RECORD, json.dumps({"copy": copy_id, "host": socket.gethostname()}).encode())
 
 
-def _write_record(folder: Path, copy_id: str, base: Oid | None, durable: bool = True) -> None:
-    """Name the folder's copy in it, and the base its files were brought up to (None: the store's)."""
-    record = {"copy": copy_id, "host": socket.gethostname(), **({"base": base.hex()} if base else {})}
-    write_atomically(folder / RECORD, json.dumps(record).encode(), durable=durable)
+def _write_base(folder: Path, base: Oid) -> None:
+    """Name in the folder the base its files were just brought up to: over the last one, in place (the
+    same length, so no block is allocated), without waiting for the disk. A sync that finds it torn,
+    empty or stale (a crash, a sync meanwhile) merges against the sure base instead."""
+    text = base.hex().encode()
+    try:
+        fd = os.open(folder / BASE, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            os.pwrite(fd, text, 0)
+            if os.fstat(fd).st_size != len(text):
+                os.ftruncate(fd, len(text))
+        finally:
+            os.close(fd)
+    except OSError:  # the next sync merges more, changing nothing twice
+        pass
 
 
 def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> SyncReport:
@@ -182,21 +196,35 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> S
                 store.refs.set_if_equals(sure, base_oid, sure_oid, logged=False)
             store.refs.set_if_equals(made, merge.tree.oid, made_oid, logged=False)
 
-        store.transact(commit)
-        return base, mine, merge, writes
+        # The new files are written and synced to disk while the store commits; renamed over the old after.
+        staging = _stager(os.getpid()).submit(_stage, folder, writes)
+        try:
+            store.transact(commit)
+        except BaseException:
+            _drop(staging)
+            raise
+        return base, mine, merge, writes, staging
 
-    base, mine, merge, writes = retrying(merge_and_commit)
+    base, mine, merge, writes, staging = retrying(merge_and_commit)
     for obj in merge.objects:  # committed: writing the merged files reads them, decoding nothing
         store.objects.remember(obj)
+    for rel, data in writes.items():  # while the new files reach the disk
+        if data is not None:
+            read.batch.relayout(os.path.join(folder, rel), data)
+    read.batch.committed()
     report.sent = sorted(p for p in mine.entries.keys() | base.entries.keys()
                          if mine.entries.get(p) != base.entries.get(p) and p not in unreadable)
     report.merged = sorted(merge.files)
     report.conflicts = list(merge.conflicts)
-    agreed = _bring_up_to_date(folder, mine, merge.tree, writes, read, report, unreadable)
+    staged = staging.result()
+    try:
+        agreed = _bring_up_to_date(folder, mine, merge.tree, writes, staged, read, report, unreadable)
+    finally:
+        for file in staged.values():  # not put in place: an error stopped the sync
+            file.drop()
     if agreed.oid == merge.tree.oid:
-        _write_record(folder, copy_id, agreed.oid, durable=False)  # lost in a crash: the next sync merges more
+        _write_base(folder, agreed.oid)
     else:  # a file could not be brought up to date: the store keeps the base it has now
-        _write_record(folder, copy_id, agreed.oid)
 
         def settle() -> None:
             store.objects.add(agreed)
@@ -204,7 +232,6 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> S
             store.refs.set_if_equals(made, None, store.refs.get(made), logged=False)
 
         store.transact(settle)
-    read.batch.committed()
     report.seconds = time.perf_counter() - started
     return report
 
@@ -224,9 +251,37 @@ def conflicts(store: Store, folder: str | os.PathLike | None = None) -> list[Con
             for c in conflicts_in(read.get(oid), read.get)]
 
 
-def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, writes: dict[str, bytes | None], read: FolderRead,
-                      report: SyncReport, unreadable: set[str]) -> Tree:
-    """Write into the folder what the merge changed there; return the copy's new base, file by file."""
+@cache
+def _stager(pid: int) -> ThreadPoolExecutor:
+    """The thread that stages syncs' files in this process (a forked child has none of its parent's threads)."""
+    return ThreadPoolExecutor(1, thread_name_prefix="cortex-sync-write")
+
+
+def _stage(folder: Path, writes: dict[str, bytes | None]) -> dict[str, Staged]:
+    """The new bytes of the files to write, staged beside them (all or, on an error, none)."""
+    staged: dict[str, Staged] = {}
+    try:
+        for rel, data in writes.items():
+            if data is not None:
+                staged[rel] = Staged(folder, rel, data)
+    except BaseException:
+        for file in staged.values():
+            file.drop()
+        raise
+    return staged
+
+
+def _drop(staging: Future) -> None:
+    """Remove what `_stage` staged, once it is done (nothing if it failed)."""
+    if staging.exception() is None:
+        for file in staging.result().values():
+            file.drop()
+
+
+def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, writes: dict[str, bytes | None],
+                      staged: dict[str, Staged], read: FolderRead, report: SyncReport, unreadable: set[str]) -> Tree:
+    """Put into the folder what the merge changed there, taking each file's new bytes from `staged`;
+    return the copy's new base, file by file."""
     agreed = dict(merged.entries)
     for rel in sorted(mine.entries.keys() | merged.entries.keys()):
         was = mine.entries.get(rel)
@@ -235,13 +290,11 @@ def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, writes: dict[str, 
         if rel not in writes:
             continue
         unchanged = holds({None if was is None else read.digest(rel) or hash_bytes(read.render(rel, was))})
-        data = writes[rel]
         try:
-            if data is None:
-                remove_under(folder, rel, unchanged)
+            if rel in staged:
+                staged.pop(rel).put(unchanged)
             else:
-                write_under(folder, rel, data, unchanged)
-                read.batch.relayout(os.path.join(folder, rel), data)
+                remove_under(folder, rel, unchanged)
             report.received.append(rel)
         except ChangedMeanwhile:
             # Saved during the sync: the store has what was read; what was saved since merges next time.
@@ -259,20 +312,20 @@ def _keep_base(agreed: dict[str, Oid], rel: str, was: Oid | None) -> None:
 
 
 def _copy_record(store: Store, folder: Path) -> tuple[str, bytes | None]:
-    """The id of the working copy in `folder`, known to `store` (NotACopy otherwise), and the base its
-    record names, if any: to be trusted only if it is the one the copy's last sync made."""
+    """The id of the working copy in `folder`, known to `store` (NotACopy otherwise), and the base the
+    folder names, if any: to be trusted only if it is the one the copy's last sync made."""
     try:
-        record = json.loads((folder / RECORD).read_text())
-        copy_id, base = record["copy"], record.get("base")
+        copy_id = json.loads((folder / RECORD).read_text())["copy"]
     except FileNotFoundError:
         raise NotACopy(f"{folder}: not a working copy; make one with `cortex checkout {folder}`") from None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise NotACopy(f"{folder / RECORD}: unreadable ({exc}); check the folder out again") from None
     if not isinstance(copy_id, str) or store.refs.get(_ref(copy_id)) is None:
         raise NotACopy(f"{folder}: a working copy of another store (or one this store has forgotten)")
     try:
-        return copy_id, bytes.fromhex(base) if isinstance(base, str) else None
-    except ValueError:
+        base = (folder / BASE).read_bytes()
+        return copy_id, bytes.fromhex(base.decode("ascii")) if len(base) == 2 * OID_SIZE else None
+    except (OSError, ValueError):
         return copy_id, None
 
 
