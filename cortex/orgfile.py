@@ -418,9 +418,7 @@ class Layout:
             return starts[i] if i < len(starts) else len(data)
 
         while True:  # old[k] is the subtree of the k-th child of headline lo - 1; they span headlines [lo, hi)
-            head = _longest(min(len(old), len(new)), lambda a, b: old[a:b] == new[a:b])
-            room = min(len(old), len(new)) - head
-            tail = _longest(room, lambda a, b: old[len(old) - b:len(old) - a] == new[len(new) - b:len(new) - a])
+            head, tail = common_ends(old, new)
             first = _kid_at(outline, lo, hi, len(old), head)
             if len(old) == len(new) == head + tail + 1:
                 before, now = get(old[head]), get(new[head])
@@ -708,6 +706,16 @@ def _edit_span(old: bytes, new: bytes) -> tuple[int, int, int]:
         back = _longest(room, lambda lo, hi: longer[start - hi:start - lo] == longer[end - hi:end - lo])
         start, old_end, new_end = start - back, old_end - back, new_end - back
     return start, old_end, new_end
+
+
+def common_ends(x: tuple, y: tuple) -> tuple[int, int]:
+    """How many entries two tuples share at the start, and then at the end of what is left."""
+    n, lx, ly = min(len(x), len(y)), len(x), len(y)
+    start = _longest(n, lambda i, j: x[i:j] == y[i:j], _ENTRIES)
+    return start, _longest(n - start, lambda i, j: x[lx - j:lx - i] == y[ly - j:ly - i], _ENTRIES)
+
+
+_ENTRIES = 512  # compared at once by `common_ends`: a run of thousands of siblings is copied about once
 
 
 def _longest(limit: int, equal: Callable[[int, int], bool], block: int = 1 << 16) -> int:

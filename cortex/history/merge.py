@@ -817,8 +817,8 @@ def _pair_by(pairs: dict[int, int], hx: dict[int, Headline], hy: dict[int, Headl
 def _middle(b: tuple, o: tuple, t: tuple) -> tuple[tuple, list[list], tuple]:
     """Cut the ends all three lists share; when the two sides' changes are apart, the untouched run
     between them becomes one `_Block` entry in each. Returns (head, [base, ours, theirs] middles, tail)."""
-    po, so = _common(b, o)
-    pt, st = _common(b, t)
+    po, so = orgfile.common_ends(b, o)
+    pt, st = orgfile.common_ends(b, t)
     lo, keep = min(po, pt), min(so, st)
     o_end, t_end = len(b) - so, len(b) - st  # where each side's change ends, in the base
     first, gap_lo, gap_hi = (1, o_end, pt) if o_end < pt else (2, t_end, po) if t_end < po else (0, 0, 0)
@@ -831,27 +831,6 @@ def _middle(b: tuple, o: tuple, t: tuple) -> tuple[tuple, list[list], tuple]:
     else:
         middles = [list(seq[lo:len(seq) - keep]) for seq in (b, o, t)]
     return b[:lo], middles, b[len(b) - keep:]
-
-
-def _common(x: tuple, y: tuple) -> tuple[int, int]:
-    """How many entries two lists share at the start, and then at the end."""
-    n, lx, ly = min(len(x), len(y)), len(x), len(y)
-    start = _equal_for(lambda i, j: x[i:j] == y[i:j], n)
-    return start, _equal_for(lambda i, j: x[lx - j:lx - i] == y[ly - j:ly - i], n - start)
-
-
-def _equal_for(equal: Callable[[int, int], bool], limit: int) -> int:
-    """The largest n <= limit with `equal(0, n)`, comparing spans of doubling size (slices compare at C speed)."""
-    n, step = 0, 1
-    while n < limit:
-        end = min(n + step, limit)
-        if equal(n, end):
-            n, step = end, step * 2
-        elif step == 1:
-            break
-        else:
-            step //= 2
-    return n
 
 
 def _order(base: Iterable[int], ours: list[int], theirs: list[int], present: Mapping[int, object]) -> list[int]:
