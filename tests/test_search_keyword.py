@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from cortex.errors import FormatError
+from cortex.search import keyword
 from cortex.search.keyword import TITLE, KeywordIndex, document_terms, exact_terms, title_terms, tokenize
 
 DOCS = {
@@ -103,6 +104,19 @@ def test_a_mask_reused_across_queries_sees_removals_and_additions(index):
     index.remove([6])
     index.add([(11, "The export of invoices runs nightly.")])
     assert set(top(index, "export", 5, mask=mask)) == {5, 11}
+
+
+def test_alternating_masks_each_keep_their_weights_until_a_change(index):
+    first, second = {5}, {6}
+    for _ in range(3):  # two agents' filters taking turns
+        assert top(index, "export", 5, mask=first) == [5] and top(index, "export", 5, mask=second) == [6]
+    assert {id(first), id(second)} <= index._kept_weights.keys()
+    index.remove([5])
+    assert top(index, "export", 5, mask=first) == [] and top(index, "export", 5, mask=second) == [6]
+    many = [{key} for key in range(20)]
+    for mask in many:
+        top(index, "export", 5, mask=mask)
+    assert len(index._kept_weights) == keyword.WEIGHTS_KEPT and top(index, "export", 5, mask=second) == [6]
 
 
 def test_removal_and_edit_are_seen_by_the_next_search(index):

@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import threading
 import warnings
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
@@ -40,6 +40,7 @@ from bm25s.stopwords import STOPWORDS_EN, STOPWORDS_EN_PLUS
 from cortex.errors import FormatError
 
 FORMAT = 2  # 2: titles indexed as TITLE-prefixed terms
+WEIGHTS_KEPT = 8  # masks whose document weights are kept (two agents' filters alternating cost one each)
 K1, B = 1.5, 0.75  # bm25s's defaults, stated so the overlay scores with the same ones
 
 _STOPWORDS = frozenset(STOPWORDS_EN)
@@ -181,7 +182,8 @@ class KeywordIndex:
         self._doc_freq = np.diff(base.scores["indptr"]) if base is not None else np.zeros(0)
         self._overlay: dict[int, list[str]] = {}
         self._last_raw: tuple[tuple[int, ...], np.ndarray] | None = None
-        self._last_weights: tuple[Collection[int], np.ndarray] | None = None
+        # id(mask) -> (mask, its weights), for the WEIGHTS_KEPT masks used last (the most recent last)
+        self._kept_weights: OrderedDict[int, tuple[Collection[int], np.ndarray]] = OrderedDict()
         self._postings: dict[str, dict[int, int]] = {}
         self._overlay_length = 0
         for key, terms in overlay.items():
@@ -224,7 +226,7 @@ class KeywordIndex:
 
     def remove(self, keys: Iterable[int]) -> None:
         """Forget `keys`; unknown keys are ignored."""
-        self._last_weights = None
+        self._kept_weights.clear()
         for key in keys:
             pos = self._position.pop(key, None)
             if pos is not None:
@@ -307,12 +309,15 @@ class KeywordIndex:
     def _weights(self, allowed: set[int] | None) -> np.ndarray:
         if allowed is None:
             return self._alive
-        cached = self._last_weights
-        if cached is not None and cached[0] is allowed:  # the caller reuses its mask objects
-            return cached[1]
+        kept = self._kept_weights.get(id(allowed))
+        if kept is not None and kept[0] is allowed:  # the caller reuses its mask objects
+            self._kept_weights.move_to_end(id(allowed))
+            return kept[1]
         weights = np.zeros_like(self._alive)
         weights[[self._position[key] for key in allowed if key in self._position]] = 1.0
-        self._last_weights = (allowed, weights)
+        self._kept_weights[id(allowed)] = (allowed, weights)
+        if len(self._kept_weights) > WEIGHTS_KEPT:
+            self._kept_weights.popitem(last=False)
         return weights
 
     def _raw_scores(self, terms: list[str]) -> np.ndarray | None:
