@@ -114,6 +114,11 @@ def test_a_search_before_the_vectors_are_built_answers_and_says_what_is_missing(
     assert "agents/assistant/memory.org:4" in result.stdout
     assert re.fullmatch(r"vectors: 0 of \d+ items: those without one were found by their words; "
                         r"`cortex ingest` embeds the rest\n", result.stderr)
+    result = CliRunner().invoke(cli, ["memory", "search", "--store", str(tmp_path / "store"), "assistant",
+                                      "staging cluster"])
+    assert "The staging cluster lives in eu-west-1." in result.stdout.splitlines()[0]
+    assert re.fullmatch(r"vectors: 0 of \d+ items: those without one were found by their words; "
+                        r"`cortex ingest` embeds the rest\n", result.stderr)
     monkeypatch.undo()  # the budget of SEARCH_BUDGET seconds embeds these few items
     assert "vectors:" not in invoker("--store", str(tmp_path / "store"))("search", "staging cluster").stderr
 

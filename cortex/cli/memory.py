@@ -7,6 +7,7 @@ import click
 from ..errors import NotFound
 from ..words import counted, memory_summary
 from .common import Commands, console, duration, err_console, short, table, with_cortex
+from .search import note_status, searched
 
 
 TYPES = ("fact", "procedure", "pattern")
@@ -37,11 +38,12 @@ def inspect(cx, agent):
 @with_cortex
 def search(cx, agent, query, limit):
     """Search AGENT's memory for QUERY: score, then where and what."""
-    results = cx.memory.search(agent, query, limit=limit)
+    results = searched(cx.memory.search, agent=agent, query=query, limit=limit)
     for result in results:
         console.print(f"{result.score:.3f}  {result}", markup=False)
     if not results:
         err_console.print("no results")
+    note_status(results)
 
 
 @memory_group.command()

@@ -25,10 +25,8 @@ SEARCH_BUDGET = 2.5  # seconds a search spends embedding items without a vector 
 @with_cortex
 def search(cx, query, limit, agent, type_, source, path, tag, todo, as_of, fusion, explain):
     """Find memory by meaning and by exact words (identifiers, error codes, versions)."""
-    with progress_bar("indexing for search") as progress:
-        results = cx.search(query, limit=limit, agent=agent, type=type_, source=source, path=path, tag=tag,
-                            todo=todo, as_of=as_of, fusion=fusion, budget=SEARCH_BUDGET,
-                            progress=lambda done, total: progress(done, total, "embedding for search"))
+    results = searched(cx.search, query=query, limit=limit, agent=agent, type=type_, source=source, path=path,
+                       tag=tag, todo=todo, as_of=as_of, fusion=fusion)
     if not results:
         err_console.print("no results")
     t = table("#", "score", "file:line", "outline", "id")
@@ -38,6 +36,18 @@ def search(cx, query, limit, agent, type_, source, path, tag, todo, as_of, fusio
             t.add_row("", "", "", f"[dim]{r.explain()}[/]", "")
     if results:
         console.print(t)
+    note_status(results)
+
+
+def searched(search, **options):
+    """The results of `search(**options)`, which embeds items within SEARCH_BUDGET, a progress bar on a terminal."""
+    with progress_bar("indexing for search") as progress:
+        return search(**options, budget=SEARCH_BUDGET,
+                      progress=lambda done, total: progress(done, total, "embedding for search"))
+
+
+def note_status(results) -> None:
+    """Say (on stderr) how many items had no vector yet, if any."""
     if not results.status.complete:
         err_console.print(f"[yellow]{results.status}[/]: those without one were found by their words; "
                           "`cortex ingest` embeds the rest")

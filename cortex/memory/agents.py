@@ -331,9 +331,9 @@ class AgentMemory:
         self.load_context(agent)  # brings the working state in line with the agent's files
         return sorted(self._logs(agent).values())
 
-    def search(self, agent: str, query: str, limit: int = 10):
-        """Hybrid search over one agent's memory items and logs."""
-        return self.cortex.search(query, limit=limit, agent=agent)
+    def search(self, agent: str, query: str, limit: int = 10, budget: float | None = None, progress=None):
+        """Hybrid search over one agent's memory items and logs (`budget` and `progress` as `Cortex.search`)."""
+        return self.cortex.search(query, limit=limit, agent=agent, budget=budget, progress=progress)
 
     def show(self, agent: str) -> str:
         """The Org text of the agent's memory.org."""

@@ -155,7 +155,7 @@ class SearchResult:
                 else "") + self.hit.explain()
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {' / '.join(self.outline)}"
+        return f"{self.path}:{self.line}: {self.heading}"
 
 
 @dataclass(frozen=True)
