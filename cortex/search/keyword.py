@@ -44,9 +44,10 @@ WEIGHTS_KEPT = 8  # masks whose document weights are kept (two agents' filters a
 K1, B = 1.5, 0.75  # bm25s's defaults, stated so the overlay scores with the same ones
 
 _STOPWORDS = frozenset(STOPWORDS_EN)
-# A command-line flag (-xy, --long-name) where a word starts, or a run of word characters possibly
-# joined by . - / (versions, paths, slash lists, hyphenated names, dotted names, dates).
-_TOKEN = re.compile(r"(?<![\w./-])--?(?=[^\W\d_]{2})[\w-]*\w|\w+(?:[./-]\w+)*")
+# A run of word characters possibly joined by . - / (versions, paths, slash lists, hyphenated names,
+# dotted names, dates), or a command-line flag (-xy, --long-name) where a word starts: its dash is
+# matched before what precedes it is looked at, as most places in a text hold no dash.
+_TOKEN = re.compile(r"\w+(?:[./-]\w+)*|-(?<![\w./-]-)-?(?=[^\W\d_]{2})[\w-]*\w")
 _WORD_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _IDENTIFIER = re.compile(r"[\d_.-]|[a-z][A-Z]")  # what makes a token an identifier
@@ -82,7 +83,7 @@ class _Terms:
         end = 0
         for match in _TOKEN.finditer(text):
             token = match.group()
-            if token.isalpha() and _CAMEL.search(token) is None:  # most tokens: a plain word
+            if token.isalpha() and (token.islower() or _CAMEL.search(token) is None):  # most: a plain word
                 word = token.lower()
                 if len(word) > 1 and word not in _STOPWORDS:
                     self.words.append(word)
