@@ -101,17 +101,37 @@ class Staged:
     def __init__(self, root: Path, rel: str, data: bytes):
         self.target = confined(root, rel)
         self._folder = _open_under(Path(os.path.realpath(root)), self.target.parent)
+        self._old: str | None = None
         try:
             self._temporary = _write_temporary(self._folder, self.target, data)
         except BaseException:
             os.close(self._folder)
             raise
 
-    def put(self, unchanged: Check | None = None) -> None:
+    def put(self, unchanged: Check | None = None, *, free_later: bool = False) -> None:
         """Rename the new bytes over the file, if `unchanged` says it still holds what was expected
-        (ChangedMeanwhile otherwise, the new bytes dropped)."""
+        (ChangedMeanwhile otherwise, the new bytes dropped). `free_later`: the old file stays linked
+        under a temporary name until `free`, as freeing its blocks is the slow part of the rename."""
+        if free_later:
+            self._old = _temporary_name(self.target.name)
+            try:
+                os.link(self.target.name, self._old, src_dir_fd=self._folder, dst_dir_fd=self._folder,
+                        follow_symlinks=False)
+            except OSError:  # no old file, or no links on this filesystem: the rename frees it
+                self._old = None
         try:
             _rename_over(self._folder, self._temporary, self.target, unchanged)
+        except BaseException:
+            self.free()
+            raise
+        if not free_later:
+            self.free()
+
+    def free(self) -> None:
+        """Free the old file's bytes kept by `put`, and the folder."""
+        try:
+            if self._old is not None:
+                _unlink_quietly(self._old, self._folder)
         finally:
             os.close(self._folder)
 
@@ -265,7 +285,7 @@ def _write_temporary(folder: int, target: Path, data: bytes, durable: bool = Tru
         old = None
     if old is not None and not stats.S_ISREG(old.st_mode):
         raise OutsideRoot(f"{target}: not a regular file; nothing was written")
-    temporary = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    temporary = _temporary_name(name)
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666,
                      dir_fd=folder)
@@ -279,6 +299,11 @@ def _write_temporary(folder: int, target: Path, data: bytes, durable: bool = Tru
         if durable:
             os.fsync(out.fileno())
     return temporary
+
+
+def _temporary_name(name: str) -> str:
+    """A new name for a temporary file beside the file `name`, found as a leftover if its process dies."""
+    return f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
 
 
 def _rename_over(folder: int, temporary: str, target: Path, unchanged: Check | None, durable: bool = True) -> None:

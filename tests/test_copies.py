@@ -108,12 +108,12 @@ def test_an_editor_save_during_a_sync_is_kept_and_merged_next_time(store, tmp_pa
     edit(a, "plan.org", "Ten thousand.", "Nine thousand.")
     real_put = Staged.put
 
-    def save_first(staged, unchanged):  # Emacs saves (temp file, rename) just before the sync renames its own
+    def save_first(staged, unchanged, **how):  # Emacs saves (temp file, rename) just before the sync renames its own
         path = staged.target
         temp = path.with_name(".#" + path.name)
         temp.write_text(path.read_text().replace("Ship on Monday.", "Ship on Sunday."))
         os.replace(temp, path)
-        return real_put(staged, unchanged)
+        return real_put(staged, unchanged, **how)
 
     monkeypatch.setattr(Staged, "put", save_first)
     report = sync(store, a)
@@ -183,6 +183,22 @@ def test_copies_in_separate_processes_lose_no_edit(store, store_at, tmp_path):
     for name in ("a", "b", "c"):
         assert all(f"* {name} {k}\n" in text for k in range(6)), text
     assert all((f / "plan.org").read_text() == text for f in folders)
+
+
+def test_the_files_a_sync_replaced_are_freed_once_it_returns(store, tmp_path):
+    a = tmp_path / "a"
+    check_out(store, a)
+    for n in range(3):
+        text = stored(store, "plan.org").replace("Nothing yet", f"Nothing yet {n}")
+        commit_files(store, lambda tree: {"plan.org": text.encode()}, "agent")
+        assert sync(store, a).received == ["plan.org"]
+    # The old bytes stay linked beside the file until then (freeing them is the slow part of a replace).
+    deadline = time.monotonic() + 10
+    while any(p.name.endswith(".tmp") for p in a.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sorted(p.name for p in a.iterdir()) == [".cortex", "plan.org", "team"]
+    assert (a / "plan.org").read_text() == stored(store, "plan.org")
+    assert "Nothing yet 2 1 0." in stored(store, "plan.org")
 
 
 def test_a_forked_process_syncs_after_its_parent_did(store_at, tmp_path):

@@ -216,12 +216,13 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> S
                          if mine.entries.get(p) != base.entries.get(p) and p not in unreadable)
     report.merged = sorted(merge.files)
     report.conflicts = list(merge.conflicts)
-    staged = staging.result()
+    staged, placed = staging.result(), []
     try:
-        agreed = _bring_up_to_date(folder, mine, merge.tree, writes, staged, read, report, unreadable)
+        agreed = _bring_up_to_date(folder, mine, merge.tree, writes, staged, placed, read, report, unreadable)
     finally:
         for file in staged.values():  # not put in place: an error stopped the sync
             file.drop()
+        _stager(os.getpid()).submit(_free, placed)  # the replaced files' bytes, freed as the sync returns
     if agreed.oid == merge.tree.oid:
         _write_base(folder, agreed.oid)
     else:  # a file could not be brought up to date: the store keeps the base it has now
@@ -271,6 +272,11 @@ def _stage(folder: Path, writes: dict[str, bytes | None]) -> dict[str, Staged]:
     return staged
 
 
+def _free(placed: list[Staged]) -> None:
+    for file in placed:
+        file.free()
+
+
 def _drop(staging: Future) -> None:
     """Remove what `_stage` staged, once it is done (nothing if it failed)."""
     if staging.exception() is None:
@@ -279,9 +285,10 @@ def _drop(staging: Future) -> None:
 
 
 def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, writes: dict[str, bytes | None],
-                      staged: dict[str, Staged], read: FolderRead, report: SyncReport, unreadable: set[str]) -> Tree:
-    """Put into the folder what the merge changed there, taking each file's new bytes from `staged`;
-    return the copy's new base, file by file."""
+                      staged: dict[str, Staged], placed: list[Staged], read: FolderRead, report: SyncReport,
+                      unreadable: set[str]) -> Tree:
+    """Put into the folder what the merge changed there, moving each file's new bytes from `staged` to
+    `placed` (the old ones to be freed); return the copy's new base, file by file."""
     agreed = dict(merged.entries)
     for rel in sorted(mine.entries.keys() | merged.entries.keys()):
         was = mine.entries.get(rel)
@@ -292,7 +299,9 @@ def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, writes: dict[str, 
         unchanged = holds({None if was is None else read.digest(rel) or hash_bytes(read.render(rel, was))})
         try:
             if rel in staged:
-                staged.pop(rel).put(unchanged)
+                file = staged.pop(rel)  # put in place, or dropped if not
+                file.put(unchanged, free_later=True)
+                placed.append(file)
             else:
                 remove_under(folder, rel, unchanged)
             report.received.append(rel)
