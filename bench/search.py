@@ -4,8 +4,9 @@ is in bench/search_engine.py; what to embed of a section, in bench/embed_quality
 - the corpus index build (every headline embedded, cold cache) vs orgparse parsing the same files, in
   wall-clock time and in CPU time (the build's spread over 2 cores: on a quiet machine its wall-clock ratio
   is about half its CPU one; on a shared one the CPU ratio is the steadier figure);
-- its texts embedded per second vs the raw ONNX model on the same texts: onnxruntime sessions called
-  directly on batches tokenized beforehand, sorted by length and padded per batch, no cortex code;
+- its texts embedded per second vs the raw ONNX model on the same texts: onnxruntime sessions of the model
+  the embedder runs called directly on batches tokenized beforehand, sorted by length and padded per batch,
+  no cortex code;
 - a re-ingest of the unchanged corpus followed by a search: texts embedded (must be 0);
 - the index update after a one-headline edit vs a full rebuild of the index;
 - hybrid query latency p50/p95 over the corpus vs a bare usearch query of the same vectors.
@@ -47,8 +48,7 @@ class Counting:
 def raw_onnx(model, texts: list[str]) -> tuple[float, float]:
     """Seconds (wall-clock, CPU) the bare model takes over `texts`: tokenized first (untimed), then the same
     batches and sessions as the embedder (a one-thread session per core) run from a thread pool."""
-    model_file, tokenizer_file = model.files()
-    tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    tokenizer = Tokenizer.from_file(str(model.files()[1]))
     tokenizer.no_padding()
     tokenizer.enable_truncation(model.max_tokens)
     batches = [[]]
@@ -65,8 +65,7 @@ def raw_onnx(model, texts: list[str]) -> tuple[float, float]:
                       "token_type_ids": np.zeros_like(padded)})
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = 1
-    session = onnxruntime.InferenceSession(str(model_file), sess_options=options,
-                                           providers=["CPUExecutionProvider"])
+    session = onnxruntime.InferenceSession(model.model(), sess_options=options, providers=["CPUExecutionProvider"])
     session.run(None, feeds[0])
     with ThreadPoolExecutor(2) as pool:
         started, used = time.perf_counter(), time.process_time()

@@ -100,7 +100,7 @@ class Staged:
 
     def __init__(self, root: Path, rel: str, data: bytes):
         self.target = confined(root, rel)
-        self._folder = _open_under(Path(os.path.realpath(root)), self.target.parent)
+        self._folder: int | None = _open_under(Path(os.path.realpath(root)), self.target.parent)
         self._old: str | None = None
         try:
             self._temporary = _write_temporary(self._folder, self.target, data)
@@ -128,19 +128,21 @@ class Staged:
             self.free()
 
     def free(self) -> None:
-        """Free the old file's bytes kept by `put`, and the folder."""
-        try:
-            if self._old is not None:
-                _unlink_quietly(self._old, self._folder)
-        finally:
-            os.close(self._folder)
+        """Free the old file's bytes kept by `put`, and the folder (once: later calls do nothing)."""
+        self._close(self._old)
 
     def drop(self) -> None:
         """Remove the new bytes, leaving the file as it is."""
-        try:
-            _unlink_quietly(self._temporary, self._folder)
-        finally:
-            os.close(self._folder)
+        self._close(self._temporary)
+
+    def _close(self, leftover: str | None) -> None:
+        folder, self._folder = self._folder, None
+        if folder is not None:
+            try:
+                if leftover is not None:
+                    _unlink_quietly(leftover, folder)
+            finally:
+                os.close(folder)
 
 
 def remove_under(root: Path, rel: str, unchanged: Check | None = None) -> None:

@@ -14,6 +14,16 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def user_cache(tmp_path_factory) -> Path:
+    """The session's own $XDG_CACHE_HOME, where the embedder keeps the model it derives: derived once per
+    session (and reused by the programs tests start), never written to the user's cache folder."""
+    folder = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(folder))
+        yield folder
+
+
 @pytest.fixture
 def org(tmp_path) -> Path:
     """A private copy of the bundled `org/` folder."""
@@ -165,9 +175,14 @@ def pg_database_url(server_url: str, database: str) -> str:
 
 
 @pytest.fixture(params=["lmdb", "postgresql"])
-def store_at(request, tmp_path) -> str:
-    """An LMDB store folder, or a fresh database on the test server (its local folder under tmp_path)."""
+def store_at(request, tmp_path, user_cache) -> str:
+    """An LMDB store folder, or a fresh database on the test server (its local folder under tmp_path,
+    sharing the session's derived models)."""
     if request.param == "lmdb":
         return str(tmp_path / "store")
+    models = user_cache / "cortex" / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "cache" / "cortex").mkdir(parents=True)
+    (tmp_path / "cache" / "cortex" / "models").symlink_to(models, target_is_directory=True)
     request.getfixturevalue("monkeypatch").setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     return request.getfixturevalue("pg_url")

@@ -1,5 +1,8 @@
 import json
+import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +22,11 @@ from cortex.search.embedders import (
 )
 
 PARAPHRASE = Path(__file__).parents[2] / "shared" / "eval" / "paraphrase.json"
+BUNDLED = "all-MiniLM-L6-v2-onnx-int8-64"
+EMBED_AND_NAME = ("from cortex.search.embedders import MiniLMEmbedder\n"
+                  "embedder = MiniLMEmbedder()\n"
+                  "assert embedder.embed(['a note']).shape == (1, 384)\n"
+                  "print(embedder.name)")
 
 
 @pytest.fixture(scope="module")
@@ -47,14 +55,18 @@ def test_minilm_rows_are_unit_float32(minilm):
     assert minilm.embed([]).shape == (0, 384)
 
 
-def test_minilm_vector_does_not_depend_on_the_batch():
+@pytest.mark.parametrize("quantize", [False, True])
+def test_minilm_vector_barely_depends_on_the_batch(quantize):
     words = "the agenda shows tasks scheduled for today and deadlines coming up soon".split()
     texts = [" ".join(words[:n % len(words) + 1]) * (1 + n % 3) for n in range(24)] + [""]
-    small_batches = MiniLMEmbedder()
+    small_batches = MiniLMEmbedder(quantize=quantize)
     small_batches.batch_tokens = 48  # many batches of like lengths, run by the pool of one-thread sessions
     batched = small_batches.embed(texts)
     alone = np.vstack([small_batches.embed([text]) for text in texts])
-    assert np.allclose(batched, alone, atol=1e-4)
+    if quantize:  # the derived model scales the int8 inputs of each product over the whole batch
+        assert (batched * alone).sum(axis=1).min() > 0.95
+    else:
+        assert np.allclose(batched, alone, atol=1e-4)
 
 
 def test_minilm_reads_long_texts_from_a_prefix_with_the_same_ids(minilm):
@@ -78,9 +90,9 @@ def test_minilm_truncates_to_the_model_length(minilm):
     assert np.allclose(a, b, atol=1e-6)
 
 
-def test_minilm_token_limit_is_part_of_its_name():
+def test_minilm_token_limit_is_part_of_its_name(minilm):
     short = MiniLMEmbedder(max_tokens=8)
-    assert short.name == "all-MiniLM-L6-v2-onnx-int8-8" != MiniLMEmbedder().name
+    assert short.name == minilm.name.removesuffix("-64") + "-8"
     assert [len(ids) for ids in short.token_ids(["one two three four five six seven eight nine", "one"])] == [8, 3]
     a, b = short.embed(["one two three four five six apples", "one two three four five six pears"])
     assert np.allclose(a, b, atol=1e-6)  # [CLS], six words, [SEP]: the seventh is not read
@@ -113,14 +125,75 @@ def test_damaged_model_file_is_refused(tmp_path):
     damaged.write_bytes(b"not a model")
     with pytest.raises(EmbedderUnavailable, match=str(damaged)):
         MiniLMEmbedder(model_file=damaged).check()
+    with pytest.raises(EmbedderUnavailable, match=str(damaged)):
+        MiniLMEmbedder(model_file=damaged).name  # nothing is derived from it
     with pytest.raises(EmbedderUnavailable, match="missing"):
         MiniLMEmbedder(model_file=tmp_path / "absent.onnx").check()
 
 
-def test_default_embedder_is_minilm():
+def test_default_embedder_is_minilm(minilm):
     embedder = default_embedder()
     assert isinstance(embedder, Embedder)
-    assert (embedder.name, embedder.dim, embedder.degraded) == ("all-MiniLM-L6-v2-onnx-int8-64", 384, False)
+    assert (embedder.name, embedder.dim, embedder.degraded) == (minilm.name, 384, False)
+
+
+def test_the_derived_model_is_made_once_and_reused_by_a_new_process(minilm, user_cache):
+    model = minilm.model()
+    assert model.parent == user_cache / "cortex" / "models"
+    assert minilm.name == f"all-MiniLM-L6-v2-onnx-qdyn-{model.stem[-12:]}-64" != BUNDLED
+    assert b"MatMulInteger" in model.read_bytes()  # its products run on int8
+    before = model.stat()
+    child = subprocess.run([sys.executable, "-c", EMBED_AND_NAME], capture_output=True, text=True, timeout=120)
+    assert (child.returncode, child.stdout.strip(), child.stderr) == (0, minilm.name, "")
+    assert (model.stat().st_ino, model.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert list(model.parent.iterdir()) == [model]
+
+
+def test_the_derived_model_keeps_the_bundled_models_vectors(minilm):
+    bundled = MiniLMEmbedder(quantize=False)
+    assert bundled.name == BUNDLED and bundled.model() == bundled.files()[0]
+    texts = ["The user prefers dark mode.", "Deploys happen on Fridays.", "org-agenda custom commands",
+             "Database backups run nightly at 2 AM UTC.", "How do I export a subtree to HTML?"]
+    assert (minilm.embed(texts) * bundled.embed(texts)).sum(axis=1).min() > 0.97
+
+
+def test_a_damaged_derived_model_is_derived_again_by_two_processes_at_once(minilm, tmp_path):
+    model = minilm.model()
+    models = tmp_path / "cache" / "cortex" / "models"
+    models.mkdir(parents=True)
+    (models / model.name).write_bytes(model.read_bytes()[:1_000_000])  # truncated
+    environment = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    children = [subprocess.Popen([sys.executable, "-c", EMBED_AND_NAME], env=environment, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    answers = [child.communicate(timeout=300) for child in children]
+    assert [(child.returncode, out.strip(), err) for child, (out, err) in zip(children, answers)] == [
+        (0, minilm.name, "")] * 2
+    assert list(models.iterdir()) == [models / model.name]  # whole, and no temporary file left
+    assert (models / model.name).read_bytes() == model.read_bytes()
+
+
+def test_an_unwritable_cache_folder_derives_the_model_in_memory(minilm, tmp_path, monkeypatch):
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))
+    embedder = MiniLMEmbedder()
+    with pytest.warns(RuntimeWarning, match="a-file/cortex/models/.*: cannot keep the quantized model"):
+        assert embedder.name == minilm.name
+    assert isinstance(embedder.model(), bytes)
+    texts = ["The user prefers dark mode.", "Deploys happen on Fridays."]
+    assert np.allclose(embedder.embed(texts), minilm.embed(texts), atol=1e-6)
+
+
+def test_without_onnx_the_bundled_model_runs_with_a_warning(tmp_path, monkeypatch):
+    (tmp_path / "broken" / "onnx").mkdir(parents=True)
+    (tmp_path / "broken" / "onnx" / "__init__.py").write_text("raise ImportError('no onnx here')")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "broken"))  # what the process deriving the model imports
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    embedder = MiniLMEmbedder()
+    with pytest.warns(RuntimeWarning, match="cannot derive the quantized model: ImportError: no onnx here; the "
+                                            "bundled model runs instead"):
+        assert embedder.name == BUNDLED
+    assert embedder.embed(["offline"]).shape == (1, 384)
+    assert not (tmp_path / "cache" / "cortex").exists()  # nothing derived, nothing kept
 
 
 def test_default_embedder_falls_back_to_hashing_with_a_warning(monkeypatch):

@@ -61,8 +61,14 @@ class VectorIndex:
         if not len(keys):
             return
         self.remove(keys)
-        self._index.add(keys, vectors)
-        self._changes += 1
+        try:
+            self._index.add(keys, vectors)
+        except RuntimeError as exc:  # usearch stops a bulk addition on Ctrl-C with this error
+            if "terminated" in str(exc):
+                raise KeyboardInterrupt from None
+            raise
+        finally:
+            self._changes += 1
 
     def remove(self, keys: Sequence[int] | np.ndarray) -> None:
         """Forget `keys`; unknown keys are ignored."""
