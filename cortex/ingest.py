@@ -490,8 +490,9 @@ class _Batch:
         return parsed.document.oid, True
 
     def relayout(self, path: str, data: bytes) -> None:
-        """Keep the layout of the bytes just written at `path`, whose document is stored, so that an edit
-        of them re-parses only what it touched: the one `render` made them with, else their parse."""
+        """Keep the layout of the bytes to be written at `path` (a layout need not be the file's: a re-parse
+        compares its bytes with the file's), so that an edit of them re-parses only what it touched: the one
+        `render` made them with, else their parse."""
         edited = self.edited.pop(path, None)
         if len(data) >= LAYOUT_MIN_BYTES:
             self.new_layouts[path] = (edited if edited is not None and edited.data is data

@@ -188,7 +188,7 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> S
 
         def commit() -> None:
             # The bytes about to be written are known, so reading them back parses nothing.
-            read.write({hash_bytes(data): merge.tree.entries[rel] for rel, data in writes.items() if data})
+            read.write({digest: merge.tree.entries[rel] for rel, digest in digests.result().items()})
             store.objects.add_many(merge.objects)
             if merge.tree.oid != theirs.oid:
                 store.refs.set_if_equals(WORKING, merge.tree.oid, theirs_oid, f"sync {folder}")
@@ -196,9 +196,15 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> S
                 store.refs.set_if_equals(sure, base_oid, sure_oid, logged=False)
             store.refs.set_if_equals(made, merge.tree.oid, made_oid, logged=False)
 
-        # The new files are written and synced to disk while the store commits; renamed over the old after.
-        staging = _stager(os.getpid()).submit(_stage, folder, writes)
+        # On this process's staging thread, while the layouts are kept and the store commits: the new files'
+        # digests, then their bytes written beside them and synced to disk (renamed over the old ones after).
+        stager = _stager(os.getpid())
+        digests = stager.submit(lambda: {rel: hash_bytes(data) for rel, data in writes.items() if data})
+        staging = stager.submit(_stage, folder, writes)
         try:
+            for rel, data in writes.items():
+                if data is not None:
+                    read.batch.relayout(os.path.join(folder, rel), data)
             store.transact(commit)
         except BaseException:
             _drop(staging)
@@ -208,9 +214,6 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> S
     base, mine, merge, writes, staging = retrying(merge_and_commit)
     for obj in merge.objects:  # committed: writing the merged files reads them, decoding nothing
         store.objects.remember(obj)
-    for rel, data in writes.items():  # while the new files reach the disk
-        if data is not None:
-            read.batch.relayout(os.path.join(folder, rel), data)
     read.batch.committed()
     report.sent = sorted(p for p in mine.entries.keys() | base.entries.keys()
                          if mine.entries.get(p) != base.entries.get(p) and p not in unreadable)
