@@ -1,6 +1,7 @@
 """Shared fixtures: a copy of the bundled Org examples and an open cortex over it."""
 
 import gc
+import os
 import shutil
 import subprocess
 import time
@@ -79,6 +80,18 @@ def small_disk(tmp_path):
     finally:
         if subprocess.run(["umount", str(mount)], capture_output=True).returncode != 0:
             subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def fill_disk(disk: Path) -> None:
+    """Leave no byte free on `disk` (a `small_disk`), in the file `ballast`."""
+    fd = os.open(disk / "ballast", os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"\1" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 @pytest.fixture(scope="session")

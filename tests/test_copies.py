@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,8 @@ from cortex.history.copies import NotACopy, check_out, conflicts, sync
 from cortex.history.fsck import fsck
 from cortex.ingest import commit_files, working_tree
 from cortex.query import render_file
+
+from conftest import fill_disk
 
 PLAN = """#+TITLE: Plan
 * Launch
@@ -183,6 +186,25 @@ def test_copies_in_separate_processes_lose_no_edit(store, store_at, tmp_path):
     for name in ("a", "b", "c"):
         assert all(f"* {name} {k}\n" in text for k in range(6)), text
     assert all((f / "plan.org").read_text() == text for f in folders)
+
+
+def test_a_full_disk_under_a_copy_stops_its_sync_in_one_line_and_loses_nothing(small_disk, tmp_path):
+    store_at, a = str(tmp_path / "store"), small_disk / "a"  # the store has room: only the copy's disk is full
+    with open_store(store_at) as s:
+        commit_files(s, lambda tree: {"plan.org": PLAN.encode()}, "seed")
+        check_out(s, a)
+        edit(a, "plan.org", "Ship on Monday.", "Ship on Tuesday.")
+        commit_files(s, lambda tree: {"plan.org": stored(s, "plan.org").replace("Ten", "Nine").encode()}, "agent")
+    fill_disk(small_disk)
+    done = subprocess.run([str(Path(sys.executable).parent / "cortex"), "sync", str(a), "--store", store_at],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "the disk is full" in done.stderr and "Traceback" not in done.stderr
+    assert "Ship on Tuesday." in (a / "plan.org").read_text() and not list(a.rglob(".*.tmp"))
+    (small_disk / "ballast").unlink()
+    with open_store(store_at) as s:
+        assert "Ship on Tuesday." in stored(s, "plan.org")  # the store took the edit before the disk refused
+        assert sync(s, a).conflicts == [] and (a / "plan.org").read_text() == stored(s, "plan.org")
+        assert "Nine thousand." in stored(s, "plan.org") and fsck(s) == []
 
 
 def test_the_files_a_sync_replaced_are_freed_once_it_returns(store, tmp_path):

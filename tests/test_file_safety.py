@@ -25,6 +25,8 @@ from cortex.objects import Snapshot, Tree
 from cortex.paths import path_problem
 from cortex.query import render_file
 
+from conftest import fill_disk
+
 PROJECTS = "notes/projects.org"
 READING = "notes/reading.org"
 
@@ -364,18 +366,6 @@ def test_leftovers_of_a_killed_index_save_are_removed_when_the_index_is_loaded(c
 
 # --- a full disk under the Org root -----------------------------------------------------------------
 
-def fill(disk: Path) -> None:
-    """Leave no byte free on `disk`."""
-    fd = os.open(disk / "ballast", os.O_WRONLY | os.O_CREAT)
-    try:
-        while os.write(fd, b"\1" * 4096):
-            pass
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def test_a_full_disk_under_the_org_root_is_one_line_and_loses_nothing(small_disk, tmp_path):
     org = small_disk / "org"
     shutil.copytree(Path(__file__).resolve().parents[1] / "org", org)
@@ -387,7 +377,7 @@ def test_a_full_disk_under_the_org_root_is_one_line_and_loses_nothing(small_disk
         c.ingest()
         c.snapshot("second")
     memory = (org / "agents/assistant/memory.org").read_bytes()
-    fill(small_disk)
+    fill_disk(small_disk)
     cortex_bin = Path(sys.executable).parent / "cortex"
     for args, said in ((["memory", "add", "assistant", "A fact with nowhere to go."], "the disk is full"),
                        (["rollback", "HEAD~1"], "could not be written: the disk is full")):
