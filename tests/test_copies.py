@@ -160,6 +160,33 @@ def test_a_sync_killed_at_any_moment_is_completed_by_the_next(store, store_at, t
         assert fsck(store) == []
 
 
+def test_two_processes_syncing_one_copy_while_both_sides_edit_lose_nothing(store, store_at, tmp_path):
+    a = tmp_path / "a"
+    check_out(store, a)
+    loops = [subprocess.Popen([sys.executable, "-c", SYNC_LOOP, store_at, str(a)], stdout=subprocess.PIPE)
+             for _ in range(2)]
+    try:
+        assert [loop.stdout.readline() for loop in loops] == [b"ready\n"] * 2
+        for k in range(12):  # a person saves plan.org (as Emacs does) while an agent writes team/ann.org
+            path = a / "plan.org"
+            saved = path.with_name(".#plan.org")
+            saved.write_text(path.read_text() + f"* Note {k}\n")
+            os.replace(saved, path)
+            text = stored(store, "team/ann.org") + f"Agent line {k}.\n"
+            commit_files(store, lambda tree, text=text: {"team/ann.org": text.encode()}, "agent")
+            time.sleep(0.05)
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+    report = sync(store, a)
+    plan, ann = stored(store, "plan.org"), stored(store, "team/ann.org")
+    assert report.conflicts == [] and conflicts(store) == []
+    assert all(f"* Note {k}\n" in plan and f"Agent line {k}.\n" in ann for k in range(12)), (plan, ann)
+    assert (a / "plan.org").read_text() == plan and (a / "team/ann.org").read_text() == ann
+    assert fsck(store) == [] and not list(a.rglob(".*.tmp"))
+
+
 WRITER = """
 import sys
 from cortex.backends import open_store

@@ -32,7 +32,7 @@ from pathlib import Path
 from ..backends import Store
 from ..codec import decode, encode
 from ..errors import UserError
-from ..files import ChangedMeanwhile, Staged, remove_under, write_atomically
+from ..files import ChangedMeanwhile, Staged, folder_lock, remove_under, write_atomically
 from ..hashing import OID_SIZE, Oid, hash_bytes
 from ..ingest import WORKING, FolderRead, read_folder, working_tree
 from ..objects import EMPTY_TREE, Tree
@@ -46,10 +46,15 @@ BASE = Path(".cortex") / "base"
 REF_PREFIX = "copies/"
 NEXT = "/next"  # with a copy's ref: the base its last sync made, trusted once the folder's record names it
 COPIES = "history.copies"  # copy id -> [folder, host, time made]
+SYNC_WAIT = 300.0  # seconds a sync waits for another sync of its folder (a first checkout of a big store is long)
 
 
 class NotACopy(UserError):
     """A folder that is not a working copy of this store."""
+
+
+class CopyBusy(UserError):
+    """Another sync of the same folder has held it for too long."""
 
 
 @dataclass
@@ -161,9 +166,21 @@ def _write_base(folder: Path, base: Oid) -> None:
 
 
 def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> SyncReport:
-    """Merge a working copy's edits into the store and the store's changes into it (see the module)."""
-    started = time.perf_counter()
+    """Merge a working copy's edits into the store and the store's changes into it (see the module).
+
+    Syncs of one folder take turns (on its machine): one that read the folder before another brought it
+    up to date would take that other's writes for edits of its own."""
     folder = Path(os.path.abspath(folder))
+
+    def busy() -> CopyBusy:
+        return CopyBusy(f"{folder}: another sync of this folder has run for over {SYNC_WAIT:.0f} seconds")
+
+    with folder_lock(folder, SYNC_WAIT, busy):
+        return _sync(store, folder, label)
+
+
+def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
+    started = time.perf_counter()
     copy_id, recorded = _copy_record(store, folder)
     sure, made = _ref(copy_id), _ref(copy_id) + NEXT
     report = SyncReport(folder)

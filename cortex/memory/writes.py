@@ -9,18 +9,13 @@ just before the atomic replace, and the step starts over when they differ.
 
 from __future__ import annotations
 
-import fcntl
 import os
-import stat
-import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import UserError
-from ..files import ChangedMeanwhile, confined, write_under
-from ..hashing import hash_text
+from ..files import ChangedMeanwhile, confined, folder_lock, write_under
 
 LOCK_TIMEOUT = 60.0
 ATTEMPTS = 5
@@ -35,35 +30,9 @@ class MemoryBusy(UserError):
 def agent_lock(folder: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     """Hold the advisory lock of an agent folder (the folder is made if missing) for the block."""
     folder.mkdir(parents=True, exist_ok=True)
-    lock = _lock_file(folder)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        _acquire(fd, folder, time.monotonic() + timeout)
+    with folder_lock(folder, timeout, lambda: MemoryBusy(
+            f"{folder}: another process has held this agent's memory for too long")):
         yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
-
-
-def _lock_file(folder: Path) -> Path:
-    """The lock of an agent folder: in this user's runtime folder (else a private one in the temporary
-    folder), named by the folder's real path, so every process of the user finds the same one."""
-    locks = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / f"cortex-locks-{os.getuid()}"
-    locks.mkdir(mode=0o700, exist_ok=True)
-    found = os.lstat(locks)
-    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
-        raise UserError(f"{locks}: not a folder of this user's; remove it and try again")
-    return locks / (hash_text(os.path.realpath(folder)).hex()[:32] + ".lock")
-
-
-def _acquire(fd: int, folder: Path, deadline: float) -> None:
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                raise MemoryBusy(f"{folder}: another process has held this agent's memory for too long") from None
-            time.sleep(0.005)
 
 
 def read_or_none(path: Path) -> bytes | None:
