@@ -32,6 +32,7 @@ CONFIG = "config"
 LITERATE = "dsl.literate"
 DEFINITIONS_FILE = "definitions.hy"
 ORG_ROOT_KEY = b"org_root"
+SYNC_ATTEMPTS = 10  # syncs of a working copy an ingest makes while other copies' syncs keep landing in between
 
 
 # Public names of the features, by the module that defines them: each loads on first use, so that
@@ -160,14 +161,21 @@ class Cortex:
         self._folder("ingest")
         if path is not None and Path(path).is_dir() and self.store.refs.get(ingesting.WORKING) is None:
             self.root = self._settle_root(path)
-        if history.is_copy(self.root):
-            history.sync(self.store, self.root)
         from .dsl.literate import MARKER  # here, as it loads Hy's reader, which opening a store needs not
 
-        report = ingesting.ingest(self.store, self.root, None if path is None else Path(path), progress,
-                                  marker=MARKER.encode(), written=written, digests=digests, then=then)
-        self._note_literate_definitions(report)
-        return report
+        for _ in range(SYNC_ATTEMPTS):
+            # A copy ingests on the state it was synced to: a copy's sync landing in between starts it over.
+            synced = history.sync(self.store, self.root).tree if history.is_copy(self.root) else None
+            try:
+                report = ingesting.ingest(self.store, self.root, None if path is None else Path(path), progress,
+                                          marker=MARKER.encode(), written=written, digests=digests, then=then,
+                                          synced=synced)
+            except ingesting.FolderBehind:
+                continue
+            self._note_literate_definitions(report)
+            return report
+        raise UserError(f"{self.root}: the working state kept changing while this working copy was ingested "
+                        f"({SYNC_ATTEMPTS} times); ingest again")
 
     def _note_literate_definitions(self, report: IngestReport) -> None:
         """Remember which ingested Org files hold cortex definition blocks."""

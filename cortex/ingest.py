@@ -169,7 +169,7 @@ def relative_path(root: Path, path: Path) -> str:
 def ingest(store: Store, root: Path, target: Path | None = None, progress: Progress | None = None,
            marker: bytes | None = None, written: Mapping[str, bytes] | None = None,
            digests: Mapping[str, bytes] | None = None, then: "Callable[[IngestReport], None] | None" = None,
-           ) -> IngestReport:
+           synced: Oid | None = None) -> IngestReport:
     """Bring the working state in line with the Org files under `target` (default: all of `root`).
 
     The report lists the parsed files whose bytes contain `marker`, so a caller that looks
@@ -179,11 +179,17 @@ def ingest(store: Store, root: Path, target: Path | None = None, progress: Progr
     without hashing them whole (it extended a hash). `then(report)` runs in the ingest's write
     transaction once the working state is set: its writes land with the ingest's or neither
     does (it may run again when the ingest starts over). Other writers may ingest other files
-    of the root meanwhile.
+    of the root meanwhile. `synced`: the working state a working copy's sync just brought the
+    root up to; FolderBehind if the working state has moved on since (the folder would undo it).
     """
     root = Path(os.path.abspath(root))
     target = root if target is None else Path(os.path.abspath(target))
-    return retrying(lambda: _ingest_once(store, root, target, progress, marker, written or {}, digests or {}, then))
+    return retrying(lambda: _ingest_once(store, root, target, progress, marker, written or {}, digests or {}, then,
+                                         synced))
+
+
+class FolderBehind(CortexError):
+    """The working state moved on after a working copy was synced: sync it again before ingesting."""
 
 
 class _CollectedMeanwhile(RefConflict):
@@ -195,7 +201,7 @@ class _CollectedMeanwhile(RefConflict):
 
 def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | None, marker: bytes | None,
                  written: Mapping[str, bytes], digests: Mapping[str, bytes],
-                 then: "Callable[[IngestReport], None] | None") -> IngestReport:
+                 then: "Callable[[IngestReport], None] | None", synced: Oid | None) -> IngestReport:
     started = time.perf_counter()
     scope = relative_path(root, target)
     if not target.exists():
@@ -204,6 +210,8 @@ def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | No
     files, skipped = _files_under(root, target, scope, folder)
     in_scope = _scope_test(scope, folder)
     base_oid = store.refs.get(WORKING)
+    if synced is not None and base_oid != synced:
+        raise FolderBehind(f"{root}: the working state changed since the folder was synced")
     base = _tree(store, base_oid)
     scoped = _within(base, in_scope)
     report = IngestReport(root=base_oid or EMPTY_TREE.oid, files=len(files) + len(skipped),

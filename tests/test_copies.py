@@ -290,6 +290,30 @@ def test_the_tracked_org_folder_becomes_a_copy_and_keeps_what_other_copies_sent(
         assert c.sync().sent == [] and c.conflicts() == []
 
 
+def test_a_copy_synced_just_before_the_tracked_folder_is_ingested_is_not_undone(tmp_path, org, monkeypatch):
+    import cortex.api as cx
+    from cortex import history
+
+    with cx.open(tmp_path / "store", org) as c:
+        c.ingest()
+        c.checkout(tmp_path / "copy")
+        real_sync, landed = history.sync, []
+
+        def another_copy_lands_right_after(store, folder, label=None):  # between the folder's sync and its ingest
+            report = real_sync(store, folder, label)
+            if not landed:
+                landed.append(commit_files(store, lambda tree: {"notes/reading.org": stored(
+                    store, "notes/reading.org").replace("* ", "* FROM ANOTHER COPY ", 1).encode()}, "another copy"))
+            return report
+
+        monkeypatch.setattr(history, "sync", another_copy_lands_right_after)
+        (org / "notes" / "projects.org").write_text((org / "notes" / "projects.org").read_text() + "* Later\n")
+        c.ingest()
+        for text in ((org / "notes/reading.org").read_text(), stored(c.store, "notes/reading.org")):
+            assert "* FROM ANOTHER COPY " in text
+        assert "* Later" in stored(c.store, "notes/projects.org") and c.conflicts() == []
+
+
 def test_copies_are_listed_and_a_forgotten_one_syncs_no_more(store, tmp_path):
     from cortex.history import forget_copy, working_copies as listed
 

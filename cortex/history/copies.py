@@ -68,6 +68,7 @@ class SyncReport:
     kept: list[str] = field(default_factory=list)  # files saved during the sync: merged next time
     conflicts: list[Conflict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # files that could not be read
+    tree: Oid | None = None  # the working state this sync left
     seconds: float = 0.0
 
     def __str__(self) -> str:
@@ -229,6 +230,7 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
         return base, mine, merge, writes, staging
 
     base, mine, merge, writes, staging = retrying(merge_and_commit)
+    report.tree = merge.tree.oid
     for obj in merge.objects:  # committed: writing the merged files reads them, decoding nothing
         store.objects.remember(obj)
     read.batch.committed()
