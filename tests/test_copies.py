@@ -314,6 +314,24 @@ def test_a_copy_synced_just_before_the_tracked_folder_is_ingested_is_not_undone(
         assert "* Later" in stored(c.store, "notes/projects.org") and c.conflicts() == []
 
 
+def test_a_copy_forgotten_during_its_sync_stops_it_in_one_line(store, tmp_path, monkeypatch):
+    from cortex.history import forget_copy, working_copies
+
+    a = tmp_path / "a"
+    check_out(store, a)
+    edit(a, "plan.org", "Ship on Monday.", "Ship on Tuesday.")
+    real_read = copies.read_folder
+
+    def forgotten_meanwhile(s, folder):
+        forget_copy(s, working_copies(s)[0].id)
+        return real_read(s, folder)
+
+    monkeypatch.setattr(copies, "read_folder", forgotten_meanwhile)
+    with pytest.raises(NotACopy, match="forgotten during the sync; nothing was changed"):
+        sync(store, a)
+    assert "Ship on Monday." in stored(store, "plan.org") and fsck(store) == []
+
+
 def test_copies_are_listed_and_a_forgotten_one_syncs_no_more(store, tmp_path):
     from cortex.history import forget_copy, working_copies as listed
 

@@ -193,6 +193,8 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
 
     def merge_and_commit():
         sure_oid, made_oid, theirs_oid = store.refs.get(sure), store.refs.get(made), store.refs.get(WORKING)
+        if sure_oid is None:
+            raise NotACopy(f"{folder}: this working copy was forgotten during the sync; nothing was changed")
         base_oid = recorded if recorded is not None and recorded == made_oid else sure_oid
         base = store.objects[base_oid]
         theirs = EMPTY_TREE if theirs_oid is None else store.objects[theirs_oid]
