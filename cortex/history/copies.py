@@ -250,7 +250,6 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
     if agreed.oid == merge.tree.oid:
         _write_base(folder, agreed.oid)
     else:  # a file could not be brought up to date: the store keeps the base it has now
-
         def settle() -> None:
             store.objects.add(agreed)
             store.refs.set_if_equals(sure, agreed.oid, store.refs.get(sure), logged=False)
@@ -297,6 +296,7 @@ def _stage(folder: Path, writes: dict[str, bytes | None]) -> dict[str, Staged]:
 
 
 def _free(placed: list[Staged]) -> None:
+    """Free the bytes of the files `placed` replaced."""
     for file in placed:
         file.free()
 
