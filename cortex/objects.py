@@ -96,7 +96,7 @@ class Headline(OrgObject):
             tags=tuple(data["tags"]),
             properties=tuple(tuple(p) for p in data["properties"]),
             planning=tuple(tuple(p) for p in data["planning"]),
-            children=tuple(Oid(c) for c in data["children"]),
+            children=Oid.many(data["children"]),
         )
 
 
@@ -119,7 +119,7 @@ class Document(OrgObject):
             preamble=data["preamble"],
             todo_keywords=tuple(data["todo_keywords"]),
             done_keywords=tuple(data["done_keywords"]),
-            children=tuple(Oid(c) for c in data["children"]),
+            children=Oid.many(data["children"]),
         )
 
 
@@ -139,7 +139,8 @@ class Tree(OrgObject):
 
     @classmethod
     def from_fields(cls, data: dict) -> "Tree":
-        return cls(entries={path: Oid(oid) for path, oid in data["entries"].items()})
+        entries = data["entries"]
+        return cls(entries=dict(zip(entries, Oid.many(entries.values()))))
 
 
 @dataclass(frozen=True, eq=True)
