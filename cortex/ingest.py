@@ -17,7 +17,7 @@ from __future__ import annotations
 import errno
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from weakref import WeakKeyDictionary
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -383,11 +383,11 @@ class FolderRead:
         self.batch.edited[path] = edited  # kept by `relayout` if these bytes are written
         return edited.data
 
-    def write(self, documents: Mapping[bytes, Oid] = {}) -> int:
-        """Store what reading parsed (and the tree), and the `documents` of bytes about to be written
-        (by their hash), whose objects are stored too; call inside a transaction."""
-        self.batch.add(self.tree)
-        written = self.batch.write()
+    def write(self, tree: Tree, documents: Mapping[bytes, Oid] = {}) -> int:
+        """Store what reading parsed that the stored `tree` names (a document read and replaced in it is left
+        out: nothing names it), and the `documents` of bytes about to be written (by their hash), whose
+        objects are stored too; call inside a transaction."""
+        written = self.batch.write(leaving=set(self.tree.entries.values()) - set(tree.entries.values()))
         self.batch.docs.update(documents)
         return written
 
@@ -568,10 +568,10 @@ class _Batch:
     def add(self, obj: OrgObject) -> None:
         self.objects.setdefault(obj.oid, obj)
 
-    def write(self) -> int:
-        """Write everything gathered; call inside a transaction."""
-        new = self.store.objects.add_raw((oid, obj.encoded) for oid, obj in self.objects.items())
-        self.docs.update(self.doc_cache)
+    def write(self, leaving: Collection[Oid] = ()) -> int:
+        """Write everything gathered but the objects `leaving`; call inside a transaction."""
+        new = self.store.objects.add_raw((oid, obj.encoded) for oid, obj in self.objects.items() if oid not in leaving)
+        self.docs.update((digest, oid) for digest, oid in self.doc_cache.items() if oid not in leaving)
         self.subtrees.update(self.subtree_cache)
         self.stats.update(self.new_stats)
         return new

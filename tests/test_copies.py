@@ -121,6 +121,7 @@ def test_an_editor_save_during_a_sync_is_kept_and_merged_next_time(store, tmp_pa
     monkeypatch.setattr(Staged, "put", save_first)
     report = sync(store, a)
     assert report.kept == ["plan.org"] and "Nine thousand." in stored(store, "plan.org")
+    assert fsck(store) == []  # the base kept for the file is the version read, stored with it
     assert [p.name for p in a.iterdir() if p.name.endswith(".tmp")] == []  # the sync's new bytes are dropped
     monkeypatch.setattr(Staged, "put", real_put)
     sync(store, a)

@@ -208,7 +208,7 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
 
         def commit() -> None:
             # The bytes about to be written are known, so reading them back parses nothing.
-            read.write({digest: merge.tree.entries[rel] for rel, digest in digests.result().items()})
+            read.write(merge.tree, {digest: merge.tree.entries[rel] for rel, digest in digests.result().items()})
             store.objects.add_many(merge.objects)
             if merge.tree.oid != theirs.oid:
                 store.refs.set_if_equals(WORKING, merge.tree.oid, theirs_oid, f"sync {folder}")
@@ -250,8 +250,9 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
     if agreed.oid == merge.tree.oid:
         _write_base(folder, agreed.oid)
     else:  # a file could not be brought up to date: the store keeps the base it has now
-        def settle() -> None:
-            store.objects.add(agreed)
+        def settle() -> None:  # with the documents of the files kept as read, which the merge replaced
+            store.objects.add_many([agreed, *(read.get(oid) for oid in set(agreed.entries.values())
+                                              if oid not in store.objects)])
             store.refs.set_if_equals(sure, agreed.oid, store.refs.get(sure), logged=False)
             store.refs.set_if_equals(made, None, store.refs.get(made), logged=False)
 
