@@ -188,6 +188,10 @@ def ingest(store: Store, root: Path, target: Path | None = None, progress: Progr
                                          synced))
 
 
+class ReadCollected(CortexError):
+    """A gc collected objects a folder's read reused (from the parse caches) before it was committed."""
+
+
 class FolderBehind(CortexError):
     """The working state moved on after a working copy was synced: sync it again before ingesting."""
 
@@ -386,7 +390,10 @@ class FolderRead:
     def write(self, tree: Tree, documents: Mapping[bytes, Oid] = {}) -> int:
         """Store what reading parsed that the stored `tree` names (a document read and replaced in it is left
         out: nothing names it), and the `documents` of bytes about to be written (by their hash), whose
-        objects are stored too; call inside a transaction."""
+        objects are stored too; call inside a transaction. ReadCollected if a gc has collected an object
+        the reading reused meanwhile."""
+        if any(oid not in self.batch.store.objects for oid in self.batch.reused):
+            raise ReadCollected(f"{self.root}: a gc collected objects this read of the folder reused; read it again")
         written = self.batch.write(leaving=set(self.tree.entries.values()) - set(tree.entries.values()))
         self.batch.docs.update(documents)
         return written

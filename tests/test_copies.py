@@ -333,6 +333,30 @@ def test_a_copy_forgotten_during_its_sync_stops_it_in_one_line(store, tmp_path, 
     assert "Ship on Monday." in stored(store, "plan.org") and fsck(store) == []
 
 
+def test_a_sync_whose_read_reused_what_a_gc_then_collected_reads_again(store, tmp_path, monkeypatch):
+    from cortex.history import apply_retention, gc
+
+    a = tmp_path / "a"
+    check_out(store, a)
+    edit(a, "plan.org", "Ten thousand.", "Eleven thousand.")
+    sync(store, a), sync(store, a)  # the copy's bases move past the version with "Ten thousand."
+    commit_files(store, lambda tree: {"team/bo.org": b"* Bo\n"}, "agent")  # and so does the working state's log
+    edit(a, "plan.org", "Eleven thousand.", "Ten thousand.")  # back to a section the parse caches know
+    real_read, collected = copies.read_folder, []
+
+    def collected_right_after(s, folder):  # another process's gc, between this sync's read and its commit
+        read = real_read(s, folder)
+        if not collected:
+            apply_retention(s, keep_last=1)
+            collected.append(gc(s))
+        return read
+
+    monkeypatch.setattr(copies, "read_folder", collected_right_after)
+    sync(store, a)
+    assert collected[0] > 0 and fsck(store) == [] and "Ten thousand." in stored(store, "plan.org")
+    assert (a / "plan.org").read_text() == stored(store, "plan.org")
+
+
 def test_copies_are_listed_and_a_forgotten_one_syncs_no_more(store, tmp_path):
     from cortex.history import forget_copy, working_copies as listed
 

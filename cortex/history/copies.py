@@ -34,7 +34,7 @@ from ..codec import decode, encode
 from ..errors import UserError
 from ..files import ChangedMeanwhile, Staged, folder_lock, remove_under, write_atomically
 from ..hashing import OID_SIZE, Oid, hash_bytes
-from ..ingest import WORKING, FolderRead, read_folder, working_tree
+from ..ingest import WORKING, FolderRead, ReadCollected, read_folder, working_tree
 from ..objects import EMPTY_TREE, Tree
 from ..retry import retrying
 from ..words import counted
@@ -46,6 +46,7 @@ BASE = Path(".cortex") / "base"
 REF_PREFIX = "copies/"
 NEXT = "/next"  # with a copy's ref: the base its last sync made, trusted once the folder's record names it
 COPIES = "history.copies"  # copy id -> [folder, host, time made]
+READS = 3  # reads of the folder a sync makes while a gc keeps collecting what the last one reused
 SYNC_WAIT = 300.0  # seconds a sync waits for another sync of its folder (a first checkout of a big store is long)
 
 
@@ -177,7 +178,12 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> S
         return CopyBusy(f"{folder}: another sync of this folder has run for over {SYNC_WAIT:.0f} seconds")
 
     with folder_lock(folder, SYNC_WAIT, busy):
-        return _sync(store, folder, label)
+        for _ in range(READS):
+            try:
+                return _sync(store, folder, label)
+            except ReadCollected:  # nothing was committed: the folder is read again
+                continue
+        raise UserError(f"{folder}: a gc kept collecting what this sync read ({READS} times); sync again")
 
 
 def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
