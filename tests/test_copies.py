@@ -357,6 +357,21 @@ def test_a_sync_whose_read_reused_what_a_gc_then_collected_reads_again(store, tm
     assert (a / "plan.org").read_text() == stored(store, "plan.org")
 
 
+def test_a_copy_is_never_checked_out_inside_another_or_the_tracked_folder(tmp_path, org):
+    import cortex.api as cx
+
+    with cx.open(tmp_path / "store", org) as c:
+        c.ingest()
+        c.checkout(tmp_path / "copy")  # the tracked folder becomes a working copy too
+        for inside in (org / "mirror", tmp_path / "copy" / "nested"):
+            with pytest.raises(UserError, match="inside the working copy .*; check out into a folder beside it"):
+                c.checkout(inside)
+            assert not inside.exists()
+        files = set(c.working().entries)
+        c.ingest()
+        assert set(c.working().entries) == files and not any(path.startswith("mirror/") for path in files)
+
+
 def test_copies_are_listed_and_a_forgotten_one_syncs_no_more(store, tmp_path):
     from cortex.history import forget_copy, working_copies as listed
 

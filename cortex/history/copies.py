@@ -99,6 +99,12 @@ def check_out(store: Store, folder: str | os.PathLike) -> SyncReport:
         raise UserError(f"{folder}: already a working copy; run `cortex sync {folder}`")
     if folder.exists() and any(folder.iterdir()):
         raise UserError(f"{folder}: not empty; check out into a new or empty folder")
+    real, here = Path(os.path.realpath(folder)), socket.gethostname()
+    for copy in working_copies(store):
+        other = Path(os.path.realpath(copy.folder))
+        if copy.host == here and (real.is_relative_to(other) or other.is_relative_to(real)):
+            raise UserError(f"{folder}: inside the working copy {copy.folder}, whose syncs would take the new "
+                            "copy's files for its own; check out into a folder beside it")
     folder.mkdir(parents=True, exist_ok=True)
     # Recorded first, with an empty base: a checkout killed halfway is completed by `sync`.
     _record(store, folder, store.objects.add(EMPTY_TREE), f"checkout into {folder}")
