@@ -158,7 +158,7 @@ def test_a_sync_killed_at_any_moment_is_completed_by_the_next(store, store_at, t
         tree = working_tree(store)
         assert all((a / rel).read_text() == render_file(store, tree, rel) for rel in tree.entries)
         assert f"Edit {trial}." in stored(store, "team/ann.org")
-        assert fsck(store) == []
+        assert fsck(store) == [] and not list(a.rglob(".*.tmp"))  # what the killed sync staged is gone
 
 
 def test_two_processes_syncing_one_copy_while_both_sides_edit_lose_nothing(store, store_at, tmp_path):
