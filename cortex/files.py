@@ -10,10 +10,18 @@ with what it expects right before the rename, so an edit saved meanwhile is neve
 
 Temporary files are named `.NAME.PID.RANDOM.tmp`: one left by a killed process is found and
 removed by the next scan of its folder (`is_leftover`).
+
+A sync replaces its files again and again, and on most filesystems writing over a file's blocks is
+several times faster than finding blocks for a new one. So the version a `Staged` write replaces is
+kept, under its temporary name, as the spare the next staging of that file in this process writes
+over (`free`): for a large file only, while no other name links it, and for a few minutes (removed
+at exit). A reader that had the old version open then sees it change, as when an editor saves in
+place; `ingest` notices and reads again.
 """
 
 from __future__ import annotations
 
+import atexit
 import errno
 import fcntl
 import os
@@ -24,7 +32,7 @@ import stat as stats
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from .errors import UserError
@@ -32,6 +40,9 @@ from .hashing import hash_text
 from .paths import path_problem
 
 LEFTOVER_SECONDS = 600  # no write takes this long: an older temporary file was abandoned
+SPARE_SECONDS = LEFTOVER_SECONDS / 2  # a spare kept longer is not written over (a scan may be removing it)
+SPARE_MIN_BYTES = 64 * 1024  # a smaller file is written anew as fast: no spare of it is kept
+_spares: dict[tuple[int, str], str] = {}  # (process, a file's real path) -> its spare's name beside it
 # `.NAME.PID.RANDOM.tmp`, and `.NAME.RANDOM.tmp` as earlier versions (mkstemp) named them
 _TEMPORARY = re.compile(r"^\..+\.org\.(?:(\d+)\.[0-9a-f]{8}|[a-z0-9_]{8})\.tmp$")
 _FULL = (errno.ENOSPC, errno.EDQUOT)
@@ -105,7 +116,8 @@ class Staged:
         self._folder: int | None = _open_under(Path(os.path.realpath(root)), self.target.parent)
         self._old: str | None = None
         try:
-            self._temporary = _write_temporary(self._folder, self.target, data)
+            self._temporary = (_write_spare(self._folder, self.target, data)
+                               or _write_temporary(self._folder, self.target, data))
         except BaseException:
             os.close(self._folder)
             raise
@@ -124,13 +136,16 @@ class Staged:
         try:
             _rename_over(self._folder, self._temporary, self.target, unchanged)
         except BaseException:
-            self.free()
+            self._close(self._old)
             raise
         if not free_later:
-            self.free()
+            self._close(self._old)
 
     def free(self) -> None:
-        """Free the old file's bytes kept by `put`, and the folder (once: later calls do nothing)."""
+        """After `put(free_later=True)`: keep the old bytes as the spare of the file (see the module),
+        else free them; and close the folder (once: later calls do nothing)."""
+        if self._old is not None and self._folder is not None and _keep_spare(self._folder, self._old, self.target):
+            self._old = None
         self._close(self._old)
 
     def drop(self) -> None:
@@ -334,6 +349,64 @@ def _write_temporary(folder: int, target: Path, data: bytes, durable: bool = Tru
         if durable:
             os.fsync(out.fileno())
     return temporary
+
+
+def _write_spare(folder: int, target: Path, data: bytes) -> str | None:
+    """Write `data` over the spare of `target` (in the open `folder`) kept by this process, and sync it;
+    return its name, or None when there is none fit to write over (then it is removed)."""
+    name = _spares.pop((os.getpid(), str(target)), None)
+    if name is None:
+        return None
+    try:
+        fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+    except OSError:  # removed meanwhile (taken for a leftover, say)
+        return None
+    try:
+        spare, old = os.fstat(fd), os.stat(target.name, dir_fd=folder, follow_symlinks=False)
+        # Not if another name links it now, or a scan may be taking it for a leftover.
+        if (stats.S_ISREG(spare.st_mode) and spare.st_nlink == 1 and stats.S_ISREG(old.st_mode)
+                and time.time() - spare.st_mtime < SPARE_SECONDS):
+            view, done = memoryview(data), 0
+            while done < len(data):
+                done += os.pwrite(fd, view[done:], done)
+            os.ftruncate(fd, len(data))
+            _keep_owner_and_mode(fd, old)
+            os.fsync(fd)
+            return name
+    except OSError as exc:
+        if exc.errno in _FULL:
+            _unlink_quietly(name, folder)
+            raise DiskFull(target) from None
+    finally:
+        os.close(fd)
+    _unlink_quietly(name, folder)
+    return None
+
+
+def _keep_spare(folder: int, name: str, target: Path) -> bool:
+    """Keep the file `name` (in the open `folder`), the version of `target` just replaced, as its spare,
+    if it is large and nothing else links it; freshly dated, so that no scan takes it for a leftover."""
+    try:
+        old = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        if old.st_nlink != 1 or old.st_size < SPARE_MIN_BYTES:
+            return False
+        os.utime(name, dir_fd=folder, follow_symlinks=False)
+    except OSError:
+        return False
+    previous = _spares.pop((os.getpid(), str(target)), None)
+    if previous is not None:
+        _unlink_quietly(previous, folder)
+    _spares[os.getpid(), str(target)] = name
+    return True
+
+
+@atexit.register
+def _remove_spares() -> None:
+    """Remove the spares this process kept (those a killed process kept are found as leftovers)."""
+    for (pid, target), name in list(_spares.items()):
+        if pid == os.getpid():
+            with suppress(OSError):
+                os.unlink(os.path.join(os.path.dirname(target), name))
 
 
 def _temporary_name(name: str) -> str:

@@ -41,6 +41,7 @@ STATS = "ingest.stats"  # absolute path -> the file's stat and bytes' hash when 
 # Files smaller than this parse whole in about a millisecond; keeping their layouts gains nothing.
 LAYOUT_MIN_BYTES = 32 * 1024
 
+READ_ATTEMPTS = 3  # reads of a file that keeps changing while it is read, before it waits for the next ingest
 RACY_SECONDS = 2  # timestamps are as coarse as this on some filesystems (FAT); finer on most
 
 # The last layout of each large file ingested into a store by this process.
@@ -332,11 +333,12 @@ def _read(batch: "_Batch", root: Path, files: list[str], report: IngestReport, p
                 if (known := batch.unchanged(path)) is not None:
                     entries[rel] = known
                     continue
-                with open(path, "rb") as file:
-                    read_at, stat = time.time_ns(), os.fstat(file.fileno())
-                    data = file.read()
+                read_at, stat, data = _read_whole(path)
             except OSError as exc:
                 report.problems.append(Problem(rel, exc.strerror or str(exc)))
+                continue
+            if data is None:
+                report.problems.append(Problem(rel, "kept changing while it was read; it is read when it is saved"))
                 continue
         digest = digests.get(rel) if rel in written and rel in digests else hash_bytes(data)
         try:
@@ -351,6 +353,18 @@ def _read(batch: "_Batch", root: Path, files: list[str], report: IngestReport, p
             if marker is not None and batch.contains(path, data, marker):
                 report.marked.append(rel)
     return entries
+
+
+def _read_whole(path: str) -> tuple[int, os.stat_result, bytes | None]:
+    """When the file at `path` was read, its stat then, and its bytes: None if it changed during each of
+    READ_ATTEMPTS reads (a file written in place, as editors save, may otherwise read half old, half new)."""
+    for _ in range(READ_ATTEMPTS):
+        with open(path, "rb") as file:
+            read_at, stat = time.time_ns(), os.fstat(file.fileno())
+            data = file.read()
+            if _signature(os.fstat(file.fileno())) == _signature(stat) and len(data) == stat.st_size:
+                return read_at, stat, data
+    return read_at, stat, None
 
 
 @dataclass

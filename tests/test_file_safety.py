@@ -3,10 +3,12 @@
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from contextlib import suppress
 from pathlib import Path
 
@@ -16,11 +18,12 @@ import cortex.api as cx
 from cortex import orgfile
 from cortex.codec import encode
 from cortex.errors import UserError
-from cortex.files import OutsideRoot, write_under
+from cortex.files import SPARE_SECONDS, OutsideRoot, Staged, write_under
 from cortex.hashing import hash_bytes
 from cortex.history import (DamagedExport, DirtyWorkingFiles, RollbackStopped, SNAPSHOTS, UnsnapshottableFiles,
                             snapshot_key)
 from cortex.history.transfer import MAGIC
+from cortex.ingest import READ_ATTEMPTS
 from cortex.objects import Snapshot, Tree
 from cortex.paths import path_problem
 from cortex.query import render_file
@@ -429,3 +432,116 @@ def test_two_saves_of_one_index_folder_take_turns(cortex, monkeypatch):
         thread.join()
     assert errors == []
     assert SearchIndex.load(cortex.store, index.embedder, index.folder).root == cortex.working().oid
+
+
+BIG = b"* one\n" * 20000  # large enough to keep its spare
+
+
+def _replace(folder: Path, data: bytes) -> None:
+    """Replace big.org as a sync does: staged, renamed over it with the old bytes kept, then freed."""
+    staged = Staged(folder, "big.org", data)
+    staged.put(free_later=True)
+    staged.free()
+
+
+def _spares(folder: Path) -> list[str]:
+    return [name for name in os.listdir(folder) if name.endswith(".tmp")]
+
+
+def test_a_replaced_file_is_written_over_by_the_next_replacement_of_it(tmp_path):
+    (tmp_path / "big.org").write_bytes(BIG)
+    os.chmod(tmp_path / "big.org", 0o640)
+    first = os.stat(tmp_path / "big.org").st_ino
+    _replace(tmp_path, BIG * 2)
+    assert len(_spares(tmp_path)) == 1  # the first version's blocks, kept under a temporary name
+    os.chmod(tmp_path / "big.org", 0o600)
+    _replace(tmp_path, b"* three\n" * 20000)
+    now = os.stat(tmp_path / "big.org")
+    assert now.st_ino == first and stat.S_IMODE(now.st_mode) == 0o600  # its spare, with the mode of the day
+    assert (tmp_path / "big.org").read_bytes() == b"* three\n" * 20000 and len(_spares(tmp_path)) == 1
+
+
+def test_a_replaced_file_linked_elsewhere_is_never_written_over(tmp_path):
+    (tmp_path / "big.org").write_bytes(BIG)
+    os.link(tmp_path / "big.org", tmp_path / "backup")
+    _replace(tmp_path, BIG * 2)
+    _replace(tmp_path, b"* three\n")
+    assert (tmp_path / "backup").read_bytes() == BIG and (tmp_path / "big.org").read_bytes() == b"* three\n"
+
+
+def test_no_spare_is_kept_of_a_small_file(tmp_path):
+    (tmp_path / "small.org").write_bytes(b"* small\n")
+    staged = Staged(tmp_path, "small.org", b"* smaller\n")
+    staged.put(free_later=True)
+    staged.free()
+    assert _spares(tmp_path) == []
+
+
+def test_a_spare_kept_too_long_is_removed_not_written_over(tmp_path):
+    (tmp_path / "big.org").write_bytes(BIG)
+    _replace(tmp_path, b"* two\n")
+    [spare] = _spares(tmp_path)
+    old = time.time() - SPARE_SECONDS - 1
+    os.utime(tmp_path / spare, (old, old))
+    _replace(tmp_path, b"* three\n")
+    assert (tmp_path / "big.org").read_bytes() == b"* three\n"
+    assert _spares(tmp_path) == []  # removed, and "two" was written anew (and is too small to keep)
+
+
+def test_a_process_removes_its_spares_when_it_exits(tmp_path):
+    (tmp_path / "big.org").write_bytes(BIG)
+    script = textwrap.dedent(f"""
+        from pathlib import Path
+        from cortex.files import Staged
+        staged = Staged(Path({str(tmp_path)!r}), "big.org", b"* two\\n")
+        staged.put(free_later=True)
+        staged.free()
+        assert len([n for n in __import__("os").listdir({str(tmp_path)!r}) if n.endswith(".tmp")]) == 1
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True)
+    assert _spares(tmp_path) == [] and (tmp_path / "big.org").read_bytes() == b"* two\n"
+
+
+@pytest.mark.parametrize("times", [2, READ_ATTEMPTS])
+def test_a_file_that_changes_while_it_is_read_is_read_again(cortex, org, monkeypatch, times):
+    """A reader that opened a file before it was written over (in place, or a replaced file's spare)
+    sees its stat move: it reads again rather than take half of one version and half of another; a
+    file that never holds still keeps its last version until it does."""
+    path = org / "notes.org"
+    path.write_text("* first version\n")
+    real_open, writes = open, []
+
+    class WrittenWhileRead:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+        def fileno(self):
+            return self.handle.fileno()
+
+        def read(self):
+            if len(writes) < times:  # written over, each time after the reader's first look at it
+                writes.append(f"* version {len(writes) + 2}, longer\n")
+                time.sleep(0.02)  # past the coarsest clock tick of a file time stamp
+                path.write_text(writes[-1])
+            return self.handle.read()
+
+    def reading(file, *args, **kwargs):
+        handle = real_open(file, *args, **kwargs)
+        return WrittenWhileRead(handle) if os.fspath(file) == os.fspath(path) else handle
+
+    cortex.ingest()
+    monkeypatch.setattr("builtins.open", reading)
+    report = cortex.ingest()
+    assert len(writes) == times
+    if times < READ_ATTEMPTS:
+        assert render_file(cortex.store, cortex.working(), "notes.org") == writes[-1] and not report.problems
+    else:
+        assert render_file(cortex.store, cortex.working(), "notes.org") == "* first version\n"
+        assert [(p.path, p.reason) for p in report.problems] == [
+            ("notes.org", "kept changing while it was read; it is read when it is saved")]

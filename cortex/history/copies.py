@@ -220,7 +220,7 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
 
         def commit() -> None:
             # The bytes about to be written are known, so reading them back parses nothing.
-            read.write(merge.tree, {digest: merge.tree.entries[rel] for rel, digest in digests.result().items()})
+            read.write(merge.tree, {digest: merge.tree.entries[rel] for rel, digest in digests.items()})
             store.objects.add_many(merge.objects)
             if merge.tree.oid != theirs.oid:
                 store.refs.set_if_equals(WORKING, merge.tree.oid, theirs_oid, f"sync {folder}")
@@ -229,10 +229,9 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
             store.refs.set_if_equals(made, merge.tree.oid, made_oid, logged=False)
 
         # On this process's staging thread, while the layouts are kept and the store commits: the new files'
-        # digests, then their bytes written beside them and synced to disk (renamed over the old ones after).
-        stager = _stager(os.getpid())
-        digests = stager.submit(lambda: {rel: hash_bytes(data) for rel, data in writes.items() if data})
-        staging = stager.submit(_stage, folder, writes)
+        # bytes written beside them and synced to disk (renamed over the old ones after).
+        digests = {rel: hash_bytes(data) for rel, data in writes.items() if data}
+        staging = _stager(os.getpid()).submit(_stage, folder, writes)
         try:
             for rel, data in writes.items():
                 if data is not None:
