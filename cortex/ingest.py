@@ -384,6 +384,10 @@ class FolderRead:
         """An object of the tree, read or stored."""
         return self.batch.get(oid)
 
+    def bytes_read(self, rel: str) -> bytes | None:
+        """The bytes read from the file `rel` if they are kept (a large file's are, for its layout)."""
+        return self.batch.bytes_read.get(os.path.join(self.root, rel))
+
     def render(self, rel: str, oid: Oid, get: orgfile.Getter | None = None) -> bytes:
         """The bytes of a document for the file `rel` (its objects read with `get`, else as `get` here):
         an edit of what was read there costs what it changed."""
@@ -478,6 +482,7 @@ class _Batch:
         self.subtree_cache: dict[bytes, Oid] = {}
         self.reused: set[bytes] = set()  # checked again when committing, in case gc ran meanwhile
         self.digests: dict[str, bytes] = {}  # path -> the hash of the bytes read there (or known unchanged)
+        self.bytes_read: dict[str, bytes] = {}  # path -> the bytes read there, for a large file (its layout's)
         self.edited: dict[str, orgfile.Layout] = {}  # path -> the layout of the bytes last rendered for it
 
     def unchanged(self, path: str) -> Oid | None:
@@ -512,6 +517,7 @@ class _Batch:
         parsed, layout = self._reparse(path, data) or self._parse(data)
         if len(data) >= LAYOUT_MIN_BYTES:
             self.new_layouts[path] = layout
+            self.bytes_read[path] = data
         for obj in parsed.objects:
             self.add(obj)
         self.subtree_cache.update(parsed.subtree_keys)

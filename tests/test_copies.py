@@ -104,10 +104,13 @@ def test_the_same_headline_changed_on_both_sides_keeps_both_until_resolved(store
     assert "Ship on Friday." in stored(store, "plan.org") and "Tuesday" not in stored(store, "plan.org")
 
 
-def test_an_editor_save_during_a_sync_is_kept_and_merged_next_time(store, tmp_path, monkeypatch):
+@pytest.mark.parametrize("archive", [0, 4000])  # lines: a large file's bytes read are compared, not hashed
+def test_an_editor_save_during_a_sync_is_kept_and_merged_next_time(store, tmp_path, monkeypatch, archive):
+    plan = PLAN + "* Archive\n" + "An old line.\n" * archive
+    commit_files(store, lambda tree: {"plan.org": plan.encode()}, "archive")
     a = tmp_path / "a"
     check_out(store, a)
-    commit_files(store, lambda tree: {"plan.org": PLAN.replace("Nothing yet.", "From the store.").encode()}, "w")
+    commit_files(store, lambda tree: {"plan.org": plan.replace("Nothing yet.", "From the store.").encode()}, "w")
     edit(a, "plan.org", "Ten thousand.", "Nine thousand.")
     real_put = Staged.put
 

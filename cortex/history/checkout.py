@@ -227,6 +227,18 @@ def _restore(store: Store, root: Path, tree: Tree, disk: dict[str, OnDisk], to_w
     return written
 
 
+def holds_bytes(data: bytes) -> Callable[[Path], bool]:
+    """Whether a file still holds exactly `data` (compared, not hashed: a large file's bytes read are kept)."""
+
+    def check(path: Path) -> bool:
+        try:
+            return path.read_bytes() == data
+        except FileNotFoundError:
+            return False
+
+    return check
+
+
 def holds(digests: set[bytes | None]) -> Callable[[Path], bool]:
     """Whether a file still holds bytes hashed to one of `digests` (None: that it still does not exist)."""
 

@@ -38,7 +38,7 @@ from ..ingest import WORKING, FolderRead, ReadCollected, read_folder, working_tr
 from ..objects import EMPTY_TREE, Tree
 from ..retry import retrying
 from ..words import counted
-from .checkout import holds
+from .checkout import holds, holds_bytes
 from .merge import Conflict, conflicts_in, merge_trees
 
 RECORD = Path(".cortex") / "copy"
@@ -332,7 +332,9 @@ def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, writes: dict[str, 
             _keep_base(agreed, rel, was)  # left alone: it syncs once it can be read
         if rel not in writes:
             continue
-        unchanged = holds({None if was is None else read.digest(rel) or hash_bytes(read.render(rel, was))})
+        data = read.bytes_read(rel)
+        unchanged = holds_bytes(data) if data is not None else holds(
+            {None if was is None else read.digest(rel) or hash_bytes(read.render(rel, was))})
         try:
             if rel in staged:
                 file = staged.pop(rel)  # put in place, or dropped if not
