@@ -125,7 +125,8 @@ class Staged:
     def put(self, unchanged: Check | None = None, *, free_later: bool = False) -> None:
         """Rename the new bytes over the file, if `unchanged` says it still holds what was expected
         (ChangedMeanwhile otherwise, the new bytes dropped). `free_later`: the old file stays linked
-        under a temporary name until `free`, as freeing its blocks is the slow part of the rename."""
+        under a temporary name until `free`, which also makes the rename durable: freeing the old
+        blocks and syncing the folder are the slow part of a rename."""
         if free_later:
             self._old = _temporary_name(self.target.name)
             try:
@@ -134,7 +135,7 @@ class Staged:
             except OSError:  # no old file, or no links on this filesystem: the rename frees it
                 self._old = None
         try:
-            _rename_over(self._folder, self._temporary, self.target, unchanged)
+            _rename_over(self._folder, self._temporary, self.target, unchanged, durable=not free_later)
         except BaseException:
             self._close(self._old)
             raise
@@ -142,11 +143,16 @@ class Staged:
             self._close(self._old)
 
     def free(self) -> None:
-        """After `put(free_later=True)`: keep the old bytes as the spare of the file (see the module),
-        else free them; and close the folder (once: later calls do nothing)."""
-        if self._old is not None and self._folder is not None and _keep_spare(self._folder, self._old, self.target):
-            self._old = None
-        self._close(self._old)
+        """After `put(free_later=True)`: make the rename durable, keep the old bytes as the spare of the
+        file (see the module) or free them, and close the folder (once: later calls do nothing)."""
+        if self._folder is None:
+            return
+        try:
+            os.fsync(self._folder)
+        finally:
+            if self._old is not None and _keep_spare(self._folder, self._old, self.target):
+                self._old = None
+            self._close(self._old)
 
     def drop(self) -> None:
         """Remove the new bytes, leaving the file as it is."""

@@ -397,13 +397,23 @@ class FolderRead:
         if layout is not None and layout.document.oid == oid:
             return layout.data
         document = get(oid)
-        if layout is None:
+        splice = None if layout is None else layout.splice(document, get)
+        if splice is None:
             return orgfile.render(document, get).encode("utf-8")
-        edited = layout.edited(document, get)
-        if edited is None:
-            return layout.render(document, get)
-        self.batch.edited[path] = edited  # kept by `relayout` if these bytes are written
-        return edited.data
+        self.batch.spliced[path] = layout, splice  # for `layout_of` these bytes, if they are written
+        return splice.data
+
+    def layout_of(self, rel: str, data: bytes) -> orgfile.Layout | None:
+        """The layout of bytes `render` made for the file `rel`, derived from the one it edited without
+        parsing them (None: parse them); it reads nothing else, so it may run on another thread."""
+        layout, splice = self.batch.spliced.get(os.path.join(self.root, rel), (None, None))
+        return None if splice is None or splice.data is not data else layout.edited(splice)
+
+    def relayout(self, rel: str, data: bytes, layout: orgfile.Layout | None) -> None:
+        """Keep `layout` (else the parse of `data`) as the layout of the bytes about to be written to the
+        file `rel` (a layout need not be the file's: a re-parse compares its bytes with the file's), so that
+        an edit of them re-parses only what it touched."""
+        self.batch.relayout(os.path.join(self.root, rel), data, layout)
 
     def write(self, tree: Tree, documents: Mapping[bytes, Oid] = {}) -> int:
         """Store what reading parsed that the stored `tree` names (a document read and replaced in it is left
@@ -483,7 +493,7 @@ class _Batch:
         self.reused: set[bytes] = set()  # checked again when committing, in case gc ran meanwhile
         self.digests: dict[str, bytes] = {}  # path -> the hash of the bytes read there (or known unchanged)
         self.bytes_read: dict[str, bytes] = {}  # path -> the bytes read there, for a large file (its layout's)
-        self.edited: dict[str, orgfile.Layout] = {}  # path -> the layout of the bytes last rendered for it
+        self.spliced: dict[str, tuple[orgfile.Layout, orgfile.Splice]] = {}  # path -> how its last rendering was made
 
     def unchanged(self, path: str) -> Oid | None:
         """The document of a file whose stat is what it was when last read, if it is still stored."""
@@ -524,14 +534,11 @@ class _Batch:
         self.doc_cache[digest] = parsed.document.oid
         return parsed.document.oid, True
 
-    def relayout(self, path: str, data: bytes) -> None:
-        """Keep the layout of the bytes to be written at `path` (a layout need not be the file's: a re-parse
-        compares its bytes with the file's), so that an edit of them re-parses only what it touched: the one
-        `render` made them with, else their parse."""
-        edited = self.edited.pop(path, None)
+    def relayout(self, path: str, data: bytes, layout: orgfile.Layout | None) -> None:
+        """Keep `layout` (else the parse of `data`) as the layout of the bytes to be written at `path`."""
+        self.spliced.pop(path, None)
         if len(data) >= LAYOUT_MIN_BYTES:
-            self.new_layouts[path] = (edited if edited is not None and edited.data is data
-                                      else (self._reparse(path, data) or self._parse(data))[1])
+            self.new_layouts[path] = layout or (self._reparse(path, data) or self._parse(data))[1]
 
     def contains(self, path: str, data: bytes, marker: bytes) -> bool:
         """Whether the file just parsed at `path` holds `marker` (its kept layout knows where to look)."""

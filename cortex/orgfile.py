@@ -299,11 +299,12 @@ def _kids(after: list[int], lo: int, hi: int) -> Iterator[int]:
 
 
 @dataclass
-class _Splice:
-    """An edit of a layout's document: its headlines [first, last), bytes [start, stop), became the
-    subtrees `new` (their bytes `changed`), under the headlines `path` (index, new oid), outermost
-    first, making the bytes `data`."""
+class Splice:
+    """An edit of a layout's document into `document`: its headlines [first, last), bytes [start, stop),
+    became the subtrees `new` (their bytes `changed`), under the headlines `path` (index, new oid),
+    outermost first, making the bytes `data`."""
 
+    document: Document
     first: int
     last: int
     start: int
@@ -373,18 +374,16 @@ class Layout:
     def render(self, document: Document, get: Getter) -> bytes:
         """The bytes of `document`, an edit of this layout's: the subtrees both share before and after
         what changed are copied from these bytes, so only the changed subtrees are rendered."""
-        splice = self._splice(document, get)
+        splice = self.splice(document, get)
         if splice is None:
             return render(document, get).encode("utf-8")
         return splice.data
 
-    def edited(self, document: Document, get: Getter) -> "Layout | None":
-        """The layout of `document`'s bytes, an edit of this layout's, known without parsing them: the
+    def edited(self, splice: "Splice") -> "Layout | None":
+        """The layout of the bytes a `splice` of this layout's made, known without parsing them: the
         outline and keys outside the changed subtrees are this one's. None when the edit reaches what
-        every section depends on (the preamble, a TODO or STARTUP line, the line ends): parse its bytes."""
-        splice = self._splice(document, get)
-        if splice is None:
-            return None
+        every section depends on (the preamble, a TODO or STARTUP line, the line ends): parse its bytes.
+        It reads nothing but the two, so it may run on another thread."""
         outline, data, first, last = self.outline, splice.data, splice.first, splice.last
         start, end = splice.start, splice.start + len(splice.changed)
         old_part = self.data[start:splice.stop]
@@ -409,12 +408,13 @@ class Layout:
         for i in [*reversed(range(first, first + touched)), *(i for i, _ in reversed(splice.path))]:
             keys[i] = _key(prefix, memoryview(data)[bounds[i]:bounds[i + 1]], _child_keys(keys, after, i))
         absent = frozenset(marker for marker, found in self._found.items() if not found)
-        return Layout(data, self.setup, document, keys, _Outline(starts, stars, after, oids, newlines, crlfs),
+        return Layout(data, self.setup, splice.document, keys, _Outline(starts, stars, after, oids, newlines, crlfs),
                       (start, end), absent)
 
-    def _splice(self, document: Document, get: Getter) -> "_Splice | None":
-        """Where `document`'s bytes differ from these: the subtrees both share before and after what changed,
-        walking down into a subtree whose own section stayed."""
+    def splice(self, document: Document, get: Getter) -> "Splice | None":
+        """`document`'s bytes, an edit of this layout's, and where they differ from these: the subtrees
+        both share before and after what changed, walking down into a subtree whose own section stayed.
+        None when the preamble changed (render the document whole)."""
         if document.preamble != self.document.preamble:
             return None
         outline, data = self.outline, self.data
@@ -439,7 +439,7 @@ class Layout:
                 last = after[last]
             changed = "".join(_subtree_parts(new[head:len(new) - tail], get)).encode("utf-8")
             view = memoryview(data)
-            return _Splice(first, last, at(first), at(last), changed, new[head:len(new) - tail], path,
+            return Splice(document, first, last, at(first), at(last), changed, new[head:len(new) - tail], path,
                            b"".join((view[:at(first)], changed, view[at(last):])))
 
     def oid(self, i: int, get: Getter) -> Oid:

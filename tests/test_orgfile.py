@@ -422,7 +422,8 @@ re-parses and how many layouts of a rendering were checked."""
             continue
         store.update((o.oid, o) for o in full.objects)
         fresh = orgfile.Layout.of(data, full)
-        edited = layout.edited(full.document, store.__getitem__)
+        splice = layout.splice(full.document, store.__getitem__)
+        edited = None if splice is None else layout.edited(splice)
         if edited is not None:
             check_layout(edited, fresh, store.__getitem__)
             derived += 1

@@ -47,6 +47,7 @@ REF_PREFIX = "copies/"
 NEXT = "/next"  # with a copy's ref: the base its last sync made, trusted once the folder's record names it
 COPIES = "history.copies"  # copy id -> [folder, host, time made]
 READS = 3  # reads of the folder a sync makes while a gc keeps collecting what the last one reused
+_settling: dict[Path, Future] = {}  # folder -> its last sync here, settling (see `_settle`)
 SYNC_WAIT = 300.0  # seconds a sync waits for another sync of its folder (a first checkout of a big store is long)
 
 
@@ -184,6 +185,8 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> S
         return CopyBusy(f"{folder}: another sync of this folder has run for over {SYNC_WAIT:.0f} seconds")
 
     with folder_lock(folder, SYNC_WAIT, busy):
+        if (settling := _settling.pop(folder, None)) is not None:
+            settling.result()  # the last sync here names its base first, so that this one merges no more
         for _ in range(READS):
             try:
                 return _sync(store, folder, label)
@@ -227,16 +230,20 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
             if base_oid != sure_oid:
                 store.refs.set_if_equals(sure, base_oid, sure_oid, logged=False)
             store.refs.set_if_equals(made, merge.tree.oid, made_oid, logged=False)
+            # Last: a worker takes it up while the commit waits for the disk (it needs the interpreter this
+            # thread holds until then). The layouts of the new bytes, for the next read to re-parse little.
+            layouts.append(workers.submit(lambda: {rel: read.layout_of(rel, data) for rel, data in writes.items()
+                                                   if data is not None}))
 
-        # On this process's staging thread, while the layouts are kept and the store commits: the new files'
-        # bytes written beside them and synced to disk (renamed over the old ones after).
+        # On a worker, while the store commits: the new files' bytes written beside them and synced to disk
+        # (renamed over the old ones after).
         digests = {rel: hash_bytes(data) for rel, data in writes.items() if data}
-        staging = _stager(os.getpid()).submit(_stage, folder, writes)
+        workers, layouts = _workers(os.getpid()), []
+        staging = workers.submit(_stage, folder, writes)
         try:
-            for rel, data in writes.items():
-                if data is not None:
-                    read.batch.relayout(os.path.join(folder, rel), data)
             store.transact(commit)
+            for rel, layout in layouts[-1].result().items():
+                read.relayout(rel, writes[rel], layout)
         except BaseException:
             _drop(staging)
             raise
@@ -251,16 +258,16 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
                          if mine.entries.get(p) != base.entries.get(p) and p not in unreadable)
     report.merged = sorted(merge.files)
     report.conflicts = list(merge.conflicts)
-    staged, placed = staging.result(), []
+    staged, placed, agreed = staging.result(), [], None
     try:
         agreed = _bring_up_to_date(folder, mine, merge.tree, writes, staged, placed, read, report, unreadable)
     finally:
         for file in staged.values():  # not put in place: an error stopped the sync
             file.drop()
-        _stager(os.getpid()).submit(_free, placed)  # the replaced files' bytes, freed as the sync returns
-    if agreed.oid == merge.tree.oid:
-        _write_base(folder, agreed.oid)
-    else:  # a file could not be brought up to date: the store keeps the base it has now
+        up_to_date = agreed is not None and agreed.oid == merge.tree.oid
+        # As the sync returns: the renames made durable, then (the files all up to date) the base named.
+        _settling[folder] = _workers(os.getpid()).submit(_settle, folder, placed, merge.tree.oid if up_to_date else None)
+    if not up_to_date:  # a file could not be brought up to date: the store keeps the base it has now
         def settle() -> None:  # with the documents of the files kept as read, which the merge replaced
             store.objects.add_many([agreed, *(read.get(oid) for oid in set(agreed.entries.values())
                                               if oid not in store.objects)])
@@ -288,9 +295,10 @@ def conflicts(store: Store, folder: str | os.PathLike | None = None) -> list[Con
 
 
 @cache
-def _stager(pid: int) -> ThreadPoolExecutor:
-    """The thread that stages syncs' files in this process (a forked child has none of its parent's threads)."""
-    return ThreadPoolExecutor(1, thread_name_prefix="cortex-sync-write")
+def _workers(pid: int) -> ThreadPoolExecutor:
+    """The threads that stage, lay out and settle syncs' files in this process (a forked child has none of
+    its parent's threads)."""
+    return ThreadPoolExecutor(2, thread_name_prefix="cortex-sync")
 
 
 def _stage(folder: Path, writes: dict[str, bytes | None]) -> dict[str, Staged]:
@@ -307,10 +315,17 @@ def _stage(folder: Path, writes: dict[str, bytes | None]) -> dict[str, Staged]:
     return staged
 
 
-def _free(placed: list[Staged]) -> None:
-    """Free the bytes of the files `placed` replaced."""
+def _settle(folder: Path, placed: list[Staged], base: Oid | None) -> None:
+    """Make the renames of the files `placed` durable (freeing what they replaced), then name `base`, if
+    any, in the folder: never before, as a base newer than a file would read its old bytes as edits."""
+    durable = True
     for file in placed:
-        file.free()
+        try:
+            file.free()
+        except OSError:  # the next sync merges against the sure base, which is never newer than the files
+            durable = False
+    if base is not None and durable:
+        _write_base(folder, base)
 
 
 def _drop(staging: Future) -> None:
