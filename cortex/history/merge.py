@@ -461,11 +461,15 @@ class _Merge:
     def siblings(self, b: tuple[Oid, ...], o: tuple[Oid, ...], t: tuple[Oid, ...],
                  within: _Within | None) -> Task:
         """Merge three versions of a list of children; its result is the merged tuple of oids."""
-        if o == t or (t == b and not self.leads_to_move(o)):
+        if o == t:
             return o
-        if o == b and not self.leads_to_move(t):
+        # What each side shares with the base at either end (a list may hold thousands of siblings).
+        (po, so), (pt, st) = orgfile.common_ends(b, o), orgfile.common_ends(b, t)
+        if pt == len(b) == len(t) and not self.leads_to_move(o):
+            return o
+        if po == len(b) == len(o) and not self.leads_to_move(t):
             return t
-        head, (bm, om, tm), tail = _middle(b, o, t)
+        head, (bm, om, tm), tail = _middle(b, o, t, (po, so), (pt, st))
         to_o, to_t = self.pair(bm, om, loose=True), self.pair(bm, tm, loose=True)
         # A token names one headline across the versions: base entries first, then additions.
         o_tok, t_tok = [None] * len(om), [None] * len(tm)
@@ -814,11 +818,12 @@ def _pair_by(pairs: dict[int, int], hx: dict[int, Headline], hy: dict[int, Headl
             pairs[i] = min(candidates, key=lambda q: q[0]).popleft()
 
 
-def _middle(b: tuple, o: tuple, t: tuple) -> tuple[tuple, list[list], tuple]:
-    """Cut the ends all three lists share; when the two sides' changes are apart, the untouched run
-    between them becomes one `_Block` entry in each. Returns (head, [base, ours, theirs] middles, tail)."""
-    po, so = orgfile.common_ends(b, o)
-    pt, st = orgfile.common_ends(b, t)
+def _middle(b: tuple, o: tuple, t: tuple, o_ends: tuple[int, int], t_ends: tuple[int, int]
+            ) -> tuple[tuple, list[list], tuple]:
+    """Cut the ends all three lists share (`o_ends`, `t_ends`: what each side shares with the base at
+    its start, then its end); when the two sides' changes are apart, the untouched run between them
+    becomes one `_Block` entry in each. Returns (head, [base, ours, theirs] middles, tail)."""
+    (po, so), (pt, st) = o_ends, t_ends
     lo, keep = min(po, pt), min(so, st)
     o_end, t_end = len(b) - so, len(b) - st  # where each side's change ends, in the base
     first, gap_lo, gap_hi = (1, o_end, pt) if o_end < pt else (2, t_end, po) if t_end < po else (0, 0, 0)
