@@ -7,7 +7,7 @@ the oid of every ancestor up to the root and nothing else (a Merkle tree).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from functools import cached_property
 from typing import ClassVar
@@ -121,6 +121,24 @@ class Document(OrgObject):
             done_keywords=tuple(data["done_keywords"]),
             children=Oid.many(data["children"]),
         )
+
+    def with_children(self, children: tuple[Oid, ...], same: tuple[int, int]) -> "Document":
+        """This document with other `children`, of which the first and last `same` are this one's. When
+        there are as many, its encoding is this one's with the others written over (as every child takes
+        the same bytes there), not made again: a document may list thousands."""
+        document = replace(self, children=children)
+        encoded = self.__dict__.get("encoded")  # made once this one's oid was asked for
+        if encoded is not None and children and len(children) == len(self.children):
+            first = _BIN32 + self.children[0]
+            at = encoded.find(first)  # nothing before the children array is as long
+            head, tail = same
+            lo, hi = at + len(first) * head, at + len(first) * (len(children) - tail)
+            changed = b"".join(_BIN32 + oid for oid in children[head:len(children) - tail])
+            document.__dict__["encoded"] = b"".join((encoded[:lo], changed, encoded[hi:]))
+        return document
+
+
+_BIN32 = b"\xc4\x20"  # how msgpack writes the 32 bytes of an oid: "bin 8" of length 32
 
 
 @dataclass(frozen=True, eq=True)

@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 from cortex import orgfile
 from cortex.history.merge import (CONFLICT_TAG, Conflict, conflicts_in, merge_documents, merge_texts,
                                   merge_trees)
+from cortex.hashing import Oid
 from cortex.objects import Document, Tree
 
 
@@ -706,3 +707,18 @@ def test_colliding_scripts_lose_no_edit(r):
             if line.startswith(":ID: ") and f"id:{line[5:]}" in merged.text:
                 continue  # a copy names the :ID: it shares with ours in :CONFLICT_OF:
             assert starless(line) in kept, line
+
+
+@pytest.mark.parametrize("count", [1, 15, 16, 300, 70_000])  # msgpack's array headers change at 16 and 65,536
+def test_a_document_with_children_written_over_encodes_as_one_made_anew(count):
+    rng = random.Random(count)
+    oids = tuple(Oid(rng.randbytes(32)) for _ in range(count))
+    document = Document(preamble="#+TITLE: x\n", todo_keywords=("TODO", "NEXT"), children=oids)
+    document.oid  # its encoding is known
+    for _ in range(5):
+        lo = rng.randrange(count)
+        hi = rng.randrange(lo, count) + 1
+        children = oids[:lo] + tuple(Oid(rng.randbytes(32)) for _ in range(lo, hi)) + oids[hi:]
+        written = document.with_children(children, orgfile.common_ends(document.children, children))
+        made = Document(preamble=document.preamble, todo_keywords=document.todo_keywords, children=children)
+        assert written.encoded == made.encoded and written.oid == made.oid and written == made

@@ -399,7 +399,8 @@ class _Merge:
         children = _drive(self.siblings(base.children, ours.children, theirs.children, None))
         if clash:
             children += (self.preamble_copy(theirs.preamble),)
-        document = replace(ours, preamble=preamble, children=children)
+        document = (ours.with_children(children, orgfile.common_ends(ours.children, children))
+                    if preamble == ours.preamble else replace(ours, preamble=preamble, children=children))
         return document if ends else self.last_piece(document, self.unended)
 
     def ended(self, document: Document) -> tuple[Document, bool]:
