@@ -371,14 +371,6 @@ class Layout:
             self._found[marker] = found
         return found
 
-    def render(self, document: Document, get: Getter) -> bytes:
-        """The bytes of `document`, an edit of this layout's: the subtrees both share before and after
-        what changed are copied from these bytes, so only the changed subtrees are rendered."""
-        splice = self.splice(document, get)
-        if splice is None:
-            return render(document, get).encode("utf-8")
-        return splice.data
-
     def edited(self, splice: "Splice") -> "Layout | None":
         """The layout of the bytes a `splice` of this layout's made, known without parsing them: the
         outline and keys outside the changed subtrees are this one's. None when the edit reaches what
@@ -413,8 +405,9 @@ class Layout:
 
     def splice(self, document: Document, get: Getter) -> "Splice | None":
         """`document`'s bytes, an edit of this layout's, and where they differ from these: the subtrees
-        both share before and after what changed, walking down into a subtree whose own section stayed.
-        None when the preamble changed (render the document whole)."""
+        both share before and after what changed are copied from these bytes (walking down into a subtree
+        whose own section stayed), so only the changed ones are rendered. None when the preamble changed
+        (render the document whole)."""
         if document.preamble != self.document.preamble:
             return None
         outline, data = self.outline, self.data

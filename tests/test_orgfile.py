@@ -423,6 +423,7 @@ re-parses and how many layouts of a rendering were checked."""
         store.update((o.oid, o) for o in full.objects)
         fresh = orgfile.Layout.of(data, full)
         splice = layout.splice(full.document, store.__getitem__)
+        assert splice is None or splice.data == data
         edited = None if splice is None else layout.edited(splice)
         if edited is not None:
             check_layout(edited, fresh, store.__getitem__)
@@ -431,7 +432,6 @@ re-parses and how many layouts of a rendering were checked."""
         if result is None:
             layout = orgfile.Layout.of(data, full)
             continue
-        assert layout.render(full.document, store.__getitem__) == data
         again, layout = result
         store.update((o.oid, o) for o in again.objects)
         assert again.document == full.document and again.subtree_keys.items() <= full.subtree_keys.items()
