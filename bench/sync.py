@@ -5,6 +5,7 @@ edit of the same file re-ingested. The merge reads only the headlines that chang
 The two run on two stores, taking turns by blocks of rounds, so that both meet the same load of the
 machine and its disk (a disk busy with other work slows each commit's fsync several times over) while
 each mostly follows its own kind (right after a sync, a commit's fsync waits for the sync's writes).
+Each is timed around the call, as its caller waits for it (a sync's lock on its folder included).
 
     .venv/bin/python bench/sync.py
 """
@@ -15,6 +16,7 @@ import os
 import shutil
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
 from _common import report
@@ -58,7 +60,9 @@ def main() -> None:
                 for n in range(block, min(block + BLOCK, ROUNDS)):
                     line = f"Notes on topic {HEADLINES // 2 + n}:"
                     edit(work / "org" / "big.org", line, line.replace(":", " (edited):"))
-                    reingest.append(tracked.ingest().seconds)
+                    start = time.perf_counter()
+                    tracked.ingest()
+                    reingest.append(time.perf_counter() - start)
                 for n in range(block, min(block + BLOCK, ROUNDS)):
                     mine, theirs = HEADLINES // 3 + n, 2 * HEADLINES // 3 - n  # far from either end
                     edit(copy / "big.org", f"- a point about {mine}\n", f"- a point about {mine}!\n")
@@ -66,9 +70,10 @@ def main() -> None:
                     change = text.replace(f"- another point about {theirs}\n",
                                           f"- another point about {theirs}, agent\n")
                     commit_files(c.store, lambda tree: {"big.org": change.encode()}, "an agent's edit")
+                    start = time.perf_counter()
                     synced = c.sync(copy)
+                    sync.append(time.perf_counter() - start)
                     assert synced.merged == ["big.org"] and not synced.conflicts, synced
-                    sync.append(synced.seconds)
         size = len(big_file().encode()) / 1e6
         print(f"a {size:.1f} MB Org file of {HEADLINES:,} headlines; median of {ROUNDS} rounds")
         report("sync, one headline edited on each side, vs one-line edit re-ingest",
