@@ -230,22 +230,25 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
             if base_oid != sure_oid:
                 store.refs.set_if_equals(sure, base_oid, sure_oid, logged=False)
             store.refs.set_if_equals(made, merge.tree.oid, made_oid, logged=False)
-            # Last: a worker takes it up while the commit waits for the disk (it needs the interpreter this
-            # thread holds until then). The layouts of the new bytes, for the next read to re-parse little.
-            layouts.append(workers.submit(lambda: {rel: read.layout_of(rel, data) for rel, data in writes.items()
-                                                   if data is not None}))
+            # Last, for workers to take up while the commit waits for the disk (a worker started sooner would
+            # take the interpreter from this thread at every write, as the store lends it): the new files'
+            # bytes written beside them and synced to disk (renamed over the old ones after), and their
+            # layouts, for the next read to re-parse only what it changes.
+            if not jobs:  # (the body runs again when the store must grow)
+                jobs.append(workers.submit(_stage, folder, writes))
+                jobs.append(workers.submit(lambda: {rel: read.layout_of(rel, data) for rel, data in writes.items()
+                                                    if data is not None}))
 
-        # On a worker, while the store commits: the new files' bytes written beside them and synced to disk
-        # (renamed over the old ones after).
         digests = {rel: hash_bytes(data) for rel, data in writes.items() if data}
-        workers, layouts = _workers(os.getpid()), []
-        staging = workers.submit(_stage, folder, writes)
+        workers, jobs = _workers(os.getpid()), []
         try:
             store.transact(commit)
-            for rel, layout in layouts[-1].result().items():
+            staging, layouts = jobs
+            for rel, layout in layouts.result().items():
                 read.relayout(rel, writes[rel], layout)
         except BaseException:
-            _drop(staging)
+            if jobs:
+                _drop(jobs[0])
             raise
         return base, mine, merge, writes, staging
 
