@@ -791,6 +791,8 @@ class Cortex:
         if "_search_index" in self.__dict__ and not self._closed:
             self._search_index.stop_building()
             self._search_index.save()
+        if not self._closed:
+            ingesting.store_written(self.store)
         self._closed = True
         self.store.close()
 

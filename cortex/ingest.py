@@ -46,6 +46,9 @@ RACY_SECONDS = 2  # timestamps are as coarse as this on some filesystems (FAT); 
 
 # The last layout of each large file ingested into a store by this process.
 _layouts: WeakKeyDictionary[Store, dict[str, orgfile.Layout]] = WeakKeyDictionary()
+# The documents of bytes this process wrote to files (by their hash), for the parse cache: stored by the
+# next commit of the store here, or when the session closes (`store_written`).
+_written: WeakKeyDictionary[Store, dict[bytes, Oid]] = WeakKeyDictionary()
 
 Progress = Callable[[int, int, str], None]
 
@@ -415,16 +418,28 @@ class FolderRead:
         an edit of them re-parses only what it touched."""
         self.batch.relayout(os.path.join(self.root, rel), data, layout)
 
-    def write(self, tree: Tree, documents: Mapping[bytes, Oid] = {}) -> int:
+    def write(self, tree: Tree) -> int:
         """Store what reading parsed that the stored `tree` names (a document read and replaced in it is left
-        out: nothing names it), and the `documents` of bytes about to be written (by their hash), whose
-        objects are stored too; call inside a transaction. ReadCollected if a gc has collected an object
-        the reading reused meanwhile."""
+        out: nothing names it); call inside a transaction. ReadCollected if a gc has collected an object the
+        reading reused meanwhile."""
         if any(oid not in self.batch.store.objects for oid in self.batch.reused):
             raise ReadCollected(f"{self.root}: a gc collected objects this read of the folder reused; read it again")
-        written = self.batch.write(leaving=set(self.tree.entries.values()) - set(tree.entries.values()))
-        self.batch.docs.update(documents)
-        return written
+        return self.batch.write(leaving=set(self.tree.entries.values()) - set(tree.entries.values()))
+
+
+def note_written(store: Store, documents: Mapping[bytes, Oid]) -> None:
+    """Remember the documents of bytes just written to files, by their hash, so that reading them back
+    parses nothing; the next commit of `store` here stores them in its parse cache (see `store_written`)."""
+    _written.setdefault(store, {}).update(documents)
+
+
+def store_written(store: Store) -> None:
+    """Store in the parse cache the documents of written bytes no commit has stored yet (as a session
+    closes: a later process reading those files then parses nothing either)."""
+    waiting = _written.pop(store, None)
+    if waiting:
+        store.transact(lambda: store.table(DOCS_BY_BYTES).update(
+            (digest, oid) for digest, oid in waiting.items() if oid in store.objects))
 
 
 def read_folder(store: Store, root: Path) -> FolderRead:
@@ -489,6 +504,7 @@ class _Batch:
         self.subtrees = store.table(SUBTREES)
         self.objects: dict[Oid, OrgObject] = {}
         self.doc_cache: dict[bytes, Oid] = {}
+        self.written = dict(_written.get(store, {}))  # documents of bytes written here, not yet stored
         self.subtree_cache: dict[bytes, Oid] = {}
         self.reused: set[bytes] = set()  # checked again when committing, in case gc ran meanwhile
         self.digests: dict[str, bytes] = {}  # path -> the hash of the bytes read there (or known unchanged)
@@ -580,9 +596,12 @@ class _Batch:
         self.layouts.update(self.new_layouts)
         for obj in self.objects.values():
             self.store.objects.remember(obj)
+        waiting = _written.get(self.store, {})
+        for digest in self.written:
+            waiting.pop(digest, None)
 
     def _known(self, digest: bytes) -> Oid | None:
-        oid = self.doc_cache.get(digest) or self._stored(self.docs, digest)
+        oid = self.doc_cache.get(digest) or self._stored(self.docs, digest) or self._stored(self.written, digest)
         return None if oid is None else Oid(oid)
 
     def _cached_subtree(self, key: bytes) -> Oid | None:
@@ -606,6 +625,8 @@ class _Batch:
         """Write everything gathered but the objects `leaving`; call inside a transaction."""
         new = self.store.objects.add_raw((oid, obj.encoded) for oid, obj in self.objects.items() if oid not in leaving)
         self.docs.update((digest, oid) for digest, oid in self.doc_cache.items() if oid not in leaving)
+        self.docs.update((digest, oid) for digest, oid in self.written.items()
+                         if oid not in leaving and oid in self.store.objects)  # (a gc may have collected it)
         self.subtrees.update(self.subtree_cache)
         self.stats.update(self.new_stats)
         return new

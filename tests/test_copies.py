@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
+import cortex.api as cx
 from cortex.backends import open_store
 from cortex.errors import UserError
 from cortex.files import Staged
 from cortex.history import copies
 from cortex.history.copies import NotACopy, check_out, conflicts, sync
 from cortex.history.fsck import fsck
-from cortex.ingest import commit_files, working_tree
+from cortex.ingest import commit_files, read_folder, working_tree
 from cortex.query import render_file
 
 from conftest import fill_disk
@@ -413,3 +414,20 @@ def test_the_base_a_sync_made_is_trusted_only_as_the_folder_records_it(store, tm
         assert f"Hired {n + 2}." in stored(store, "plan.org") and f"Hired {n + 2}." in (a / "plan.org").read_text()
         assert "Twelve thousand, approved." in stored(store, "plan.org"), report
     assert fsck(store) == []
+
+
+def test_a_file_a_sync_wrote_is_read_back_without_parsing_here_and_in_a_later_session(tmp_path):
+    org, copy = tmp_path / "org", tmp_path / "copy"
+    org.mkdir()
+    big = "".join(f"* Topic {n}\n:PROPERTIES:\n:ID: t{n}\n:END:\nNotes on {n}.\n" for n in range(2000))
+    (org / "big.org").write_text(big)
+    with cx.open(tmp_path / "store", org) as c:
+        c.ingest()
+        c.checkout(copy)
+        commit_files(c.store, lambda tree: {"big.org": big.replace("Notes on 7.", "From the store.").encode()}, "w")
+        edit(copy, "big.org", "Notes on 1500.", "From the copy.")  # merged: bytes nothing parsed yet
+        assert c.sync(copy).merged == ["big.org"]
+        assert {"From the store.", "From the copy."} <= set((copy / "big.org").read_text().splitlines())
+        assert read_folder(c.store, copy).report.parsed == []  # its document is remembered here
+    with cx.open(tmp_path / "store", org) as c:  # and stored in the parse cache as the session closed
+        assert read_folder(c.store, copy).report.parsed == [] and fsck(c.store) == []

@@ -34,7 +34,7 @@ from ..codec import decode, encode
 from ..errors import UserError
 from ..files import ChangedMeanwhile, Staged, folder_lock, remove_under, write_atomically
 from ..hashing import OID_SIZE, Oid, hash_bytes
-from ..ingest import WORKING, FolderRead, ReadCollected, read_folder, working_tree
+from ..ingest import WORKING, FolderRead, ReadCollected, note_written, read_folder, working_tree
 from ..objects import EMPTY_TREE, Tree
 from ..retry import retrying
 from ..words import counted
@@ -222,8 +222,7 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
                   if (now := merge.tree.entries.get(rel)) != mine.entries.get(rel) and rel not in unreadable}
 
         def commit() -> None:
-            # The bytes about to be written are known, so reading them back parses nothing.
-            read.write(merge.tree, {digest: merge.tree.entries[rel] for rel, digest in digests.items()})
+            read.write(merge.tree)
             store.objects.add_many(merge.objects)
             if merge.tree.oid != theirs.oid:
                 store.refs.set_if_equals(WORKING, merge.tree.oid, theirs_oid, f"sync {folder}")
@@ -233,19 +232,19 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
             # Last, for workers to take up while the commit waits for the disk (a worker started sooner would
             # take the interpreter from this thread at every write, as the store lends it): the new files'
             # bytes written beside them and synced to disk (renamed over the old ones after), and their
-            # layouts, for the next read to re-parse only what it changes.
+            # layouts and hashes, for the next read of them to re-parse only what it changes, or nothing.
             if not jobs:  # (the body runs again when the store must grow)
                 jobs.append(workers.submit(_stage, folder, writes))
-                jobs.append(workers.submit(lambda: {rel: read.layout_of(rel, data) for rel, data in writes.items()
-                                                    if data is not None}))
+                jobs.append(workers.submit(lambda: {rel: (read.layout_of(rel, data), hash_bytes(data))
+                                                    for rel, data in writes.items() if data is not None}))
 
-        digests = {rel: hash_bytes(data) for rel, data in writes.items() if data}
         workers, jobs = _workers(os.getpid()), []
         try:
             store.transact(commit)
-            staging, layouts = jobs
-            for rel, layout in layouts.result().items():
+            staging, laid_out = jobs
+            for rel, (layout, digest) in laid_out.result().items():
                 read.relayout(rel, writes[rel], layout)
+                note_written(store, {digest: merge.tree.entries[rel]})
         except BaseException:
             if jobs:
                 _drop(jobs[0])
