@@ -5,6 +5,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -255,9 +256,11 @@ def test_the_files_a_sync_replaced_are_freed_once_it_returns(store, tmp_path):
     assert "Nothing yet 2 1 0." in stored(store, "plan.org")
 
 
-def test_a_forked_process_syncs_after_its_parent_did(store_at, tmp_path):
-    # A sync stages its files on a thread of its process; a child forked after one has none of them.
-    a = tmp_path / "a"
+def test_a_forked_process_syncs_after_its_parent_did(store_at, tmp_path, monkeypatch):
+    # A sync stages its files on a thread of its process, and settles on one as it returns; a child forked
+    # after one has none of them, and does not wait for the parent's settling.
+    a, settled, real_settle = tmp_path / "a", threading.Event(), copies._settle
+    monkeypatch.setattr(copies, "_settle", lambda *args: settled.wait(60) and real_settle(*args))
     with open_store(store_at) as s:
         commit_files(s, lambda tree: {"plan.org": PLAN.encode()}, "seed")
         check_out(s, a)
@@ -275,6 +278,7 @@ def test_a_forked_process_syncs_after_its_parent_did(store_at, tmp_path):
         time.sleep(0.05)
     if done == (0, 0):
         os.kill(child, signal.SIGKILL)
+    settled.set()
     assert done[0] == child and os.waitstatus_to_exitcode(done[1]) == 0
 
 

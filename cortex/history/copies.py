@@ -47,7 +47,7 @@ REF_PREFIX = "copies/"
 NEXT = "/next"  # with a copy's ref: the base its last sync made, trusted once the folder's record names it
 COPIES = "history.copies"  # copy id -> [folder, host, time made]
 READS = 3  # reads of the folder a sync makes while a gc keeps collecting what the last one reused
-_settling: dict[Path, Future] = {}  # folder -> its last sync here, settling (see `_settle`)
+_settling: dict[tuple[int, Path], Future] = {}  # (process, folder) -> its last sync there, settling (`_settle`)
 SYNC_WAIT = 300.0  # seconds a sync waits for another sync of its folder (a first checkout of a big store is long)
 
 
@@ -185,7 +185,7 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> S
         return CopyBusy(f"{folder}: another sync of this folder has run for over {SYNC_WAIT:.0f} seconds")
 
     with folder_lock(folder, SYNC_WAIT, busy):
-        if (settling := _settling.pop(folder, None)) is not None:
+        if (settling := _settling.pop((os.getpid(), folder), None)) is not None:
             settling.result()  # the last sync here names its base first, so that this one merges no more
         for _ in range(READS):
             try:
@@ -268,7 +268,8 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
             file.drop()
         up_to_date = agreed is not None and agreed.oid == merge.tree.oid
         # As the sync returns: the renames made durable, then (the files all up to date) the base named.
-        _settling[folder] = _workers(os.getpid()).submit(_settle, folder, placed, merge.tree.oid if up_to_date else None)
+        base = merge.tree.oid if up_to_date else None
+        _settling[os.getpid(), folder] = _workers(os.getpid()).submit(_settle, folder, placed, base)
     if not up_to_date:  # a file could not be brought up to date: the store keeps the base it has now
         def settle() -> None:  # with the documents of the files kept as read, which the merge replaced
             store.objects.add_many([agreed, *(read.get(oid) for oid in set(agreed.entries.values())
