@@ -791,10 +791,14 @@ class Cortex:
         if "_search_index" in self.__dict__ and not self._closed:
             self._search_index.stop_building()
             self._search_index.save()
-        if not self._closed:
-            ingesting.store_written(self.store)
-        self._closed = True
-        self.store.close()
+        try:
+            if not self._closed:
+                ingesting.store_written(self.store)
+        except UserError:  # a cache only (a full disk, say): those files are parsed when next read
+            pass
+        finally:
+            self._closed = True
+            self.store.close()
 
     def __enter__(self) -> "Cortex":
         return self
