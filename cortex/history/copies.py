@@ -11,8 +11,9 @@ version the store has now absorbed, so the next sync merges only what was saved 
 folder names its copy in `.cortex/copy`, and in `.cortex/base` the base its files were last brought
 up to. Two refs hold a copy's bases (gc keeps them): `copies/<id>`, a base the store is sure of, and
 `copies/<id>/next`, the one the last sync made, committed with its merge (one commit per sync). The
-folder's base is trusted only when it is that one, as it is written after the files; otherwise the
-sure base serves, which is never newer than the files. A sync killed at any point leaves the store
+folder's base is trusted only when it is that one, as it is written after the files are (durably,
+as the sync returns); otherwise the sure base serves, which is never newer than the files. A sync
+killed at any point leaves the store
 at a committed state and every file whole; the next sync completes it, as merging what both sides
 already share changes nothing.
 """
@@ -268,8 +269,8 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
             file.drop()
         up_to_date = agreed is not None and agreed.oid == merge.tree.oid
         # As the sync returns: the renames made durable, then (the files all up to date) the base named.
-        base = merge.tree.oid if up_to_date else None
-        _settling[os.getpid(), folder] = _workers(os.getpid()).submit(_settle, folder, placed, base)
+        named = merge.tree.oid if up_to_date else None
+        _settling[os.getpid(), folder] = _workers(os.getpid()).submit(_settle, folder, placed, named)
     if not up_to_date:  # a file could not be brought up to date: the store keeps the base it has now
         def settle() -> None:  # with the documents of the files kept as read, which the merge replaced
             store.objects.add_many([agreed, *(read.get(oid) for oid in set(agreed.entries.values())
