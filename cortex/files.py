@@ -42,7 +42,8 @@ from .paths import path_problem
 LEFTOVER_SECONDS = 600  # no write takes this long: an older temporary file was abandoned
 SPARE_SECONDS = LEFTOVER_SECONDS / 2  # a spare kept longer is not written over (a scan may be removing it)
 SPARE_MIN_BYTES = 64 * 1024  # a smaller file is written anew as fast: no spare of it is kept
-_spares: dict[tuple[int, str], str] = {}  # (process, a file's real path) -> its spare's name beside it
+# (process, a file's real path) -> its spare's name beside it, and that folder (opened: removed from there)
+_spares: dict[tuple[int, str], tuple[str, int]] = {}
 # `.NAME.PID.RANDOM.tmp`, and `.NAME.RANDOM.tmp` as earlier versions (mkstemp) named them
 _TEMPORARY = re.compile(r"^\..+\.org\.(?:(\d+)\.[0-9a-f]{8}|[a-z0-9_]{8})\.tmp$")
 _FULL = (errno.ENOSPC, errno.EDQUOT)
@@ -360,9 +361,11 @@ def _write_temporary(folder: int, target: Path, data: bytes, durable: bool = Tru
 def _write_spare(folder: int, target: Path, data: bytes) -> str | None:
     """Write `data` over the spare of `target` (in the open `folder`) kept by this process, and sync it;
     return its name, or None when there is none fit to write over (then it is removed)."""
-    name = _spares.pop((os.getpid(), str(target)), None)
-    if name is None:
+    kept = _spares.pop((os.getpid(), str(target)), None)
+    if kept is None:
         return None
+    name, kept_in = kept
+    os.close(kept_in)
     try:
         fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
     except OSError:  # removed meanwhile (taken for a leftover, say)
@@ -399,20 +402,28 @@ def _keep_spare(folder: int, name: str, target: Path) -> bool:
         os.utime(name, dir_fd=folder, follow_symlinks=False)
     except OSError:
         return False
-    previous = _spares.pop((os.getpid(), str(target)), None)
-    if previous is not None:
-        _unlink_quietly(previous, folder)
-    _spares[os.getpid(), str(target)] = name
+    _remove_spare(_spares.pop((os.getpid(), str(target)), None))
+    _spares[os.getpid(), str(target)] = name, os.dup(folder)
     return True
+
+
+def _remove_spare(kept: tuple[str, int] | None) -> None:
+    """Remove a spare from the folder it was kept in (None: there is none)."""
+    if kept is not None:
+        name, folder = kept
+        try:
+            _unlink_quietly(name, folder)
+        finally:
+            os.close(folder)
 
 
 @atexit.register
 def _remove_spares() -> None:
     """Remove the spares this process kept (those a killed process kept are found as leftovers)."""
-    for (pid, target), name in list(_spares.items()):
+    for (pid, target), kept in list(_spares.items()):
         if pid == os.getpid():
             with suppress(OSError):
-                os.unlink(os.path.join(os.path.dirname(target), name))
+                _remove_spare(kept)
 
 
 def _temporary_name(name: str) -> str:
