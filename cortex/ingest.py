@@ -17,7 +17,7 @@ from __future__ import annotations
 import errno
 import os
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from weakref import WeakKeyDictionary
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -438,8 +438,13 @@ def store_written(store: Store) -> None:
     closes: a later process reading those files then parses nothing either)."""
     waiting = _written.pop(store, None)
     if waiting:
-        store.transact(lambda: store.table(DOCS_BY_BYTES).update(
-            (digest, oid) for digest, oid in waiting.items() if oid in store.objects))
+        store.transact(lambda: store.table(DOCS_BY_BYTES).update(_stored_entries(store, waiting)))
+
+
+def _stored_entries(store: Store, documents: Mapping[bytes, Oid], leaving: Collection[Oid] = ()) -> Iterator[tuple]:
+    """The (digest, document) pairs of `documents` whose document is stored and not `leaving` (a gc may
+    have collected one since it was written)."""
+    return ((digest, oid) for digest, oid in documents.items() if oid not in leaving and oid in store.objects)
 
 
 def read_folder(store: Store, root: Path) -> FolderRead:
@@ -625,8 +630,7 @@ class _Batch:
         """Write everything gathered but the objects `leaving`; call inside a transaction."""
         new = self.store.objects.add_raw((oid, obj.encoded) for oid, obj in self.objects.items() if oid not in leaving)
         self.docs.update((digest, oid) for digest, oid in self.doc_cache.items() if oid not in leaving)
-        self.docs.update((digest, oid) for digest, oid in self.written.items()
-                         if oid not in leaving and oid in self.store.objects)  # (a gc may have collected it)
+        self.docs.update(_stored_entries(self.store, self.written, leaving))
         self.subtrees.update(self.subtree_cache)
         self.stats.update(self.new_stats)
         return new
