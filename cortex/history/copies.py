@@ -13,9 +13,8 @@ up to. Two refs hold a copy's bases (gc keeps them): `copies/<id>`, a base the s
 `copies/<id>/next`, the one the last sync made, committed with its merge (one commit per sync). The
 folder's base is trusted only when it is that one, as it is written after the files are (durably,
 as the sync returns); otherwise the sure base serves, which is never newer than the files. A sync
-killed at any point leaves the store
-at a committed state and every file whole; the next sync completes it, as merging what both sides
-already share changes nothing.
+killed at any point leaves the store at a committed state and every file whole; the next sync
+completes it, as merging what both sides already share changes nothing.
 """
 
 from __future__ import annotations
