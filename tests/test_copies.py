@@ -166,6 +166,29 @@ def test_a_sync_killed_at_any_moment_is_completed_by_the_next(store, store_at, t
         assert fsck(store) == [] and not list(a.rglob(".*.tmp"))  # what the killed sync staged is gone
 
 
+def test_a_sync_killed_while_it_writes_over_a_large_file_s_spare_is_completed_by_the_next(store, store_at, tmp_path):
+    big = "".join(f"* Topic {n}\nNotes on {n}.\n" for n in range(3000))  # large enough to keep a spare
+    commit_files(store, lambda tree: {"big.org": big.encode()}, "big")
+    a = tmp_path / "a"
+    check_out(store, a)
+    rng = random.Random(11)
+    for trial in range(4):
+        child = subprocess.Popen([sys.executable, "-c", SYNC_LOOP, store_at, str(a)], stdout=subprocess.PIPE)
+        assert child.stdout.readline() == b"ready\n"
+        for n in range(rng.randrange(2, 6)):  # the child's syncs write big.org again and again, over its spare
+            line = f"Notes on {10 * trial + n}."
+            text = stored(store, "big.org").replace(line, f"{line} Trial {trial}.")
+            commit_files(store, lambda tree, text=text: {"big.org": text.encode()}, "agent")
+            time.sleep(rng.uniform(0, 0.05))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        sync(store, a)
+        assert (a / "big.org").read_text() == stored(store, "big.org") and f"Trial {trial}." in stored(store, "big.org")
+        # The killed process's spare is gone; this one keeps its own while it lives.
+        assert all(f".{os.getpid()}." in p.name for p in a.rglob(".*.tmp"))
+    assert fsck(store) == []
+
+
 def test_two_processes_syncing_one_copy_while_both_sides_edit_lose_nothing(store, store_at, tmp_path):
     a = tmp_path / "a"
     check_out(store, a)
