@@ -127,18 +127,32 @@ class Document(OrgObject):
         there are as many, its encoding is this one's with the others written over (as every child takes
         the same bytes there), not made again: a document may list thousands."""
         document = replace(self, children=children)
-        encoded = self.__dict__.get("encoded")  # made once this one's oid was asked for
-        if encoded is not None and children and len(children) == len(self.children):
-            first = _BIN32 + self.children[0]
-            at = encoded.find(first)  # nothing before the children array is as long
+        found = children_in_encoding(self)
+        if found is not None and children and len(children) == len(self.children):
+            encoded, at = found
             head, tail = same
-            lo, hi = at + len(first) * head, at + len(first) * (len(children) - tail)
+            lo, hi = at + CHILD_BYTES * head, at + CHILD_BYTES * (len(children) - tail)
             changed = b"".join(_BIN32 + oid for oid in children[head:len(children) - tail])
             document.__dict__["encoded"] = b"".join((encoded[:lo], changed, encoded[hi:]))
         return document
 
 
 _BIN32 = b"\xc4\x20"  # how msgpack writes the 32 bytes of an oid: "bin 8" of length 32
+CHILD_BYTES = len(_BIN32) + 32  # what each child takes in its parent's encoding
+# How every encoding with children starts (its keys are sorted, and none sorts before "children").
+_CHILDREN_KEY = b"\xa8children"
+
+
+def children_in_encoding(obj: OrgObject) -> tuple[bytes, int] | None:
+    """`obj`'s encoding and where its children start there (CHILD_BYTES each), when that encoding is
+    at hand (made or read already: it is not made for this); None otherwise."""
+    encoded = obj.__dict__.get("encoded")
+    if encoded is None or encoded[1:len(_CHILDREN_KEY) + 1] != _CHILDREN_KEY:
+        return None
+    count, at = len(obj.children), len(_CHILDREN_KEY) + 1
+    header = (bytes([0x90 | count]) if count < 16 else b"\xdc" + count.to_bytes(2, "big") if count < 1 << 16
+              else b"\xdd" + count.to_bytes(4, "big"))
+    return (encoded, at + len(header)) if encoded.startswith(header, at) else None
 
 
 @dataclass(frozen=True, eq=True)

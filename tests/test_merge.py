@@ -11,7 +11,7 @@ from cortex import orgfile
 from cortex.history.merge import (CONFLICT_TAG, Conflict, conflicts_in, merge_documents, merge_texts,
                                   merge_trees)
 from cortex.hashing import Oid
-from cortex.objects import Document, Tree
+from cortex.objects import Document, Headline, Tree, children_in_encoding
 
 
 class Objects(dict):
@@ -722,3 +722,27 @@ def test_a_document_with_children_written_over_encodes_as_one_made_anew(count):
         written = document.with_children(children, orgfile.common_ends(document.children, children))
         made = Document(preamble=document.preamble, todo_keywords=document.todo_keywords, children=children)
         assert written.encoded == made.encoded and written.oid == made.oid and written == made
+
+
+@pytest.mark.parametrize("count", [0, 1, 15, 16, 300, 70_000])
+def test_children_compared_in_their_encodings_share_the_ends_the_oids_do(count):
+    rng = random.Random(count)
+    pool = [Oid(rng.randbytes(32)) for _ in range(8)]
+    for _ in range(40 if count < 1000 else 3):
+        x = [rng.choice(pool[:3]) for _ in range(count)]  # repeats, so that ends may overlap
+        y = list(x)
+        for _ in range(rng.randrange(4)):
+            where = rng.randrange(len(y) + 1)
+            if rng.random() < 0.5:
+                y.insert(where, rng.choice(pool))
+            elif where < len(y):
+                y[where] = rng.choice(pool)
+        x, y = tuple(x), tuple(y)
+        expected = orgfile.common_ends(x, y)
+        document = Document(preamble="#+TITLE: x\n", children=x)
+        headline = Headline(level=2, title="t", raw="** t\n", tags=("a",), children=y)
+        assert orgfile.common_children(document, headline) == expected  # neither encoding made: by oids
+        document.oid, headline.oid
+        assert children_in_encoding(document) and children_in_encoding(headline)
+        assert orgfile.common_children(document, headline) == expected  # both at hand: by their bytes
+        assert orgfile.common_children(headline, document) == orgfile.common_ends(y, x)

@@ -396,7 +396,7 @@ class _Merge:
     def whole(self, base: Document, ours: Document, theirs: Document, ends: bool) -> Document:
         """The merged document (of versions that all end their last line), ending its last line if `ends`."""
         preamble, clash = self.preamble(base.preamble, ours.preamble, theirs.preamble)
-        children = _drive(self.siblings(base.children, ours.children, theirs.children, None))
+        children = _drive(self.siblings(base, ours, theirs, None))
         if clash:
             children += (self.preamble_copy(theirs.preamble),)
         document = (ours.with_children(children, orgfile.common_ends(ours.children, children))
@@ -459,13 +459,15 @@ class _Merge:
                f"#+BEGIN_EXAMPLE{eol}{escaped}#+END_EXAMPLE{eol}")
         return self.mark(raw, "preamble", None, None, ())
 
-    def siblings(self, b: tuple[Oid, ...], o: tuple[Oid, ...], t: tuple[Oid, ...],
-                 within: _Within | None) -> Task:
-        """Merge three versions of a list of children; its result is the merged tuple of oids."""
+    def siblings(self, hb: OrgObject | None, ho: OrgObject, ht: OrgObject, within: _Within | None) -> Task:
+        """Merge three versions of a list of children, those of `hb` (None: none), `ho` and `ht`; its
+        result is the merged tuple of oids."""
+        b, o, t = () if hb is None else hb.children, ho.children, ht.children
         if o == t:
             return o
         # What each side shares with the base at either end (a list may hold thousands of siblings).
-        (po, so), (pt, st) = orgfile.common_ends(b, o), orgfile.common_ends(b, t)
+        (po, so), (pt, st) = ((0, 0), (0, 0)) if hb is None else (orgfile.common_children(hb, ho),
+                                                                    orgfile.common_children(hb, ht))
         if pt == len(b) == len(t) and not self.leads_to_move(o):
             return o
         if po == len(b) == len(o) and not self.leads_to_move(t):
@@ -628,8 +630,7 @@ class _Merge:
         clash = hb is None and ho.raw != ht.raw or line_clash or rest_clash
         raw = ho.raw if clash else line + rest
         own = ho if raw == ho.raw else ht if raw == ht.raw else self.section(raw, ho if line == _split(ho.raw)[0] else ht)
-        children = yield self.siblings(() if hb is None else hb.children, ho.children, ht.children,
-                                       _Within(within, own.title))
+        children = yield self.siblings(hb, ho, ht, _Within(within, own.title))
         oid = self.make(own if children == own.children else replace(own, children=children))
         if children and self.stars(children[-1]) <= _stars(own.raw):
             self.reparse = True  # a level changed on one side: the children would read as siblings
