@@ -22,6 +22,7 @@ from cortex.files import SPARE_SECONDS, OutsideRoot, Staged, write_under
 from cortex.hashing import hash_bytes
 from cortex.history import (DamagedExport, DirtyWorkingFiles, RollbackStopped, SNAPSHOTS, UnsnapshottableFiles,
                             snapshot_key)
+from cortex.history.checkout import COMPARED_BYTES, holds_bytes
 from cortex.history.transfer import MAGIC
 from cortex.ingest import READ_ATTEMPTS
 from cortex.objects import Snapshot, Tree
@@ -207,6 +208,20 @@ def test_an_edit_saved_in_a_file_rollback_removes_is_kept(cortex, org, monkeypat
     with pytest.raises(RollbackStopped, match="notes/new.org changed"):
         cortex.rollback("HEAD~1")
     assert (org / "notes" / "new.org").read_text() == "* New, edited meanwhile\n"
+
+
+@pytest.mark.parametrize("size", [0, 1, COMPARED_BYTES - 1, COMPARED_BYTES, 3 * COMPARED_BYTES + 7])
+def test_a_file_holds_its_bytes_only_when_every_one_is_there(tmp_path, size):
+    data = bytes(i % 251 for i in range(size))
+    path = tmp_path / "f.org"
+    check = holds_bytes(data)
+    assert not check(path)  # no file
+    path.write_bytes(data)
+    assert check(path)
+    for other in (data + b"x", data[:-1], data[:size // 2] + b"\0" + data[size // 2 + 1:] if size else b"\0"):
+        if other != data:
+            path.write_bytes(other)
+            assert not check(path), len(other)
 
 
 # --- links, loops and other things in the Org folder ------------------------------------------------

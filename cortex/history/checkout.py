@@ -24,6 +24,8 @@ from ..objects import Snapshot, Tree
 from ..paths import tree_problems
 from .snapshots import HEAD, resolve, snapshot, snapshots
 
+COMPARED_BYTES = 1 << 18  # read at once by `holds_bytes`
+
 
 class DirtyWorkingFiles(UserError):
     """Org files on disk hold edits no snapshot has."""
@@ -228,13 +230,21 @@ def _restore(store: Store, root: Path, tree: Tree, disk: dict[str, OnDisk], to_w
 
 
 def holds_bytes(data: bytes) -> Callable[[Path], bool]:
-    """Whether a file still holds exactly `data` (compared, not hashed: a large file's bytes read are kept)."""
+    """Whether a file still holds exactly `data` (compared, not hashed: a large file's bytes read are kept),
+    compared block by block as it is read: reading it whole would take fresh memory, slower to fill."""
 
     def check(path: Path) -> bool:
+        block = bytearray(min(len(data) + 1, COMPARED_BYTES))
+        view, at = memoryview(block), 0
         try:
-            return path.read_bytes() == data
+            with open(path, "rb", buffering=0) as file:
+                while count := file.readinto(block):
+                    if not data.startswith(view[:count], at):
+                        return False
+                    at += count
         except FileNotFoundError:
             return False
+        return at == len(data)
 
     return check
 
