@@ -515,6 +515,7 @@ class _Batch:
         self.digests: dict[str, bytes] = {}  # path -> the hash of the bytes read there (or known unchanged)
         self.bytes_read: dict[str, bytes] = {}  # path -> the bytes read there, for a large file (its layout's)
         self.spliced: dict[str, tuple[orgfile.Layout, orgfile.Splice]] = {}  # path -> how its last rendering was made
+        self.replaced: list[orgfile.Layout] = []  # layouts `committed` replaced (freeing them takes a while)
 
     def unchanged(self, path: str) -> Oid | None:
         """The document of a file whose stat is what it was when last read, if it is still stored."""
@@ -557,7 +558,6 @@ class _Batch:
 
     def relayout(self, path: str, data: bytes, layout: orgfile.Layout | None) -> None:
         """Keep `layout` (else the parse of `data`) as the layout of the bytes to be written at `path`."""
-        self.spliced.pop(path, None)
         if len(data) >= LAYOUT_MIN_BYTES:
             self.new_layouts[path] = layout or (self._reparse(path, data) or self._parse(data))[1]
 
@@ -597,7 +597,9 @@ class _Batch:
 
     def committed(self) -> None:
         """Keep what the next ingest and readers start from, now that it is stored: the layouts of
-        the files parsed, and the objects decoded (an edited section may list thousands of children)."""
+        the files parsed, and the objects decoded (an edited section may list thousands of children).
+        The layouts replaced are kept with the batch: freed with it, by whoever lets go of it last."""
+        self.replaced = [self.layouts[path] for path in self.new_layouts if path in self.layouts]
         self.layouts.update(self.new_layouts)
         for obj in self.objects.values():
             self.store.objects.remember(obj)

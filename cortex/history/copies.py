@@ -269,7 +269,7 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
         up_to_date = agreed is not None and agreed.oid == merge.tree.oid
         # As the sync returns: the renames made durable, then (the files all up to date) the base named.
         named = merge.tree.oid if up_to_date else None
-        _settling[os.getpid(), folder] = _workers(os.getpid()).submit(_settle, folder, placed, named)
+        _settling[os.getpid(), folder] = _workers(os.getpid()).submit(_settle, folder, placed, named, read)
     if not up_to_date:  # a file could not be brought up to date: the store keeps the base it has now
         def settle() -> None:  # with the documents of the files kept as read, which the merge replaced
             store.objects.add_many([agreed, *(read.get(oid) for oid in set(agreed.entries.values())
@@ -318,9 +318,11 @@ def _stage(folder: Path, writes: dict[str, bytes | None]) -> dict[str, Staged]:
     return staged
 
 
-def _settle(folder: Path, placed: list[Staged], base: Oid | None) -> None:
+def _settle(folder: Path, placed: list[Staged], base: Oid | None, read: FolderRead) -> None:
     """Make the renames of the files `placed` durable (freeing what they replaced), then name `base`, if
-    any, in the folder: never before, as a base newer than a file would read its old bytes as edits."""
+    any, in the folder: never before, as a base newer than a file would read its old bytes as edits.
+    The sync's `read` is let go of here, after the sync returned: a large file's layouts, old and new,
+    take a while to free."""
     durable = True
     for file in placed:
         try:
