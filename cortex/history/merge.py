@@ -787,6 +787,8 @@ class _Merge:
 
     def new_objects(self, document: Document) -> tuple[OrgObject, ...]:
         """The objects this merge made that the result reaches, children before parents, the document last."""
+        if not self.made:  # only the document is new: its children are the sides'
+            return (document,)
         found: list[OrgObject] = []
         stack: list[OrgObject] = [document]
         seen: set[Oid] = set()
