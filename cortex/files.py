@@ -6,7 +6,10 @@ old one's mode (and owner, where the process may set it), and a symbolic link is
 through, to its target. Writes under an Org root resolve the real folder first and refuse one
 that leaves the root; the folders are then opened one by one without following links, so a
 folder swapped for a link meanwhile is refused too. A caller can have the target compared
-with what it expects right before the rename, so an edit saved meanwhile is never overwritten.
+with what it expects, so an edit saved meanwhile is never overwritten: where the system can
+(renameat2 on Linux), the new file and the old are exchanged in one step, and the one taken out
+is compared and put back if it is not as expected, so a save landing at any moment stays; elsewhere
+the target is compared right before the rename.
 
 Temporary files are named `.NAME.PID.RANDOM.tmp`: one left by a killed process is found and
 removed by the next scan of its folder (`is_leftover`).
@@ -22,6 +25,7 @@ place; `ingest` notices and reads again.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import errno
 import fcntl
 import os
@@ -41,6 +45,7 @@ from .paths import path_problem
 
 LEFTOVER_SECONDS = 600  # no write takes this long: an older temporary file was abandoned
 SPARE_SECONDS = LEFTOVER_SECONDS / 2  # a spare kept longer is not written over (a scan may be removing it)
+COMPARED_BYTES = 1 << 18  # read at once by `file_holds`
 SPARE_MIN_BYTES = 64 * 1024  # a smaller file is written anew as fast: no spare of it is kept
 # (process, a file's real path) -> its spare's name beside it, and that folder (opened: removed from there)
 _spares: dict[tuple[int, str], tuple[str, int]] = {}
@@ -119,29 +124,34 @@ class Staged:
         try:
             self._temporary = (_write_spare(self._folder, self.target, data)
                                or _write_temporary(self._folder, self.target, data))
+            self._inode = os.stat(self._temporary, dir_fd=self._folder, follow_symlinks=False).st_ino
         except BaseException:
             os.close(self._folder)
             raise
 
     def put(self, unchanged: Check | None = None, *, free_later: bool = False) -> None:
-        """Rename the new bytes over the file, if `unchanged` says it still holds what was expected
+        """Put the new bytes in place of the file, if `unchanged` says it still holds what was expected
         (ChangedMeanwhile otherwise, the new bytes dropped). `free_later`: the old file stays linked
         under a temporary name until `free`, which also makes the rename durable: freeing the old
         blocks and syncing the folder are the slow part of a rename."""
-        if free_later:
-            self._old = _temporary_name(self.target.name)
-            try:
-                os.link(self.target.name, self._old, src_dir_fd=self._folder, dst_dir_fd=self._folder,
-                        follow_symlinks=False)
-            except OSError:  # no old file, or no links on this filesystem: the rename frees it
-                self._old = None
         try:
-            _rename_over(self._folder, self._temporary, self.target, unchanged, durable=not free_later)
+            old = _rename_over(self._folder, self._temporary, self.target, unchanged, durable=not free_later,
+                               keep_old=free_later)
         except BaseException:
-            self._close(self._old)
+            self._close(None)
             raise
-        if not free_later:
-            self._close(self._old)
+        if free_later:
+            self._old = old
+        else:
+            self._close(old)
+
+    def in_place(self) -> bool:
+        """After `put`: whether the file is still the one put in place, not replaced since (by an editor's
+        save, say, which may have been made from what it held before)."""
+        try:
+            return os.stat(self.target, follow_symlinks=False).st_ino == self._inode
+        except OSError:
+            return False
 
     def free(self) -> None:
         """After `put(free_later=True)`: make the rename durable, keep the old bytes as the spare of the
@@ -167,6 +177,22 @@ class Staged:
                     _unlink_quietly(leftover, folder)
             finally:
                 os.close(folder)
+
+
+def file_holds(path: Path, data: bytes) -> bool:
+    """Whether the file at `path` holds exactly `data`, compared block by block as it is read: reading it
+    whole would take fresh memory, slower to fill than comparing."""
+    block = bytearray(min(len(data) + 1, COMPARED_BYTES))
+    view, at = memoryview(block), 0
+    try:
+        with open(path, "rb", buffering=0) as file:
+            while count := file.readinto(block):
+                if not data.startswith(view[:count], at):
+                    return False
+                at += count
+    except FileNotFoundError:
+        return False
+    return at == len(data)
 
 
 def remove_under(root: Path, rel: str, unchanged: Check | None = None) -> None:
@@ -329,7 +355,9 @@ def _open_under(real_root: Path, folder: Path) -> int:
 
 def _replace(folder: int, target: Path, data: bytes, unchanged: Check | None, durable: bool = True) -> None:
     """Write `data` to a temporary file in the open `folder` and rename it over `target`'s name."""
-    _rename_over(folder, _write_temporary(folder, target, data, durable), target, unchanged, durable)
+    old = _rename_over(folder, _write_temporary(folder, target, data, durable), target, unchanged, durable)
+    if old is not None:
+        _unlink_quietly(old, folder)
 
 
 def _write_temporary(folder: int, target: Path, data: bytes, durable: bool = True) -> str:
@@ -431,14 +459,112 @@ def _temporary_name(name: str) -> str:
     return f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
 
 
-def _rename_over(folder: int, temporary: str, target: Path, unchanged: Check | None, durable: bool = True) -> None:
-    """Rename the `temporary` file over `target` in the open `folder`, if `unchanged` says it may."""
+def _rename_over(folder: int, temporary: str, target: Path, unchanged: Check | None, durable: bool = True,
+                 keep_old: bool = False) -> str | None:
+    """Put the `temporary` file in place of `target` in the open `folder`, if `unchanged` says it may
+    (ChangedMeanwhile otherwise, the temporary file removed). Returns the name the replaced file goes by
+    now, if it still has one (always when `keep_old` and there was one): the caller frees it.
+
+    Where the system can, the two files are exchanged (one atomic step) and the one that comes out is
+    checked, then put back if it is not as expected: so an editor's save that lands while the check
+    reads is never unlinked by the rename, as it would be by checking first, then renaming over."""
     with _or_removed(temporary, folder, target):
+        if unchanged is None and not keep_old:
+            os.replace(temporary, target.name, src_dir_fd=folder, dst_dir_fd=folder)
+            old = None
+        else:
+            exchanged, old = _exchange(folder, temporary, target, unchanged)
+            if not exchanged:
+                old = _check_and_rename(folder, temporary, target, unchanged, keep_old)
+    if durable:
+        os.fsync(folder)
+    return old
+
+
+def _exchange(folder: int, temporary: str, target: Path, unchanged: Check | None) -> tuple[bool, str | None]:
+    """Exchange `temporary` with `target` and check the file that came out (now named `temporary`).
+    Returns whether this system could, and that name (None: there was no file, and the new one was
+    placed only as there was still none)."""
+    ours = os.stat(temporary, dir_fd=folder, follow_symlinks=False).st_ino
+    exchanged = _renameat2(folder, temporary, target.name, _RENAME_EXCHANGE)
+    if exchanged is None:
+        return False, None
+    if not exchanged:  # no file there
+        if unchanged is not None and not unchanged(target):
+            raise ChangedMeanwhile(target)
+        if not _renameat2(folder, temporary, target.name, _RENAME_NOREPLACE):
+            raise ChangedMeanwhile(target)  # one was made meanwhile: it is someone's
+        return True, None
+    try:
+        fit = unchanged is None or unchanged(target.with_name(temporary))
+    except BaseException:
+        _put_back(folder, temporary, target, ours)
+        raise
+    if not fit:
+        _put_back(folder, temporary, target, ours)
+        raise ChangedMeanwhile(target)
+    return True, temporary
+
+
+def _put_back(folder: int, temporary: str, target: Path, ours: int) -> None:
+    """Exchange again the file `_exchange` took out of `target` (named `temporary`) with what is there now:
+    the new file (inode `ours`) then goes by `temporary`, to be removed. If a save replaced the new file
+    meanwhile, that save, the newest, stays in place."""
+    if not _renameat2(folder, temporary, target.name, _RENAME_EXCHANGE):  # the new file was removed meanwhile
+        os.rename(temporary, target.name, src_dir_fd=folder, dst_dir_fd=folder)
+    elif os.stat(temporary, dir_fd=folder, follow_symlinks=False).st_ino != ours:
+        os.replace(temporary, target.name, src_dir_fd=folder, dst_dir_fd=folder)
+
+
+def _check_and_rename(folder: int, temporary: str, target: Path, unchanged: Check | None,
+                      keep_old: bool) -> str | None:
+    """Check `target`, then rename `temporary` over it (a save landing in between is lost: the fallback
+    of `_rename_over`); when `keep_old`, the replaced file is linked first under a temporary name, returned."""
+    old = _temporary_name(target.name) if keep_old else None
+    if old is not None:
+        try:
+            os.link(target.name, old, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
+        except OSError:  # no old file, or no links on this filesystem: the rename frees it
+            old = None
+    try:
         if unchanged is not None and not unchanged(target):
             raise ChangedMeanwhile(target)
         os.replace(temporary, target.name, src_dir_fd=folder, dst_dir_fd=folder)
-    if durable:
-        os.fsync(folder)
+    except BaseException:
+        if old is not None:
+            _unlink_quietly(old, folder)
+        raise
+    return old
+
+
+def _load_renameat2() -> Callable[..., int] | None:
+    """The C library's renameat2 (Linux), or None."""
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
+
+
+_libc_renameat2 = _load_renameat2()
+_RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2  # renameat2(2) flags
+
+
+def _renameat2(folder: int, old: str, new: str, flags: int) -> bool | None:
+    """renameat2(2) of two names in the open `folder`: True when done; False when a name is missing
+    (an exchange) or taken (no replacing); None where this system or filesystem cannot."""
+    if _libc_renameat2 is None:
+        return None
+    if _libc_renameat2(folder, os.fsencode(old), folder, os.fsencode(new), flags) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOENT, errno.EEXIST):
+        return False
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return None
+    raise OSError(code, os.strerror(code), new)
 
 
 @contextmanager

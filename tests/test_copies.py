@@ -14,6 +14,7 @@ import pytest
 import cortex.api as cx
 from cortex.backends import open_store
 from cortex.errors import UserError
+from cortex import files
 from cortex.files import Staged
 from cortex.history import copies
 from cortex.history.copies import NotACopy, check_out, conflicts, sync
@@ -107,7 +108,10 @@ def test_the_same_headline_changed_on_both_sides_keeps_both_until_resolved(store
 
 
 @pytest.mark.parametrize("archive", [0, 4000])  # lines: a large file's bytes read are compared, not hashed
-def test_an_editor_save_during_a_sync_is_kept_and_merged_next_time(store, tmp_path, monkeypatch, archive):
+@pytest.mark.parametrize("exchange", [True, False])  # files exchanged in one step, or checked then renamed over
+def test_an_editor_save_during_a_sync_is_kept_and_merged_next_time(store, tmp_path, monkeypatch, archive, exchange):
+    if not exchange:
+        monkeypatch.setattr(files, "_libc_renameat2", None)
     plan = PLAN + "* Archive\n" + "An old line.\n" * archive
     commit_files(store, lambda tree: {"plan.org": plan.encode()}, "archive")
     a = tmp_path / "a"
@@ -132,6 +136,45 @@ def test_an_editor_save_during_a_sync_is_kept_and_merged_next_time(store, tmp_pa
     sync(store, a)
     for text in (stored(store, "plan.org"), (a / "plan.org").read_text()):
         assert all(s in text for s in ("Ship on Sunday.", "Nine thousand.", "From the store.")), text
+
+
+@pytest.mark.parametrize("archive", [0, 4000])
+def test_an_editor_save_landing_while_a_sync_checks_the_file_is_kept_and_merged_next_time(store, tmp_path,
+                                                                                           monkeypatch, archive):
+    plan = PLAN + "* Archive\n" + "An old line.\n" * archive
+    commit_files(store, lambda tree: {"plan.org": plan.encode()}, "archive")
+    a = tmp_path / "a"
+    check_out(store, a)
+    commit_files(store, lambda tree: {"plan.org": plan.replace("Nothing yet.", "From the store.").encode()}, "w")
+    edit(a, "plan.org", "Ten thousand.", "Nine thousand.")
+    shown = (a / "plan.org").read_text()  # what the editor shows, as the sync reads it
+    saved = []
+
+    def saving_as_it_checks(make):  # Emacs saves (temp file, rename) once the check has read the file
+        def checks(expected):
+            check = make(expected)
+
+            def check_then_save(path):
+                fit = check(path)
+                if not saved:
+                    temp = a / ".#plan.org"
+                    temp.write_text(shown.replace("Ship on Monday.", "Ship on Sunday."))
+                    os.replace(temp, a / "plan.org")
+                    saved.append(path)
+                return fit
+            return check_then_save
+        return checks
+
+    monkeypatch.setattr(copies, "holds", saving_as_it_checks(copies.holds))
+    monkeypatch.setattr(copies, "holds_bytes", saving_as_it_checks(copies.holds_bytes))
+    sync(store, a)
+    assert saved and "Ship on Sunday." in (a / "plan.org").read_text()  # the rename did not unlink the save
+    monkeypatch.undo()
+    sync(store, a)
+    for text in (stored(store, "plan.org"), (a / "plan.org").read_text()):
+        assert all(s in text for s in ("Ship on Sunday.", "Nine thousand.", "From the store.")), text
+    assert sync(store, a).received == []  # up to date; it waited for the last one to settle
+    assert fsck(store) == [] and not list(a.rglob(".*.tmp"))
 
 
 SYNC_LOOP = """

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 
 import cortex.api as cx
-from cortex import orgfile
+from cortex import files, orgfile
 from cortex.codec import encode
 from cortex.errors import UserError
-from cortex.files import SPARE_SECONDS, OutsideRoot, Staged, write_under
+from cortex.files import (COMPARED_BYTES, SPARE_SECONDS, ChangedMeanwhile, OutsideRoot, Staged, file_holds,
+                          write_under)
 from cortex.hashing import hash_bytes
 from cortex.history import (DamagedExport, DirtyWorkingFiles, RollbackStopped, SNAPSHOTS, UnsnapshottableFiles,
                             snapshot_key)
-from cortex.history.checkout import COMPARED_BYTES, holds_bytes
 from cortex.history.transfer import MAGIC
 from cortex.ingest import READ_ATTEMPTS
 from cortex.objects import Snapshot, Tree
@@ -214,14 +214,67 @@ def test_an_edit_saved_in_a_file_rollback_removes_is_kept(cortex, org, monkeypat
 def test_a_file_holds_its_bytes_only_when_every_one_is_there(tmp_path, size):
     data = bytes(i % 251 for i in range(size))
     path = tmp_path / "f.org"
-    check = holds_bytes(data)
-    assert not check(path)  # no file
+    assert not file_holds(path, data)  # no file
     path.write_bytes(data)
-    assert check(path)
+    assert file_holds(path, data)
     for other in (data + b"x", data[:-1], data[:size // 2] + b"\0" + data[size // 2 + 1:] if size else b"\0"):
         if other != data:
             path.write_bytes(other)
-            assert not check(path), len(other)
+            assert not file_holds(path, data), len(other)
+
+
+exchanging = pytest.mark.skipif(files._libc_renameat2 is None, reason="this system has no atomic exchange")
+
+
+def _save(path: Path, text: str) -> None:
+    """Save as Emacs does: a temporary file renamed over the file."""
+    path.with_name(".#" + path.name).write_text(text)
+    os.replace(path.with_name(".#" + path.name), path)
+
+
+@exchanging
+def test_a_file_failing_its_check_is_put_back_with_nothing_left_beside_it(tmp_path):
+    target = tmp_path / "f.org"
+    target.write_text("* saved\n")
+    seen = []
+
+    def check(path):  # the file that came out of the exchange, under the new file's name
+        seen.append((path.name, path.read_text(), target.read_text()))
+        return False
+
+    with pytest.raises(ChangedMeanwhile):
+        Staged(tmp_path, "f.org", b"* new\n").put(check)
+    [(name, came_out, in_place)] = seen
+    assert name != "f.org" and came_out == "* saved\n" and in_place == "* new\n"
+    assert os.listdir(tmp_path) == ["f.org"] and target.read_text() == "* saved\n"
+
+
+@exchanging
+def test_a_save_landing_as_a_file_is_put_back_stays_in_place(tmp_path):
+    target = tmp_path / "f.org"
+    target.write_text("* first save\n")
+
+    def check(path):
+        _save(target, "* newest save\n")  # over the new file, which the exchange had put in place
+        return False
+
+    with pytest.raises(ChangedMeanwhile):
+        Staged(tmp_path, "f.org", b"* new\n").put(check)
+    assert os.listdir(tmp_path) == ["f.org"] and target.read_text() == "* newest save\n"
+
+
+@exchanging
+def test_a_file_made_where_none_was_expected_is_never_replaced(tmp_path):
+    target = tmp_path / "f.org"
+
+    def check(path):  # no file, as expected; then one is made before the new one is placed
+        absent = not path.exists()
+        target.write_text("* made meanwhile\n")
+        return absent
+
+    with pytest.raises(ChangedMeanwhile):
+        Staged(tmp_path, "f.org", b"* new\n").put(check)
+    assert os.listdir(tmp_path) == ["f.org"] and target.read_text() == "* made meanwhile\n"
 
 
 # --- links, loops and other things in the Org folder ------------------------------------------------
@@ -349,10 +402,10 @@ def test_a_memory_write_killed_before_its_rename_leaves_nothing_after_the_next_r
     script = textwrap.dedent(f"""
         import os, signal
         import cortex.api as cx
-        real_replace = os.replace
+        import cortex.files
         def die(*args, **kwargs):
             os.kill(os.getpid(), signal.SIGKILL)
-        os.replace = die
+        os.replace = cortex.files._renameat2 = die  # whichever puts the new file in place
         cx.open({str(store)!r}, {str(org)!r}).memory.add_item("assistant", "fact", "Never written.")
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True)

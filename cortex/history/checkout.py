@@ -17,14 +17,13 @@ from pathlib import Path
 from .. import orgfile
 from ..backends import Store
 from ..errors import UserError
-from ..files import ChangedMeanwhile, DiskFull, OutsideRoot, confined, remove_leftovers, remove_under, write_under
+from ..files import (ChangedMeanwhile, DiskFull, OutsideRoot, confined, file_holds, remove_leftovers, remove_under,
+                     write_under)
 from ..hashing import Oid, hash_bytes
 from ..ingest import DOCS_BY_BYTES, WORKING, NotOrgText, decode_org, ingest, scan_folder
 from ..objects import Snapshot, Tree
 from ..paths import tree_problems
 from .snapshots import HEAD, resolve, snapshot, snapshots
-
-COMPARED_BYTES = 1 << 18  # read at once by `holds_bytes`
 
 
 class DirtyWorkingFiles(UserError):
@@ -230,23 +229,8 @@ def _restore(store: Store, root: Path, tree: Tree, disk: dict[str, OnDisk], to_w
 
 
 def holds_bytes(data: bytes) -> Callable[[Path], bool]:
-    """Whether a file still holds exactly `data` (compared, not hashed: a large file's bytes read are kept),
-    compared block by block as it is read: reading it whole would take fresh memory, slower to fill."""
-
-    def check(path: Path) -> bool:
-        block = bytearray(min(len(data) + 1, COMPARED_BYTES))
-        view, at = memoryview(block), 0
-        try:
-            with open(path, "rb", buffering=0) as file:
-                while count := file.readinto(block):
-                    if not data.startswith(view[:count], at):
-                        return False
-                    at += count
-        except FileNotFoundError:
-            return False
-        return at == len(data)
-
-    return check
+    """Whether a file still holds exactly `data` (compared, not hashed: a large file's bytes read are kept)."""
+    return lambda path: file_holds(path, data)
 
 
 def holds(digests: set[bytes | None]) -> Callable[[Path], bool]:

@@ -320,16 +320,18 @@ def _stage(folder: Path, writes: dict[str, bytes | None]) -> dict[str, Staged]:
 
 def _settle(folder: Path, placed: list[Staged], base: Oid | None, read: FolderRead) -> None:
     """Make the renames of the files `placed` durable (freeing what they replaced), then name `base`, if
-    any, in the folder: never before, as a base newer than a file would read its old bytes as edits.
-    The sync's `read` is let go of here, after the sync returned: a large file's layouts, old and new,
-    take a while to free."""
+    any, in the folder: never before, as a base newer than a file would read its old bytes as edits, and
+    only while no file was replaced since (an editor's save landing during the sync was made from what
+    the file held before: against the new base it would read as undoing what the sync brought; against
+    the sure base, as what it is). The sync's `read` is let go of here, after the sync returned: a large
+    file's layouts, old and new, take a while to free."""
     durable = True
     for file in placed:
         try:
             file.free()
         except OSError:  # the next sync merges against the sure base, which is never newer than the files
             durable = False
-    if base is not None and durable:
+    if base is not None and durable and all(file.in_place() for file in placed):
         _write_base(folder, base)
 
 
