@@ -201,9 +201,10 @@ def remove_under(root: Path, rel: str, unchanged: Check | None = None) -> None:
     real_root = Path(os.path.realpath(root))
     target = confined(root, rel, follow=False)
     with _folder_under(real_root, target.parent) as folder:
-        if unchanged is not None and not unchanged(target):
-            raise ChangedMeanwhile(target)
-        os.unlink(target.name, dir_fd=folder)
+        if unchanged is None:
+            os.unlink(target.name, dir_fd=folder)
+        else:
+            _take_away(folder, target, unchanged)
         os.fsync(folder)
     parent = target.parent
     while parent != real_root:
@@ -212,6 +213,31 @@ def remove_under(root: Path, rel: str, unchanged: Check | None = None) -> None:
         except OSError:  # not empty (or not ours to remove): keep it and what is above it
             return
         parent = parent.parent
+
+
+def _take_away(folder: int, target: Path, unchanged: Check) -> None:
+    """Remove `target` from the open `folder` if `unchanged` says it may: renamed away first (one step),
+    then checked there and put back unless it is as expected, so that a save landing meanwhile is never
+    removed (and a file saved in its place meanwhile, newer, stays)."""
+    taken = _temporary_name(target.name)
+    try:
+        os.rename(target.name, taken, src_dir_fd=folder, dst_dir_fd=folder)
+    except FileNotFoundError:
+        raise ChangedMeanwhile(target) from None
+    fit = False
+    try:
+        fit = unchanged(target.with_name(taken))
+    finally:
+        if not fit:
+            try:
+                os.link(taken, target.name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
+            except FileExistsError:  # saved in its place meanwhile: that one stays
+                pass
+            except OSError:  # no links on this filesystem
+                os.rename(taken, target.name, src_dir_fd=folder, dst_dir_fd=folder)
+        _unlink_quietly(taken, folder)
+    if not fit:
+        raise ChangedMeanwhile(target)
 
 
 def is_leftover(folder: str, name: str, now: float | None = None) -> bool:

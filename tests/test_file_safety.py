@@ -19,7 +19,7 @@ from cortex import files, orgfile
 from cortex.codec import encode
 from cortex.errors import UserError
 from cortex.files import (COMPARED_BYTES, SPARE_SECONDS, ChangedMeanwhile, OutsideRoot, Staged, file_holds,
-                          write_under)
+                          remove_under, write_under)
 from cortex.hashing import hash_bytes
 from cortex.history import (DamagedExport, DirtyWorkingFiles, RollbackStopped, SNAPSHOTS, UnsnapshottableFiles,
                             snapshot_key)
@@ -275,6 +275,31 @@ def test_a_file_made_where_none_was_expected_is_never_replaced(tmp_path):
     with pytest.raises(ChangedMeanwhile):
         Staged(tmp_path, "f.org", b"* new\n").put(check)
     assert os.listdir(tmp_path) == ["f.org"] and target.read_text() == "* made meanwhile\n"
+
+
+@pytest.mark.parametrize("as_expected", [True, False])
+def test_a_save_landing_while_a_removal_checks_the_file_stays(tmp_path, as_expected):
+    target = tmp_path / "f.org"
+    target.write_text("* to remove\n")
+
+    def check(path):  # the file, taken away to be checked; a save lands in its place meanwhile
+        _save(target, "* saved meanwhile\n")
+        return as_expected and path.read_text() == "* to remove\n"
+
+    if as_expected:
+        remove_under(tmp_path, "f.org", check)
+    else:
+        with pytest.raises(ChangedMeanwhile):
+            remove_under(tmp_path, "f.org", check)
+    assert os.listdir(tmp_path) == ["f.org"] and target.read_text() == "* saved meanwhile\n"
+
+
+def test_a_file_failing_the_check_of_its_removal_is_put_back(tmp_path):
+    target = tmp_path / "f.org"
+    target.write_text("* edited\n")
+    with pytest.raises(ChangedMeanwhile):
+        remove_under(tmp_path, "f.org", lambda path: path.read_text() == "* as synced\n")
+    assert os.listdir(tmp_path) == ["f.org"] and target.read_text() == "* edited\n"
 
 
 # --- links, loops and other things in the Org folder ------------------------------------------------
