@@ -268,9 +268,12 @@ def _shifted(values: list[int], by: int) -> list[int]:
 
 
 def _kid_at(outline: "_Outline", lo: int, hi: int, kids: tuple[Oid, ...], k: int) -> int:
-    """The k-th of the sibling subtrees `kids` spanning headlines [lo, hi) (`hi` for k = len(kids)): found
-    by its oid (at C speed) when no sibling before it shares it, else walked to from the nearer end."""
+    """The k-th of the sibling subtrees `kids` spanning headlines [lo, hi) (`hi` for k = len(kids)): the
+    k-th headline there when each is one headline; else found by its oid (at C speed) when no sibling
+    before it shares it, else walked to from the nearer end."""
     count, stars = len(kids), outline.stars
+    if count == hi - lo:  # none has children
+        return lo + k
     if k < count and kids.index(kids[k]) == k:
         try:
             at = outline.oids.index(kids[k], lo, hi)
