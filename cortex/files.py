@@ -190,7 +190,7 @@ def file_holds(path: Path, data: bytes) -> bool:
                 if not data.startswith(view[:count], at):
                     return False
                 at += count
-    except FileNotFoundError:
+    except OSError:  # gone, or no longer a file one can read
         return False
     return at == len(data)
 

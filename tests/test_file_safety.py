@@ -263,6 +263,16 @@ def test_a_save_landing_as_a_file_is_put_back_stays_in_place(tmp_path):
     assert os.listdir(tmp_path) == ["f.org"] and target.read_text() == "* newest save\n"
 
 
+def test_a_folder_made_where_a_file_was_is_left_there(tmp_path):
+    target = tmp_path / "f.org"
+    staged = Staged(tmp_path, "f.org", b"* new\n")  # (no file there yet: made anew)
+    target.mkdir()
+    (target / "inside.org").write_text("* kept\n")
+    with pytest.raises(ChangedMeanwhile):
+        staged.put(lambda path: file_holds(path, b"* as read\n"))
+    assert os.listdir(tmp_path) == ["f.org"] and (target / "inside.org").read_text() == "* kept\n"
+
+
 @exchanging
 def test_a_file_made_where_none_was_expected_is_never_replaced(tmp_path):
     target = tmp_path / "f.org"

@@ -241,6 +241,8 @@ def holds(digests: set[bytes | None]) -> Callable[[Path], bool]:
             data = path.read_bytes()
         except FileNotFoundError:
             return None in digests
+        except OSError:  # no longer a file one can read (a folder, say)
+            return False
         return hash_bytes(data) in digests
 
     return check
