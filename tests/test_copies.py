@@ -107,17 +107,29 @@ def test_the_same_headline_changed_on_both_sides_keeps_both_until_resolved(store
     assert "Ship on Friday." in stored(store, "plan.org") and "Tuesday" not in stored(store, "plan.org")
 
 
-@pytest.mark.parametrize("archive", [0, 4000])  # lines: a large file's bytes read are compared, not hashed
-@pytest.mark.parametrize("exchange", [True, False])  # files exchanged in one step, or checked then renamed over
-def test_an_editor_save_during_a_sync_is_kept_and_merged_next_time(store, tmp_path, monkeypatch, archive, exchange):
-    if not exchange:
-        monkeypatch.setattr(files, "_libc_renameat2", None)
+def _edited_on_both_sides(store, tmp_path, archive):
+    """A working copy of a plan (`archive` lines longer) that the store and the copy each edited since."""
     plan = PLAN + "* Archive\n" + "An old line.\n" * archive
     commit_files(store, lambda tree: {"plan.org": plan.encode()}, "archive")
     a = tmp_path / "a"
     check_out(store, a)
     commit_files(store, lambda tree: {"plan.org": plan.replace("Nothing yet.", "From the store.").encode()}, "w")
     edit(a, "plan.org", "Ten thousand.", "Nine thousand.")
+    return a
+
+
+def _all_edits_in(store, a):
+    """The store's edit, the copy's, and the editor's save are all in the store and in the copy."""
+    for text in (stored(store, "plan.org"), (a / "plan.org").read_text()):
+        assert all(s in text for s in ("Ship on Sunday.", "Nine thousand.", "From the store.")), text
+
+
+@pytest.mark.parametrize("archive", [0, 4000])  # lines: a large file's bytes read are compared, not hashed
+@pytest.mark.parametrize("exchange", [True, False])  # files exchanged in one step, or checked then renamed over
+def test_an_editor_save_during_a_sync_is_kept_and_merged_next_time(store, tmp_path, monkeypatch, archive, exchange):
+    if not exchange:
+        monkeypatch.setattr(files, "_libc_renameat2", None)
+    a = _edited_on_both_sides(store, tmp_path, archive)
     real_put = Staged.put
 
     def save_first(staged, unchanged, **how):  # Emacs saves (temp file, rename) just before the sync renames its own
@@ -134,19 +146,13 @@ def test_an_editor_save_during_a_sync_is_kept_and_merged_next_time(store, tmp_pa
     assert [p.name for p in a.iterdir() if p.name.endswith(".tmp")] == []  # the sync's new bytes are dropped
     monkeypatch.setattr(Staged, "put", real_put)
     sync(store, a)
-    for text in (stored(store, "plan.org"), (a / "plan.org").read_text()):
-        assert all(s in text for s in ("Ship on Sunday.", "Nine thousand.", "From the store.")), text
+    _all_edits_in(store, a)
 
 
 @pytest.mark.parametrize("archive", [0, 4000])
 def test_an_editor_save_landing_while_a_sync_checks_the_file_is_kept_and_merged_next_time(store, tmp_path,
                                                                                            monkeypatch, archive):
-    plan = PLAN + "* Archive\n" + "An old line.\n" * archive
-    commit_files(store, lambda tree: {"plan.org": plan.encode()}, "archive")
-    a = tmp_path / "a"
-    check_out(store, a)
-    commit_files(store, lambda tree: {"plan.org": plan.replace("Nothing yet.", "From the store.").encode()}, "w")
-    edit(a, "plan.org", "Ten thousand.", "Nine thousand.")
+    a = _edited_on_both_sides(store, tmp_path, archive)
     shown = (a / "plan.org").read_text()  # what the editor shows, as the sync reads it
     saved = []
 
@@ -171,8 +177,7 @@ def test_an_editor_save_landing_while_a_sync_checks_the_file_is_kept_and_merged_
     assert saved and "Ship on Sunday." in (a / "plan.org").read_text()  # the rename did not unlink the save
     monkeypatch.undo()
     sync(store, a)
-    for text in (stored(store, "plan.org"), (a / "plan.org").read_text()):
-        assert all(s in text for s in ("Ship on Sunday.", "Nine thousand.", "From the store.")), text
+    _all_edits_in(store, a)
     assert sync(store, a).received == []  # up to date; it waited for the last one to settle
     assert fsck(store) == [] and not list(a.rglob(".*.tmp"))
 
