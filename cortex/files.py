@@ -518,7 +518,10 @@ def _exchange(folder: int, temporary: str, target: Path, unchanged: Check | None
     if not exchanged:  # no file there
         if unchanged is not None and not unchanged(target):
             raise ChangedMeanwhile(target)
-        if not _renameat2(folder, temporary, target.name, _RENAME_NOREPLACE):
+        placed = _renameat2(folder, temporary, target.name, _RENAME_NOREPLACE)
+        if placed is None:  # this filesystem cannot say: renamed over (one made meanwhile is lost)
+            os.replace(temporary, target.name, src_dir_fd=folder, dst_dir_fd=folder)
+        elif not placed:
             raise ChangedMeanwhile(target)  # one was made meanwhile: it is someone's
         return True, None
     try:
