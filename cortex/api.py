@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from contextlib import nullcontext
 from datetime import timedelta
 from functools import cached_property
@@ -18,13 +19,14 @@ from importlib import import_module
 from pathlib import Path
 
 from . import history, ingest as ingesting, query
-from .files import write_atomically
+from .files import ChangedMeanwhile, write_atomically
 from .backends import Store, is_database_url, open_store
 from .backends.base import TABLES
 from .errors import NotFound, UserError, located
 from .hashing import Oid
 from .history import Change, DirtyWorkingFiles, LogEntry, RollbackReport, Version  # noqa: F401 - re-exported
 from .ingest import IngestReport
+from .memory.writes import ATTEMPTS, holds, read_or_none
 from .objects import Headline, Snapshot, Tree
 from .query import Node
 
@@ -708,8 +710,11 @@ class Cortex:
             raise UserError(f"a webhook named {definition.name!r} is already defined; "
                             "remove it first or choose another name")
         target = self.definitions_path
-        source = target.read_text(encoding="utf-8") if target.exists() else ""
-        write_atomically(target, add_definition(source, definition, str(target)).encode("utf-8"))
+
+        def added(source: bytes | None) -> bytes:
+            return add_definition((source or b"").decode("utf-8"), definition, str(target)).encode("utf-8")
+
+        _rewrite(target, added)
         return target
 
     def remove_webhook(self, name: str) -> Path:
@@ -721,11 +726,12 @@ class Cortex:
         if elsewhere:
             raise UserError(f"webhook {name!r} is defined at {elsewhere[0].location}, not in {target}; "
                             "remove it there")
-        if not target.exists():
-            raise NotFound(f"no webhook named {name!r}: {target} does not exist")
-        source = target.read_text(encoding="utf-8")
-        kept = remove_definition(source, name, WebhookDefinition, str(target))
-        write_atomically(target, kept.encode("utf-8"))
+        def removed(source: bytes | None) -> bytes:
+            if source is None:
+                raise NotFound(f"no webhook named {name!r}: {target} does not exist")
+            return remove_definition(source.decode("utf-8"), name, WebhookDefinition, str(target)).encode("utf-8")
+
+        _rewrite(target, removed)
         return target
 
     def webhook_server(self, host: str = "127.0.0.1", port: int = 8787, max_body: int | None = None,
@@ -805,3 +811,16 @@ class Cortex:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _rewrite(target: Path, change: Callable[[bytes | None], bytes]) -> None:
+    """Write `change(the file's bytes)` (None: no file) over `target` atomically, never over an edit saved
+    meanwhile: then again, on the bytes saved."""
+    for _ in range(ATTEMPTS):
+        old = read_or_none(target)
+        try:
+            write_atomically(target, change(old), unchanged=lambda path: holds(path, old))
+            return
+        except ChangedMeanwhile:
+            continue
+    raise UserError(f"{target}: changed {ATTEMPTS} times while it was being saved; nothing was written")

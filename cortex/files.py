@@ -186,6 +186,8 @@ def file_holds(path: Path, data: bytes) -> bool:
     view, at = memoryview(block), 0
     try:
         with open(path, "rb", buffering=0) as file:
+            if os.fstat(file.fileno()).st_size != len(data):
+                return False
             while count := file.readinto(block):
                 if not data.startswith(view[:count], at):
                     return False

@@ -267,6 +267,32 @@ def test_add_webhook_then_remove_webhook_leaves_the_definitions_file_as_it_was(c
     assert [w.name for w in cortex.webhooks()] == ["github-events", "stripe-payments"]
 
 
+@pytest.mark.parametrize("change", ["add", "remove"])
+def test_an_edit_saved_to_the_definitions_file_meanwhile_is_kept(cortex, org, monkeypatch, change):
+    import cortex.dsl as dsl
+
+    definitions = org / "definitions.hy"
+    hook = cx.WebhookDefinition(name="ci", path="/hooks/ci", provider=cx.Provider.STANDARD, secret="s")
+    if change == "remove":
+        cortex.add_webhook(hook)
+    name = f"{change}_definition"
+    real = getattr(dsl, name)
+    saved = []
+
+    def saving_first(source, *args):  # a person saves the file (temporary file, rename) as cortex edits it
+        if not saved:
+            temp = org / ".#definitions.hy"
+            temp.write_text(definitions.read_text() + ";; a note saved meanwhile\n")
+            temp.replace(definitions)
+            saved.append(True)
+        return real(source, *args)
+
+    monkeypatch.setattr(dsl, name, saving_first)
+    getattr(cortex, f"{change}_webhook")(hook if change == "add" else "ci")
+    text = definitions.read_text()
+    assert ";; a note saved meanwhile" in text and ("(defwebhook ci" in text) == (change == "add")
+
+
 def test_add_webhook_refuses_a_name_in_force_and_remove_webhook_what_the_file_lacks(cortex, org):
     definitions = org / "definitions.hy"
     before = definitions.read_text()

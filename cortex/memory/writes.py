@@ -15,11 +15,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import UserError
-from ..files import ChangedMeanwhile, confined, folder_lock, write_under
+from ..files import ChangedMeanwhile, confined, file_holds, folder_lock, write_under
 
 LOCK_TIMEOUT = 60.0
 ATTEMPTS = 5
-BLOCK = 1 << 16
 
 
 class MemoryBusy(UserError):
@@ -45,19 +44,7 @@ def read_or_none(path: Path) -> bytes | None:
 
 def holds(path: Path, data: bytes | None) -> bool:
     """Whether the file holds exactly `data` (None: the file does not exist)."""
-    try:
-        with open(path, "rb", buffering=0) as file:
-            if data is None or os.fstat(file.fileno()).st_size != len(data):
-                return False
-            # block by block into one buffer, against views of `data`: nothing as large as the file is made
-            view, block, offset = memoryview(data), bytearray(BLOCK), 0
-            while size := file.readinto(block):
-                if (block if size == BLOCK else block[:size]) != view[offset:offset + size]:
-                    return False
-                offset += size
-            return offset == len(data)
-    except FileNotFoundError:
-        return data is None
+    return not os.path.exists(path) if data is None else file_holds(path, data)
 
 
 def replace_file(root: Path, rel: str, compute: Callable[[bytes | None], bytes | None],
