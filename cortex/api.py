@@ -26,7 +26,6 @@ from .errors import NotFound, UserError, located
 from .hashing import Oid
 from .history import Change, DirtyWorkingFiles, LogEntry, RollbackReport, Version  # noqa: F401 - re-exported
 from .ingest import IngestReport
-from .memory.writes import ATTEMPTS, holds, read_or_none
 from .objects import Headline, Snapshot, Tree
 from .query import Node
 
@@ -816,6 +815,8 @@ class Cortex:
 def _rewrite(target: Path, change: Callable[[bytes | None], bytes]) -> None:
     """Write `change(the file's bytes)` (None: no file) over `target` atomically, never over an edit saved
     meanwhile: then again, on the bytes saved."""
+    from .memory.writes import ATTEMPTS, holds, read_or_none  # here: the api loads each feature on first use
+
     for _ in range(ATTEMPTS):
         old = read_or_none(target)
         try:
