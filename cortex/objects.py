@@ -52,6 +52,20 @@ class OrgObject:
     def from_fields(cls, data: dict) -> "OrgObject":
         return cls(**data)
 
+    def with_children(self, children: tuple[Oid, ...], same: tuple[int, int]):
+        """This document or headline with other `children`, of which the first and last `same` are this
+        one's. When there are as many, its encoding is this one's with the others written over (as every
+        child takes the same bytes there), not made again: a document may list thousands."""
+        changed = replace(self, children=children)
+        found = children_in_encoding(self)
+        if found is not None and children and len(children) == len(self.children):
+            encoded, at = found
+            head, tail = same
+            lo, hi = at + CHILD_BYTES * head, at + CHILD_BYTES * (len(children) - tail)
+            written = b"".join(_BIN32 + oid for oid in children[head:len(children) - tail])
+            changed.__dict__["encoded"] = b"".join((encoded[:lo], written, encoded[hi:]))
+        return changed
+
 
 @dataclass(frozen=True, eq=True)
 class Headline(OrgObject):
@@ -121,21 +135,6 @@ class Document(OrgObject):
             done_keywords=tuple(data["done_keywords"]),
             children=Oid.many(data["children"]),
         )
-
-    def with_children(self, children: tuple[Oid, ...], same: tuple[int, int]) -> "Document":
-        """This document with other `children`, of which the first and last `same` are this one's. When
-        there are as many, its encoding is this one's with the others written over (as every child takes
-        the same bytes there), not made again: a document may list thousands."""
-        document = replace(self, children=children)
-        found = children_in_encoding(self)
-        if found is not None and children and len(children) == len(self.children):
-            encoded, at = found
-            head, tail = same
-            lo, hi = at + CHILD_BYTES * head, at + CHILD_BYTES * (len(children) - tail)
-            changed = b"".join(_BIN32 + oid for oid in children[head:len(children) - tail])
-            document.__dict__["encoded"] = b"".join((encoded[:lo], changed, encoded[hi:]))
-        return document
-
 
 _BIN32 = b"\xc4\x20"  # how msgpack writes the 32 bytes of an oid: "bin 8" of length 32
 CHILD_BYTES = len(_BIN32) + 32  # what each child takes in its parent's encoding

@@ -556,7 +556,8 @@ def _splice(old: Layout, get: Getter, stars: list[int], after: list[int], keys: 
         if siblings.count(replaced[0]) != 1:
             return None
         at = siblings.index(replaced[0])
-        new = replace(holder, children=siblings[:at] + by + siblings[at + len(replaced):])
+        new = holder.with_children(siblings[:at] + by + siblings[at + len(replaced):],
+                                   (at, len(siblings) - at - len(replaced)))
         objects.append(new)
         if parent < 0:
             return Parsed(new, tuple(objects), built, old.setup, keys), oids

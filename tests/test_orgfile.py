@@ -435,6 +435,7 @@ re-parses and how many layouts of a rendering were checked."""
         again, layout = result
         store.update((o.oid, o) for o in again.objects)
         assert again.document == full.document and again.subtree_keys.items() <= full.subtree_keys.items()
+        assert again.document.oid == full.document.oid  # its encoding, when written over the last one's
         check_layout(layout, fresh, store.__getitem__)
         done += 1
     return done, derived
