@@ -463,11 +463,11 @@ class _Merge:
         """Merge three versions of a list of children, those of `hb` (None: none), `ho` and `ht`; its
         result is the merged tuple of oids."""
         b, o, t = () if hb is None else hb.children, ho.children, ht.children
-        if o == t:
-            return o
         # What each side shares with the base at either end (a list may hold thousands of siblings).
         (po, so), (pt, st) = ((0, 0), (0, 0)) if hb is None else (orgfile.common_children(hb, ho),
                                                                     orgfile.common_children(hb, ht))
+        if (po, so) == (pt, st) and o == t:  # (the sides' lists differ where their ends do)
+            return o
         if pt == len(b) == len(t) and not self.leads_to_move(o):
             return o
         if po == len(b) == len(o) and not self.leads_to_move(t):
