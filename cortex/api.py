@@ -725,6 +725,7 @@ class Cortex:
         if elsewhere:
             raise UserError(f"webhook {name!r} is defined at {elsewhere[0].location}, not in {target}; "
                             "remove it there")
+
         def removed(source: bytes | None) -> bytes:
             if source is None:
                 raise NotFound(f"no webhook named {name!r}: {target} does not exist")

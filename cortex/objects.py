@@ -52,7 +52,7 @@ class OrgObject:
     def from_fields(cls, data: dict) -> "OrgObject":
         return cls(**data)
 
-    def with_children(self, children: tuple[Oid, ...], same: tuple[int, int]):
+    def with_children(self, children: tuple[Oid, ...], same: tuple[int, int]) -> "OrgObject":
         """This document or headline with other `children`, of which the first and last `same` are this
         one's. When there are as many, its encoding is this one's with the others written over (as every
         child takes the same bytes there), not made again: a document may list thousands."""
