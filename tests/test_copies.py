@@ -264,6 +264,42 @@ def test_two_processes_syncing_one_copy_while_both_sides_edit_lose_nothing(store
     assert fsck(store) == [] and not list(a.rglob(".*.tmp"))
 
 
+def test_a_person_saving_a_file_a_sync_loop_keeps_rewriting_loses_nothing(store, store_at, tmp_path):
+    """The store's writer and a person edit one file while another process syncs it again and again: the
+    person saves as Emacs does (a temporary file renamed over it, unless the file changed since it was
+    read), so the syncs' exchanges and the saves race; no line of either side is lost."""
+    a = tmp_path / "a"
+    check_out(store, a)
+    loop = subprocess.Popen([sys.executable, "-c", SYNC_LOOP, store_at, str(a)], stdout=subprocess.PIPE)
+    path = a / "plan.org"
+    try:
+        assert loop.stdout.readline() == b"ready\n"
+        for k in range(15):
+            def agent(tree, k=k):  # from the state it is given: a sync may commit first
+                return {"plan.org": render_file(store, tree, "plan.org").replace(
+                    "Ship on Monday.\n", f"Ship on Monday.\nAgent line {k}.\n").encode()}
+
+            commit_files(store, agent, "agent")
+            while True:  # the person: read, edit, save unless the file changed meanwhile
+                before = os.stat(path)
+                edited = path.read_text() + f"* Note {k}\n"
+                temp = path.with_name(".#plan.org")
+                temp.write_text(edited)
+                now = os.stat(path)
+                if (now.st_ino, now.st_mtime_ns, now.st_size) == (before.st_ino, before.st_mtime_ns, before.st_size):
+                    os.replace(temp, path)
+                    break
+            time.sleep(0.01)
+    finally:
+        loop.kill()
+        loop.wait()
+    sync(store, a)
+    sync(store, a)
+    plan = stored(store, "plan.org")
+    assert all(f"* Note {k}\n" in plan and f"Agent line {k}.\n" in plan for k in range(15)), plan
+    assert path.read_text() == plan and conflicts(store) == [] and fsck(store) == []
+
+
 WRITER = """
 import sys
 from cortex.backends import open_store
