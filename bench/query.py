@@ -5,7 +5,8 @@
   relatives), as rows and as nodes (a repeated query's nodes are kept), vs a scan: a fresh index made
   for the one query, which walks every headline again (with the decoded objects and the dates and links
   of each headline already cached in the process: the scan at its fastest);
-- following a one-headline edit vs building the index again.
+- following a one-headline edit vs building the index again;
+- reading a long match string and a long line of links, 100 times the length vs 1 (linear: about 100).
 
 The tree is made up (deterministic): 1,000 files of 100 headlines, with TODO keywords, tags drawn
 unevenly from 60, priorities, planning dates over four months, clocks, properties and id links (to a
@@ -27,6 +28,8 @@ from cortex import orgfile
 from cortex.backends import open_store
 from cortex.objects import Tree
 from cortex.orgquery import Index, parse_query
+from cortex.orgquery.links import links_in
+from cortex.orgquery.matchstrings import compile_match
 
 FILES, PER_FILE = 1000, 100
 TODAY = date(2026, 11, 23)
@@ -134,6 +137,13 @@ def main() -> None:
     follow = timed(lambda: index.follow(edited))
     rebuild = timed(lambda: Index(store).follow(edited))
     report("follow a one-headline edit (s)", follow, rebuild, "s", "ratio to a rebuild")
+
+    # untrusted text: Org's regexps backtrack over a long tag (a 32-letter one took minutes) or a run of
+    # backslashes in a bracket link; the readers take time linear in the length
+    for name, read, make in [("match string, a tag of 3,200 letters vs 32", compile_match, lambda n: "+x" + "t" * n),
+                             ("a line of links, 100x as long", links_in, lambda n: ("[[" + "\\" * n + "]] ") * 10)]:
+        short, long = (min(timed(lambda: read(make(n))) for _ in range(5)) for n in (32, 3200))
+        report(f"{name} (ms)", long * 1e3, short * 1e3, "ms", "linear: about 100")
 
 
 if __name__ == "__main__":

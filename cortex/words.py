@@ -57,3 +57,13 @@ def shown_stats(cx) -> dict[str, int | str]:
 def unsaved_note(paths: list[str], command: str) -> str:
     """What to say of Org files edited since they were last ingested, and how to include their edits."""
     return f"{files(paths)} edited since the last ingest, not in this diff: {command} includes them"
+
+
+QUOTED = 40  # characters of a value that a message quotes
+
+
+def quoted(value, limit: int = QUOTED) -> str:
+    """A value as a message quotes it: `'abc'`, or its first `limit` characters and its length, so that a
+    mistaken value of a megabyte makes a message of a line."""
+    text = str(value)
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}… ({len(text):,} characters)"

@@ -1,6 +1,9 @@
 """Links as Org reads them, where they lead, backlinks as org-roam lists them, broken id links;
 through the api, the CLI and the REPL."""
 
+import random
+import re
+
 import pytest
 from click.testing import CliRunner
 
@@ -10,7 +13,8 @@ from cortex import orgfile
 from cortex.cli.agenda import backlinks as backlinks_command, links as links_command
 from cortex.errors import NotFound
 from cortex.objects import Headline
-from cortex.orgquery.links import Link, headline_links, link_key, links_in, resolve, target_index
+from cortex.orgquery.links import LINK_TYPES, Link, headline_links, link_key, links_in, resolve, target_index
+from linear import finishes
 from test_repl import Transcript
 
 # What Emacs 28.2's org-element reads in this line (type, path, search option, description), checked by hand
@@ -202,3 +206,35 @@ def test_the_forms(notes):
         assert "(backlinks node [:as-of None])" in repl("(help backlinks)")
     finally:
         repl.session.close()
+
+
+# org-link-bracket-re, org-link-angle-re and org-link-plain-re as one backtracking regexp, as links were read
+# before: kept only to compare with on short text, as a run of backslashes after "[[" makes it take exponential time.
+_TYPES = "|".join(re.escape(t) for t in sorted(LINK_TYPES, key=len, reverse=True))
+_NSB = r"[^\]\[ \t\n()<>]"
+_PARENS = rf"\((?:{_NSB}|\({_NSB}*\))*\)"
+_PUNCT = re.escape("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+ORG_LINK = re.compile(
+    r"\[\[(?P<path>(?:[^\]\[\\]|\\(?:\\\\)*[\]\[]|\\+[^\]\[])+)\](?:\[(?P<description>.+?)\])?\]"
+    rf"|<(?P<angle_type>{_TYPES}):(?P<angle_path>[^>\n]*)>"
+    rf"|\b(?P<plain_type>{_TYPES}):(?P<plain_path>(?:{_NSB}|{_PARENS})+"
+    rf"(?:[^{_PUNCT}\s]|/|{_PARENS}))")
+
+
+def test_links_are_found_where_orgs_regexps_find_them():
+    rng = random.Random(37)
+    pieces = ["[", "]", "\\", "a", "<", ">", ":", " ", "http:", "[[", "]]", "\\\\", "(", ")", "é", "/", "id:"]
+    for _ in range(30_000):
+        line = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 14)))
+        assert [link.raw for link in links_in(line)] == [m[0] for m in ORG_LINK.finditer(line)], line
+
+
+@pytest.mark.parametrize("line", [
+    "[[" + "\\" * 100_000,
+    "[[" + "\\\\\\]" * 30_000,
+    "[[a][" + "[[" * 50_000,
+    "x " + "\\" * 100_000 + " [[a]]",
+    "[[" + "a\\]" * 50_000 + "]",
+])
+def test_a_long_line_of_brackets_and_backslashes_reads_in_linear_time(line):
+    finishes(links_in, line)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import gzip
 import json
+import random
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -18,7 +20,8 @@ import pytest
 
 from cortex.backends import open_store
 from cortex.orgquery import Index, QueryError, parse_query
-from cortex.orgquery.matchstrings import compile_match, emacs_regexp
+from cortex.orgquery.matchstrings import _read_term, compile_match, emacs_regexp
+from linear import finishes
 from cortex.orgquery.predicates import And, Level, Not, Or, Property, Tags, TagsRegexp, Todo
 from test_orgquery_predicates import data_files, tree_of
 
@@ -170,3 +173,43 @@ def test_a_bad_match_string_says_what_and_where(text, message):
 ])
 def test_emacs_regexps_read_as_emacs_reads_them(emacs, re2):
     assert emacs_regexp(emacs) == re2
+
+
+# The term regexp of org-make-tags-matcher (Org 9.5), which the tokenizer reads as: it backtracks over every split
+# of a word into `\w+` runs (a 32-letter tag took minutes), so it is kept here only to compare with, on short text.
+ORG_TERM = re.compile(
+    r"&?(?P<sign>[-+:])?"
+    r"(?P<token>\{[^}]+\}"
+    r"|LEVEL(?P<level_op>[<=>]{1,2})(?P<level>[0-9]+)"
+    r"|(?P<name>(?:\w+(?:\\-)*)+)(?P<op>[<>=]{1,2})"
+    r"(?P<value>\{[^}]+\}|\"[^\"]*\"|-?[.0-9]+(?:[eE][-+]?[0-9]+)?)"
+    r"|[\w@#%]+)"
+)
+
+
+def test_the_tokenizer_reads_each_term_as_orgs_regexp():
+    rng = random.Random(37)
+    pieces = ["a", "B", "_", "é", "1", ".", "e", "-", "+", ":", "&", "{", "}", '"', "<", ">", "=", "\\-", "\\",
+              "LEVEL", "@", "#", "%", " ", "x9"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 10)))
+        for pos in range(len(text)):
+            theirs, ours = ORG_TERM.match(text, pos), _read_term(text, pos)
+            assert (ours and (ours.sign, ours.token, ours.end, ours.level_op, ours.level, ours.name, ours.op,
+                              ours.value)) == (theirs and (theirs["sign"], theirs["token"], theirs.end(),
+                                                           theirs["level_op"], theirs["level"], theirs["name"],
+                                                           theirs["op"], theirs["value"])), (text, pos)
+
+
+@pytest.mark.parametrize("text", [
+    "security+project_infrastructure_migration" + "x" * 100_000,
+    "+".join(["w" * 40] * 5_000) + "/TODO|NEXT",
+    "A" + "\\-" * 50_000 + '="x"',
+    "{" + "a\\|" * 50_000 + "}",
+    "-" * 100_000,
+])
+def test_a_long_match_string_reads_in_linear_time(text):
+    try:
+        finishes(compile_match, text)
+    except QueryError as exc:
+        assert len(str(exc)) < 400

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from datetime import date
 
+from ..words import quoted
 from .errors import QueryError
 from .index import Index, scan
 from .matchstrings import compile_match
@@ -28,6 +29,6 @@ def parse_query(query, *, match: bool | None = None, today: date | None = None) 
         match = not query.lstrip().startswith("(")
     if match:
         if not isinstance(query, str):
-            raise QueryError(f"a match string is text, not {query!r}")
+            raise QueryError(f"a match string is text, not {quoted(query)}")
         return compile_match(query)
     return parse(query, today)

@@ -41,8 +41,8 @@ _TIME_OF_DAY = re.compile(r"([012]?[0-9])(?::([0-5][0-9]))?([AaPp][Mm])?")
 _PLANNING_TIME = re.compile(r" ([012]?[0-9]:[0-9][0-9])")
 _PRIORITY = re.compile(r"\[#([A-Z0-9]+)\] ?")
 _CLOSING_REPEATER = re.compile(r"\+[0-9]+[hdwmy]>$")
-_TAGS = re.compile(r"[ \t]+:\S+:[ \t]*$")
-_KEYWORD = re.compile(r"^[ \t]*#\+(FILETAGS|CATEGORY):[ \t]*(.*?)[ \t]*$", re.I | re.M)
+_TAGS = re.compile(r"(?<![ \t])[ \t]+:\S+:[ \t]*$")  # tried from the start of a run of blanks only
+_KEYWORD = re.compile(r"^[ \t]*#\+(FILETAGS|CATEGORY):[ \t]*(.*)$", re.I | re.M)  # value: strip its end
 
 
 class AgendaFile(NamedTuple):
@@ -173,7 +173,7 @@ def _items(file: AgendaFile) -> Iterator[_Item]:
     inherited: tags (`#+FILETAGS` first) and the CATEGORY property (else `#+CATEGORY`, else the file's name)."""
     keywords: dict[str, list[str]] = {"FILETAGS": [], "CATEGORY": []}
     for name, value in _KEYWORD.findall(file.document.preamble):
-        keywords[name.upper()].append(value)
+        keywords[name.upper()].append(value.rstrip(" \t"))
     file_tags = [tag for value in keywords["FILETAGS"] for word in value.split() for tag in word.split(":") if tag]
     if "ARCHIVE" in file_tags:
         return

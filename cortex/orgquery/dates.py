@@ -19,6 +19,7 @@ from orgparse.date import TIMESTAMP_RE, OrgDate, OrgDateClock, OrgDateClosed, Or
 
 from ..bounded import BoundedDict
 from ..objects import Headline
+from ..words import quoted
 from .errors import QueryError
 
 # Emacs's own cookie patterns (org-element-timestamp-parser); the first match in a timestamp counts.
@@ -34,6 +35,8 @@ _DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*$", re.I)
 _DRAWER_END = re.compile(r"[ \t]*:END:[ \t]*$", re.I)
 _RELATIVE = re.compile(r"([+-])([0-9]+)([dwmy])")
 _ISO_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_STAMP_START = re.compile(r"[<\[]\d{4}-\d{2}-\d{2}")  # where TIMESTAMP_RE can match
+MAX_STAMP = 200  # characters of a timestamp, brackets included: Org's own are at most about 50
 _PLANNING_KINDS = {"SCHEDULED": OrgDateScheduled, "DEADLINE": OrgDateDeadline, "CLOSED": OrgDateClosed}
 WHEN_FORMS = "today, tomorrow, yesterday, +7d, -2w, +1m, +1y or YYYY-MM-DD"
 
@@ -114,9 +117,9 @@ def section_stamps(headline: Headline) -> tuple[Stamp, ...]:
 def timestamps_in(text: str, line: int = 0) -> Iterator[Stamp]:
     """The timestamps of one line of text, a range (`<a>--<b>`) as one."""
     pos = 0
-    while (m := TIMESTAMP_RE.search(text, pos)) is not None:
+    while (m := _next_stamp(text, pos)) is not None:
         end = m.end()
-        if text.startswith("--", end) and (after := TIMESTAMP_RE.match(text, end + 2)) is not None \
+        if text.startswith("--", end) and (after := _stamp_at(text, end + 2)) is not None \
                 and text[end - 1] + after.group()[0] in ("><", "]["):
             end = after.end()
         raw = text[m.start():end]
@@ -124,6 +127,23 @@ def timestamps_in(text: str, line: int = 0) -> Iterator[Stamp]:
         yield Stamp(OrgDate(first.start, first.end, first.is_active(), _repeater(m.group()), _delay(m.group())),
                     raw, line)
         pos = end
+
+
+def _next_stamp(text: str, pos: int) -> re.Match | None:
+    """The first timestamp at or after `pos`, as orgparse's TIMESTAMP_RE finds it."""
+    while (start := _STAMP_START.search(text, pos)) is not None:
+        if (found := _stamp_at(text, start.start())) is not None:
+            return found
+        pos = start.start() + 1
+    return None
+
+
+def _stamp_at(text: str, pos: int) -> re.Match | None:
+    """The timestamp at `pos`, matched within its brackets: TIMESTAMP_RE's parts never cross the closing one, and
+    its lazy parts take time cubic in the text they are tried on, so a timestamp is at most MAX_STAMP long."""
+    close = {"<": ">", "[": "]"}.get(text[pos:pos + 1])
+    end = -1 if close is None else text.find(close, pos + 1, pos + MAX_STAMP)
+    return None if end < 0 else TIMESTAMP_RE.match(text, pos, end + 1)
 
 
 def section_lines(headline: Headline, *, properties: bool = True) -> Iterator[tuple[int, str]]:
@@ -193,8 +213,8 @@ def parse_when(text: str, today: date) -> date:
         try:
             return date.fromisoformat(word)
         except ValueError as exc:
-            raise QueryError(f"{text!r} is not a date ({exc}); write {WHEN_FORMS}") from None
-    raise QueryError(f"{text!r} is not a date; write {WHEN_FORMS}")
+            raise QueryError(f"{quoted(text)} is not a date ({exc}); write {WHEN_FORMS}") from None
+    raise QueryError(f"{quoted(text)} is not a date; write {WHEN_FORMS}")
 
 
 def _lines(text: str) -> list[str]:

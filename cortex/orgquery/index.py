@@ -50,8 +50,8 @@ from .dates import day_of, headline_dates, section_lines, timestamps_in
 from .predicates import PRIORITY_DEFAULT, SPECIAL_PROPERTIES, Predicate
 
 # org-priority-regexp, matched from the start of the headline as Emacs's `looking-at` does (ignoring case)
-_PRIORITY_COOKIE = re.compile(r"\*+.*\[#([A-Z0-9]+)\] ?", re.I)
-_KEYWORD = re.compile(r"^[ \t]*#\+(FILETAGS|CATEGORY|PROPERTY):[ \t]*(.*?)[ \t\r]*$", re.M | re.I)
+_PRIORITY_COOKIE = re.compile(r"\*++.*\[#([A-Z0-9]+)\] ?", re.I)  # `.*` alone gives back: no retry per star
+_KEYWORD = re.compile(r"^[ \t]*#\+(FILETAGS|CATEGORY|PROPERTY):[ \t]*(.*)$", re.M | re.I)  # value: strip its end
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class FileInfo:
         category = posixpath.splitext(posixpath.basename(path))[0]
         properties: dict[str, str] = {}
         for m in _KEYWORD.finditer(document.preamble):
-            name, value = m[1].upper(), m[2]
+            name, value = m[1].upper(), m[2].rstrip(" \t\r")
             if name == "FILETAGS":
                 tags += [t for word in value.split() for t in word.split(":") if t]
             elif name == "CATEGORY":

@@ -29,14 +29,14 @@ _TYPES = "|".join(re.escape(t) for t in sorted(LINK_TYPES, key=len, reverse=True
 _NON_SPACE_BRACKET = r"[^\]\[ \t\n()<>]"
 _PARENS = rf"\((?:{_NON_SPACE_BRACKET}|\({_NON_SPACE_BRACKET}*\))*\)"
 _PUNCT = re.escape("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
-# org-link-bracket-re, org-link-angle-re and org-link-plain-re, tried left to right as org-element does.
+# org-link-angle-re and org-link-plain-re, tried in this order where no bracket link starts first (`_bracket_at`
+# reads those: org-link-bracket-re backtracks over every split of a run of backslashes).
 _LINK = re.compile(
-    r"\[\[(?P<path>(?:[^\]\[\\]|\\(?:\\\\)*[\]\[]|\\+[^\]\[])+)\](?:\[(?P<description>.+?)\])?\]"
-    rf"|<(?P<angle_type>{_TYPES}):(?P<angle_path>[^>\n]*)>"
+    rf"<(?P<angle_type>{_TYPES}):(?P<angle_path>[^>\n]*)>"
     rf"|\b(?P<plain_type>{_TYPES}):(?P<plain_path>(?:{_NON_SPACE_BRACKET}|{_PARENS})+"
     rf"(?:[^{_PUNCT}\s]|/|{_PARENS}))")
 _TYPE_PREFIX = re.compile(rf"({_TYPES}):")
-_ESCAPES = re.compile(r"(\\+)(?=[\]\[]|$)")
+_ESCAPES = re.compile(r"(?<!\\)(\\+)(?=[\]\[]|$)")  # a whole run: no retrying from each backslash of it
 _COOKIE = re.compile(r"\[[0-9]*(?:%|/[0-9]*)\]")
 
 
@@ -80,13 +80,85 @@ def links_in(text: str, line: int = 0) -> list[Link]:
 
 def _links(lines: Iterable[tuple[int, str]]) -> Iterable[Link]:
     for index, line in lines:
-        for m in _LINK.finditer(line):
-            if m["path"] is not None:
-                yield _bracket(m["path"], m["description"], index, m[0])
-            elif m["angle_type"]:
-                yield _typed(m["angle_type"], m["angle_path"], None, index, m[0])
+        pos, other, bracket = 0, None, None
+        while True:  # the link that starts first; at one place a bracket link before an angle or plain one
+            if other is None or other.start() < pos:
+                other = _LINK.search(line, pos)
+            if bracket is None or bracket[0] < pos:
+                bracket = _next_bracket(line, pos)
+            if bracket is not None and (other is None or bracket[0] <= other.start()):
+                start, end, path, description = bracket
+                yield _bracket(path, description, index, line[start:end])
+                pos = end
+            elif other is not None:
+                kind = other["angle_type"] or other["plain_type"]
+                yield _typed(kind, other["angle_path"] if other["angle_type"] else other["plain_path"], None,
+                             index, other[0])
+                pos = other.end()
             else:
-                yield _typed(m["plain_type"], m["plain_path"], None, index, m[0])
+                break
+
+
+def _next_bracket(line: str, pos: int) -> tuple[int, int, str, str | None] | None:
+    """The first bracket link at or after `pos`: (start, end, path, description)."""
+    closes = None
+    while (start := line.find("[[", pos)) >= 0:
+        if closes is None:
+            closes = _closes(line)
+        if (found := _bracket_at(line, start, closes)) is not None:
+            return (start, *found)
+        pos = start + 1
+    return None
+
+
+def _closes(line: str) -> list[int]:
+    """For each place in `line`, where the next "]]" starts (-1: nowhere)."""
+    closes, after = [-1] * (len(line) + 2), -1
+    for i in range(len(line) - 1, -1, -1):
+        if line.startswith("]]", i):
+            after = i
+        closes[i] = after
+    return closes
+
+
+def _bracket_at(line: str, start: int, closes: list[int]) -> tuple[int, str, str | None] | None:
+    """The bracket link at `start` ("[[" there) as org-link-bracket-re matches it, (end, path, description), in
+    one pass: the regexp's path is characters but brackets and backslashes, a run of backslashes before another
+    character, or an odd run before a bracket; where a run before "]" could also end the path, it tries that
+    first for an even run and last for an odd one."""
+    n, i, fallback = len(line), start + 2, None
+
+    def closed(at: int):  # the link ended by the "]" at `at`: (end, path, description), or None
+        if line.startswith("[", at + 1) and at + 3 <= n and (close := closes[at + 3]) >= 0:
+            return close + 2, line[start + 2:at], line[at + 2:close]
+        return (at + 2, line[start + 2:at], None) if line.startswith("]", at + 1) else None
+
+    while i < n:
+        c = line[i]
+        if c == "]":
+            return (closed(i) if i > start + 2 else None) or fallback
+        if c == "[":
+            break
+        if c != "\\":
+            i += 1
+            continue
+        run = i
+        while i < n and line[i] == "\\":
+            i += 1
+        if i == n:
+            break
+        if line[i] not in "[]":
+            i += 1
+            continue
+        odd = (i - run) % 2
+        if line[i] == "]" and (odd and i - run >= 3 or not odd) and (ended := closed(i)):
+            if not odd:
+                return ended
+            fallback = ended
+        if not odd and i - run < 4:
+            break
+        i += 1
+    return fallback
 
 
 def _bracket(path: str, description: str | None, line: int, raw: str) -> Link:

@@ -22,20 +22,13 @@ read is an error that says where (Emacs ignores the rest of the term).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
+from ..words import quoted
 from .errors import QueryError
 from .predicates import And, Level, Not, Or, Predicate, Property, Tags, TagsRegexp, Todo, string_to_number, time_value
 
-# org-make-tags-matcher's term: an optional sign, then a {regexp}, a LEVEL comparison, a property
-# comparison (names may hold `\-`) or a tag.
-_TERM = re.compile(
-    r"&?(?P<sign>[-+:])?"
-    r"(?P<token>\{[^}]+\}"
-    r"|LEVEL(?P<level_op>[<=>]{1,2})(?P<level>[0-9]+)"
-    r"|(?P<name>(?:\w+(?:\\-)*)+)(?P<op>[<>=]{1,2})"
-    r"(?P<value>\{[^}]+\}|\"[^\"]*\"|-?[.0-9]+(?:[eE][-+]?[0-9]+)?)"
-    r"|[\w@#%]+)"
-)
+_NUMBER = re.compile(r"-?[.0-9]+(?:[eE][-+]?[0-9]+)?")  # matched at one place, without alternatives to retry
 _OPS = {"<": "<", ">": ">", "<=": "<=", "=<": "<=", ">=": ">=", "=>": ">=", "=": "=", "==": "=", "<>": "<>"}
 
 
@@ -71,12 +64,13 @@ def _alternatives(part: str, text: str, offset: int, todo: bool) -> Predicate:
         pieces.pop(0)  # org-split-string ignores a separator at either end
     if pieces and pieces[-1] == "":
         pieces.pop()
-    terms: list[str] = []
+    joined: list[list[str]] = []  # each term's pieces
     for piece in pieces:
-        if terms and terms[-1].endswith("\\"):
-            terms[-1] += "|" + piece
+        if joined and joined[-1][-1].endswith("\\"):
+            joined[-1].append(piece)
         else:
-            terms.append(piece)
+            joined.append([piece])
+    terms = ["|".join(parts) for parts in joined]
     found, at = [], offset
     for term in terms:
         found.append(_terms(term, text, at, todo))
@@ -89,35 +83,125 @@ def _terms(term: str, text: str, offset: int, todo: bool) -> Predicate:
     found: list[Predicate] = []
     pos = 0
     while pos < len(term):
-        m = _TERM.match(term, pos)
+        m = _read_term(term, pos)
         if m is None:
-            raise QueryError(f"match string {text!r}: cannot read {term[pos:]!r} at column {offset + pos + 1}; "
+            raise QueryError(f"match string {quoted(text)}: cannot read {quoted(term[pos:])} at column "
+                             f"{offset + pos + 1}; "
                              "write tags, {regexps}, LEVEL>N, PROP=\"value\" or PROP<N joined by + - and |, "
                              "then /TODO keywords")
         predicate = _todo_term(m) if todo else _tag_term(m, text)
-        found.append(Not(predicate) if m["sign"] == "-" else predicate)
-        pos = m.end()
+        found.append(Not(predicate) if m.sign == "-" else predicate)
+        pos = m.end
     return found[0] if len(found) == 1 else And(tuple(found))
 
 
-def _todo_term(m: re.Match) -> Predicate:
-    token = m["token"]
+@dataclass(frozen=True)
+class _Term:
+    """One term as org-make-tags-matcher's regexp reads it: its sign, its text, and the parts of a LEVEL or
+    property comparison (None for a tag or a {regexp})."""
+
+    sign: str | None
+    token: str
+    end: int
+    level_op: str | None = None
+    level: str | None = None
+    name: str | None = None
+    op: str | None = None
+    value: str | None = None
+
+
+def _read_term(text: str, pos: int) -> _Term | None:
+    """The term at `pos`, read as Org's term regexp reads it, in one pass (the regexp backtracks over every
+    split of a word, which takes time exponential in its length): an optional `&` and sign, then a {regexp},
+    LEVEL compared with digits, a property name (word characters and `\\-`) compared with a value, or a tag."""
+    if text.startswith("&", pos):
+        pos += 1
+    sign = text[pos] if pos < len(text) and text[pos] in "-+:" else None
+    start = pos = pos + (sign is not None)
+    if text.startswith("{", pos) and (close := text.find("}", pos + 1)) > pos + 1:
+        return _Term(sign, text[pos:close + 1], close + 1)
+    if text.startswith("LEVEL", pos):
+        op_end = _run(text, pos + 5, "<=>", 2)
+        digits_end = _digits(text, op_end)
+        if op_end > pos + 5 and digits_end > op_end:
+            return _Term(sign, text[start:digits_end], digits_end, text[pos + 5:op_end], text[op_end:digits_end])
+    name_end = _name_end(text, pos)
+    if name_end > pos:
+        op_end = _run(text, name_end, "<>=", 2)
+        value_end = _value_end(text, op_end) if op_end > name_end else None
+        if value_end is not None:
+            return _Term(sign, text[start:value_end], value_end, name=text[pos:name_end],
+                         op=text[name_end:op_end], value=text[op_end:value_end])
+    end = pos
+    while end < len(text) and (_word(text[end]) or text[end] in "@#%"):
+        end += 1
+    return _Term(sign, text[start:end], end) if end > pos else None
+
+
+def _word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _run(text: str, pos: int, chars: str, most: int) -> int:
+    """Just past the longest run (of at most `most`) of `chars` at `pos`."""
+    end = pos
+    while end < len(text) and end - pos < most and text[end] in chars:
+        end += 1
+    return end
+
+
+def _digits(text: str, pos: int) -> int:
+    end = pos
+    while end < len(text) and "0" <= text[end] <= "9":
+        end += 1
+    return end
+
+
+def _name_end(text: str, pos: int) -> int:
+    """Just past a property name at `pos`: a word character, then word characters and `\\-` (pos: none)."""
+    if pos >= len(text) or not _word(text[pos]):
+        return pos
+    end = pos + 1
+    while end < len(text):
+        if _word(text[end]):
+            end += 1
+        elif text.startswith("\\-", end):
+            end += 2
+        else:
+            break
+    return end
+
+
+def _value_end(text: str, pos: int) -> int | None:
+    """Just past a compared value at `pos`: a {regexp}, a "string" or a number; None when there is none."""
+    if text.startswith("{", pos):
+        close = text.find("}", pos + 1)
+        return close + 1 if close > pos + 1 else None
+    if text.startswith('"', pos):
+        close = text.find('"', pos + 1)
+        return close + 1 if close >= 0 else None
+    number = _NUMBER.match(text, pos)
+    return number.end() if number else None
+
+
+def _todo_term(m: _Term) -> Predicate:
+    token = m.token
     if token.startswith("{"):
         return Property("TODO", "~", emacs_regexp(token[1:-1]), "regexp")
     return Todo((token,))
 
 
-def _tag_term(m: re.Match, text: str) -> Predicate:
-    token = m["token"]
+def _tag_term(m: _Term, text: str) -> Predicate:
+    token = m.token
     if token.startswith("{"):
         return TagsRegexp((emacs_regexp(token[1:-1]),))
-    if m["level"] is not None:
-        return Level(int(m["level"]), op=_op(m["level_op"], text))
-    if m["name"] is None:
+    if m.level is not None:
+        return Level(int(m.level), op=_op(m.level_op, text))
+    if m.name is None:
         return Tags((token,))
-    op, value = _op(m["op"], text), m["value"]
+    op, value = _op(m.op, text), m.value
     # Org 9.5 looks the property up by its name as written: `A\-B` names no property
-    name = m["name"]
+    name = m.name
     if value.startswith("{"):
         return Property(name, "!~" if op == "<>" else "~", emacs_regexp(value[1:-1]), "regexp")
     if value.startswith('"'):
@@ -126,7 +210,7 @@ def _tag_term(m: re.Match, text: str) -> Predicate:
             try:
                 return Property(name, op, time_value(inner), "time")
             except QueryError as exc:
-                raise QueryError(f"match string {text!r}: {exc}") from None
+                raise QueryError(f"match string {quoted(text)}: {exc}") from None
         return Property(name, op, inner, "string")
     return Property(name, op, string_to_number(value), "number")
 
@@ -134,7 +218,7 @@ def _tag_term(m: re.Match, text: str) -> Predicate:
 def _op(op: str, text: str) -> str:
     found = _OPS.get(op)
     if found is None:
-        raise QueryError(f"match string {text!r}: {op!r} is no comparator; use one of < <= = >= > <>")
+        raise QueryError(f"match string {quoted(text)}: {op!r} is no comparator; use one of < <= = >= > <>")
     return found
 
 
@@ -148,7 +232,7 @@ def emacs_regexp(pattern: str) -> str:
         c = pattern[i]
         if c == "\\":
             if i + 1 == n:
-                raise QueryError(f"regexp {pattern!r} ends with a lone backslash")
+                raise QueryError(f"regexp {quoted(pattern)} ends with a lone backslash")
             d = pattern[i + 1]
             i += 2
             if d == "(" and pattern.startswith("?:", i):
@@ -171,7 +255,7 @@ def emacs_regexp(pattern: str) -> str:
                 out.append(_SYNTAX[pattern[i]][d == "S"])
                 i += 1
             elif d.isdigit():
-                raise QueryError(f"regexp {pattern!r}: back-references (\\{d}) cannot be matched here")
+                raise QueryError(f"regexp {quoted(pattern)}: back-references (\\{d}) cannot be matched here")
             else:
                 out.append(re.escape(d))
         elif c == "[":
@@ -214,7 +298,7 @@ def _bracket_end(pattern: str, start: int) -> int:
         if pattern[i] == "]":
             return i + 1
         i += 1
-    raise QueryError(f"regexp {pattern!r}: a bracket is not closed")
+    raise QueryError(f"regexp {quoted(pattern)}: a bracket is not closed")
 
 
 def _bracket(text: str) -> str:

@@ -35,6 +35,7 @@ import re2
 from orgparse.date import TIMESTAMP_NOBRACE_RE
 
 from ..errors import located
+from ..words import quoted
 from .dates import parse_when
 from .errors import QueryError
 
@@ -56,7 +57,7 @@ def regexp(pattern: str) -> "re2._Regexp":
         return re2.compile("(?m)" + pattern, _RE2)
     except re2.error as err:
         reason = err.args[0].decode() if err.args and isinstance(err.args[0], bytes) else str(err)
-        raise QueryError(f"bad regexp {pattern!r}: {reason}") from None
+        raise QueryError(f"bad regexp {quoted(pattern)}: {reason}") from None
 
 
 # --- predicates -----------------------------------------------------------------------------------
@@ -629,7 +630,7 @@ def read(text: str) -> list:
     except hy.PrematureEndOfInput:
         raise QueryError(f"query: incomplete form (a parenthesis or quote is not closed): {text.strip()}") from None
     except Exception as exc:  # noqa: BLE001 - the reader's errors have many types; each is a user mistake
-        raise QueryError(f"query: cannot read {text.strip()!r}: {str(exc).splitlines()[0]}") from None
+        raise QueryError(f"query: cannot read {quoted(text.strip())}: {str(exc).splitlines()[0]}") from None
     if not forms:
         raise QueryError("query: empty query; write a predicate form, e.g. (todo \"TODO\")")
     return forms
