@@ -28,11 +28,13 @@ from .history import Change, DirtyWorkingFiles, LogEntry, RollbackReport, Versio
 from .ingest import IngestReport
 from .objects import Headline, Snapshot, Tree
 from .query import Node
+from .words import quoted
 
 CONFIG = "config"
 LITERATE = "dsl.literate"
 DEFINITIONS_FILE = "definitions.hy"
 ORG_ROOT_KEY = b"org_root"
+MAX_AGENDA_DAYS = 3660  # ten years: an agenda lists every day it spans
 SYNC_ATTEMPTS = 10  # syncs of a working copy an ingest makes while other copies' syncs keep landing in between
 
 
@@ -463,8 +465,12 @@ class Cortex:
 
         today = date.today() if today is None else parse_when(today, date.today())
         start = today if start is None else parse_when(start, today)
-        if isinstance(span, bool) or not isinstance(span, int) or span < 1:
-            raise QueryError(f"an agenda spans a whole number of days, at least 1; got {span!r}")
+        if isinstance(span, bool) or not isinstance(span, int) or not 1 <= span <= MAX_AGENDA_DAYS:
+            raise QueryError(f"an agenda spans a whole number of days from 1 to {MAX_AGENDA_DAYS:,}; "
+                             f"got {quoted(span)}")
+        if (date.max - start).days < span - 1:
+            raise QueryError(f"an agenda of {span:,} days from {start} runs past {date.max}, the last day a date "
+                             "can have")
         return agenda(self._org_files(as_of), start, span, today)
 
     def links(self, node, *, as_of: str | int | None = None) -> list:

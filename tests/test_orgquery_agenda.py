@@ -120,7 +120,11 @@ def test_the_agenda_of_a_snapshot(samples):
 @pytest.mark.parametrize("call, message", [
     (lambda c: c.agenda(7, "next friday"), "'next friday' is not a date; write today, tomorrow"),
     (lambda c: c.agenda(7, today="2026-02-30"), "'2026-02-30' is not a date (day is out of range for month)"),
-    (lambda c: c.agenda(0), "an agenda spans a whole number of days, at least 1; got 0"),
+    (lambda c: c.agenda(0), "an agenda spans a whole number of days from 1 to 3,660; got '0'"),
+    (lambda c: c.agenda(100_000_000), "an agenda spans a whole number of days from 1 to 3,660"),
+    (lambda c: c.agenda(7, "9999-12-30"), "an agenda of 7 days from 9999-12-30 runs past 9999-12-31"),
+    (lambda c: c.agenda(7, "+99999999999d"), "'+99999999999d' lies past the years 1 to 9999"),
+    (lambda c: c.agenda(7, today="-" + "9" * 5000 + "w"), "'-" + "9" * 39 + "'… (5,002 characters) lies past"),
 ])
 def test_mistakes_say_what_is_wrong(samples, call, message):
     with pytest.raises(QueryError, match=re.escape(message)):

@@ -146,7 +146,7 @@ def test_a_match_string_and_a_predicate_form_find_the_same():
     ("SIZE!=12", "match string 'SIZE!=12': cannot read '!=12' at column 5"),
     ("work home", "cannot read ' home' at column 5"),
     ("LEVEL<<2", "'<<' is no comparator"),
-    ('DUE<"<someday>"', "<someday> is not a time"),
+    ('DUE<"<someday>"', "'<someday>' is not a time"),
     ("{\\(a\\)\\1}", "back-references"),
     ("{[a}", "a bracket is not closed"),
 ])

@@ -194,7 +194,7 @@ def test_a_query_is_data_in_hy_text_and_python_lists_alike():
     ("", "empty query"),
     ('(property)', "property takes a name"),
     ('(property "X" like "y")', "like is not a comparator"),
-    ('(property "WHEN" > "<someday>")', "<someday> is not a time"),
+    ('(property "WHEN" > "<someday>")', "'<someday>' is not a time"),
     ('(property "X" :inherit maybe)', ":inherit takes t or nil, not maybe"),
     ('(clocked :min "abc")', ':min takes minutes or H:MM, not "abc"'),
     ('(scheduled :min 5)', "scheduled takes no :min"),

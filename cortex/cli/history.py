@@ -125,7 +125,7 @@ def gc(cx, keep_last, max_age, compact):
     entries no older than the oldest kept snapshot. Everything else is deleted, but its bytes
     stay in the data file's free pages until --compact (or a hard purge) rewrites the file.
     """
-    age = duration(max_age, "--max-age") if max_age else None
+    age = duration(max_age, "--max-age") if max_age is not None else None
     dropped, deleted = cx.gc(keep_last, age, compact=compact)
     console.print(f"dropped {counted(dropped, 'snapshot')}, deleted {counted(deleted, 'object')}"
                   + (", compacted" if compact else ""))

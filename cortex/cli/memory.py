@@ -54,7 +54,7 @@ def compact(cx, agent, max_age):
     """Move items marked in AGENT's daily logs into memory.org and delete old logs."""
     from ..api import RetentionPolicy
 
-    policy = RetentionPolicy(duration(max_age, "--max-age")) if max_age else RetentionPolicy()
+    policy = RetentionPolicy(duration(max_age, "--max-age")) if max_age is not None else RetentionPolicy()
     report = cx.memory.compact(agent, policy)
     for kind, item in report.moved:
         console.print(f"  moved    {kind:9} {item.title}", markup=False)

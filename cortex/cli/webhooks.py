@@ -113,7 +113,8 @@ def add(cx, name, path, provider, secret, agent, json_path, equals, contains, he
         signature=SignatureScheme(header, prefix, Encoding(encoding), HmacAlgorithm(hmac_algorithm))
         if kind is Provider.CUSTOM and header else None,
         jwt=JwtSettings(jwt_algorithms or (("HS256",) if public_key is None else ("RS256",)), issuer, audience,
-                        public_key, body_hash_claim, max_lifetime and duration(max_lifetime, "--max-lifetime"))
+                        public_key, body_hash_claim,
+                        None if max_lifetime is None else duration(max_lifetime, "--max-lifetime"))
         if kind is Provider.JWT else None)
     target = cx.add_webhook(definition)
     if secret and not secret.startswith("secret://"):

@@ -34,6 +34,8 @@ _UNITS = {
 }
 
 _TERM = re.compile(r"(\d+)\s*([A-Za-zµ]*)")
+LONGEST = 1000  # years: a longer duration is a mistake, and would not fit in a date counted back from now
+_LONGEST_NS = LONGEST * _NS["y"]
 
 # How durations are written back: one term when a unit of a minute or more divides exactly,
 # else a sum of calendar-free terms.
@@ -67,7 +69,9 @@ def parse_duration(text: str) -> timedelta:
             raise DurationError(f"{number} needs a unit, like {number}d or {number}h", end)
         if unit not in _UNITS:
             raise DurationError(f"unknown unit {unit!r}{_suggest(unit)}", term.start(2))
-        total += int(number) * _NS[_UNITS[unit]]
+        total += int(number) * _NS[_UNITS[unit]] if len(number) <= 30 else _LONGEST_NS + 1
+        if total > _LONGEST_NS:
+            raise DurationError(f"longer than {LONGEST} years: write at most {LONGEST}y", term.start())
         pos = _skip_space(text, end)
     micros, rest = divmod(total, 1000)
     if rest:

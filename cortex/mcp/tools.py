@@ -159,7 +159,7 @@ class Tools:
         logs past retention. Snapshots before and after: `rollback` to `before` undoes it."""
         agent = self.session.agent(agent)
         try:
-            policy = RetentionPolicy(parse_duration(max_age)) if max_age else None
+            policy = RetentionPolicy(parse_duration(max_age)) if max_age is not None else None
         except DurationError as exc:
             raise UserError(f"max_age {max_age!r}: {exc}") from None
         report_progress = _progress(ctx, f"compacting the memory of {agent}")

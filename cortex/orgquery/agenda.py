@@ -143,7 +143,11 @@ def agenda(files: Iterable[AgendaFile], start: date, span: int = 7, today: date 
     found: list[tuple[tuple, AgendaEntry]] = []
     for file_index, file in enumerate(files):
         for item_index, item in enumerate(_items(file)):
-            for kind, stamp_index, entry in _entries(item, days, today):
+            try:
+                entries = list(_entries(item, days, today))
+            except OverflowError:  # a repeat or warning that reaches past the years 1 to 9999: not listed
+                continue
+            for kind, stamp_index, entry in entries:
                 order = (file_index, _KINDS.index(kind), item_index, stamp_index)
                 found.append(((_NO_TIME if entry.time_of_day is None else entry.time_of_day, -entry.priority,
                                *order), entry))

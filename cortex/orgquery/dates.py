@@ -12,7 +12,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import MAXYEAR, MINYEAR, date, datetime, timedelta
 from typing import NamedTuple
 
 from orgparse.date import TIMESTAMP_RE, OrgDate, OrgDateClock, OrgDateClosed, OrgDateDeadline, OrgDateScheduled
@@ -90,17 +90,16 @@ def headline_dates(headline: Headline) -> HeadlineDates:
             closed=planning.get("CLOSED"),
             timestamps=tuple((stamp.date, stamp.date.is_active()) for stamp in section_stamps(headline)),
             clocks=tuple(clock for _, line in section_lines(headline) if _CLOCK_LINE.match(line)
-                         if (clock := OrgDateClock.from_str(line))),
+                         if (clock := _clock(line))),
         )
     return found
 
 
 def planning_date(keyword: str, raw: str) -> OrgDate | None:
     """A planning entry (`SCHEDULED`, `<2026-11-23 Mon +1w>`) as its orgparse kind; None for a diary sexp."""
-    dates = OrgDate.list_from_str(_padded(raw))
-    if not dates:
+    found = _date(raw)
+    if found is None:
         return None
-    found = dates[0]
     return _PLANNING_KINDS[keyword](found.start, found.end, active=found.is_active(),
                                     repeater=_repeater(raw), warning=_delay(raw))
 
@@ -123,10 +122,32 @@ def timestamps_in(text: str, line: int = 0) -> Iterator[Stamp]:
                 and text[end - 1] + after.group()[0] in ("><", "]["):
             end = after.end()
         raw = text[m.start():end]
-        first = OrgDate.list_from_str(_padded(raw))[0]
-        yield Stamp(OrgDate(first.start, first.end, first.is_active(), _repeater(m.group()), _delay(m.group())),
-                    raw, line)
+        if (first := _date(raw)) is not None:
+            yield Stamp(OrgDate(first.start, first.end, first.is_active(), _repeater(m.group()), _delay(m.group())),
+                        raw, line)
         pos = end
+
+
+def _date(raw: str) -> OrgDate | None:
+    """The first date of a timestamp or range as orgparse reads it; None for none, one too long to be a timestamp
+    (see `_stamp_at`), or one no calendar holds (year 0, a month 13)."""
+    if len(raw) > 2 * MAX_STAMP + 2:
+        return None
+    try:
+        dates = OrgDate.list_from_str(_padded(raw))
+    except (OverflowError, ValueError):
+        return None
+    return dates[0] if dates else None
+
+
+def _clock(line: str) -> OrgDateClock | None:
+    """A CLOCK line as orgparse reads it; None for one too long to be a clock, or whose dates no calendar holds."""
+    if len(line) > 3 * MAX_STAMP:
+        return None
+    try:
+        return OrgDateClock.from_str(line)
+    except (OverflowError, ValueError):
+        return None
 
 
 def _next_stamp(text: str, pos: int) -> re.Match | None:
@@ -191,9 +212,13 @@ def day_of(value: date | datetime) -> date:
 
 
 def add_months(day: date, months: int) -> date:
-    """`day` moved by whole months as Emacs moves dates: a day past the month's end runs into the next."""
+    """`day` moved by whole months as Emacs moves dates: a day past the month's end runs into the next;
+    OverflowError past the years a date can have, as for days."""
     month = day.month - 1 + months
-    return date(day.year + month // 12, month % 12 + 1, 1) + timedelta(days=day.day - 1)
+    year = day.year + month // 12
+    if not MINYEAR <= year <= MAXYEAR:
+        raise OverflowError("date value out of range")
+    return date(year, month % 12 + 1, 1) + timedelta(days=day.day - 1)
 
 
 def parse_when(text: str, today: date) -> date:
@@ -205,10 +230,13 @@ def parse_when(text: str, today: date) -> date:
     if word in named:
         return today + timedelta(days=named[word])
     if m := _RELATIVE.fullmatch(word):
-        n = int(m[2]) * (1 if m[1] == "+" else -1)
-        if m[3] in "dw":
-            return today + timedelta(days=n * (7 if m[3] == "w" else 1))
-        return add_months(today, n * (12 if m[3] == "y" else 1))
+        try:
+            n = int(m[2]) * (1 if m[1] == "+" else -1)
+            if m[3] in "dw":
+                return today + timedelta(days=n * (7 if m[3] == "w" else 1))
+            return add_months(today, n * (12 if m[3] == "y" else 1))
+        except (OverflowError, ValueError):  # ValueError: more digits than a number is read from
+            raise QueryError(f"{quoted(text)} lies past the years 1 to 9999 that a date can have") from None
     if _ISO_DAY.fullmatch(word):
         try:
             return date.fromisoformat(word)

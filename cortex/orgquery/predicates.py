@@ -35,7 +35,7 @@ import re2
 from orgparse.date import TIMESTAMP_NOBRACE_RE
 
 from ..errors import located
-from ..words import quoted
+from ..words import QUOTED, quoted
 from .dates import parse_when
 from .errors import QueryError
 
@@ -300,8 +300,11 @@ def time_of(text: str) -> datetime | None:
     if m is None or not 1 <= int(m["month"]) <= 12:
         return None
     # Emacs's encode-time carries a day past the month's end into the next month
-    day = datetime(int(m["year"]), int(m["month"]), 1) + timedelta(days=int(m["day"]) - 1)
-    return day.replace(hour=int(m["hour"] or 0), minute=int(m["min"] or 0)) if m["hour"] else day
+    try:
+        day = datetime(int(m["year"]), int(m["month"]), 1) + timedelta(days=int(m["day"]) - 1)
+        return day.replace(hour=int(m["hour"] or 0), minute=int(m["min"] or 0)) if m["hour"] else day
+    except (OverflowError, ValueError):  # year 0, a day past 9999-12-31, an hour past 23
+        return None
 
 
 def time_value(text: str, now: datetime | None = None) -> datetime | None:
@@ -317,10 +320,13 @@ def time_value(text: str, now: datetime | None = None) -> datetime | None:
     if text in named:
         return named[text]
     if m := _RELATIVE_TIME.fullmatch(text):
-        return (now if m[2] == "h" else today) + timedelta(seconds=int(m[1]) * _UNIT_SECONDS[m[2]])
+        try:
+            return (now if m[2] == "h" else today) + timedelta(seconds=int(m[1]) * _UNIT_SECONDS[m[2]])
+        except (OverflowError, ValueError):  # ValueError: more digits than a number is read from
+            raise QueryError(f"{quoted(text)} lies past the years 1 to 9999 that a time can have") from None
     found = time_of(text)
     if found is None:
-        raise QueryError(f"{text} is not a time: write <2026-11-23>, <2026-11-23 Mon 10:00>, <today>, <now>, "
+        raise QueryError(f"{quoted(text)} is not a time: write <2026-11-23>, <2026-11-23 Mon 10:00>, <today>, <now>, "
                          "<tomorrow>, <yesterday> or <+2d> (h d w m y)")
     return found
 
@@ -637,17 +643,26 @@ def read(text: str) -> list:
 
 
 def show(form) -> str:
-    """A form as Hy text, to quote it in a message."""
+    """A form as Hy text, to quote it in a message: its first QUOTED characters and its length when longer."""
+    text = _text(form)
+    return text if len(text) <= QUOTED else f"{text[:QUOTED]}… ({len(text):,} characters)"
+
+
+def _text(form) -> str:
     if isinstance(form, hy.models.Keyword):
         return f":{form.name}"
     if isinstance(form, hy.models.Symbol):
         return str(form)
-    if isinstance(form, (int, float)) and not isinstance(form, bool):
-        return repr(float(form) if isinstance(form, float) else int(form))
+    if isinstance(form, bool):
+        return str(form)
+    if isinstance(form, int):
+        return repr(int(form)) if form.bit_length() < 1000 else f"a number of about {form.bit_length() * 3 // 10} digits"
+    if isinstance(form, float):
+        return repr(float(form))
     if isinstance(form, str):
-        return hy.repr(str(form))
+        return hy.repr(str(form)[:QUOTED + 1])
     if isinstance(form, (list, tuple)):
-        return "(" + " ".join(show(x) for x in form) + ")"
+        return "(" + " ".join(_text(x) for x in form[:QUOTED]) + ")"
     if isinstance(form, Predicate):
         return repr(form)
     return str(form)
@@ -885,7 +900,11 @@ def _when(call: _Call, today: date) -> Predicate:
 
 def _day(call: _Call, value, today: date) -> date:
     if isinstance(value, int) and not isinstance(value, bool):
-        return today + timedelta(days=value)
+        try:
+            return today + timedelta(days=value)
+        except OverflowError:
+            raise error(call.form, f"{show(value)} days from today lies past the years 1 to 9999 that a date can "
+                                   f"have, in {show(call.form)}") from None
     if not isinstance(value, str):
         raise error(call.form, f"{show(value)} is not a date in {show(call.form)}")
     try:

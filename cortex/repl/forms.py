@@ -8,7 +8,7 @@ so `(find :todo "TODO")` calls `find(session, todo="TODO")`.
 from __future__ import annotations
 
 from ..errors import UserError
-from ..words import shown_stats, unsaved_note
+from ..words import quoted, shown_stats, unsaved_note
 from .registry import FORMS, form, prelude
 from .values import FileEntry, Help, HelpEntry, Message, OrgText, Outline, is_a
 
@@ -48,14 +48,14 @@ def id_of(x) -> str:
 
 def duration(text, option: str):
     """A duration a user wrote ("90d", "12w"), or None for None; a bad one names the option."""
-    if not text:
+    if text is None:
         return None
     from ..api import DurationError, parse_duration
 
     try:
         return parse_duration(text)
     except DurationError as exc:
-        raise UserError(f"{option} {text!r}: {exc}") from None
+        raise UserError(f"{option} {quoted(text)}: {exc}") from None
 
 
 # --- the store --------------------------------------------------------------------------------

@@ -75,7 +75,7 @@ def memory_compact(session, agent, *, max_age=None):
     from ..api import RetentionPolicy
 
     age = duration(max_age, "max-age")
-    return session.cortex.memory.compact(agent, RetentionPolicy(age) if age else None)
+    return session.cortex.memory.compact(agent, None if age is None else RetentionPolicy(age))
 
 
 @form
