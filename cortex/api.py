@@ -28,7 +28,7 @@ from .history import Change, DirtyWorkingFiles, LogEntry, RollbackReport, Versio
 from .ingest import IngestReport
 from .objects import Headline, Snapshot, Tree
 from .query import Node
-from .words import quoted
+from .words import brief, quoted
 
 CONFIG = "config"
 LITERATE = "dsl.literate"
@@ -69,8 +69,10 @@ def __dir__() -> list[str]:
 def convert_brace_file(path: str | os.PathLike, output: str | os.PathLike | None = None) -> str:
     """The defmemory / defwebhook forms of a brace-syntax file (memory "x" { ... }), also written to `output`."""
     from .dsl import convert_brace_syntax
+    from .dsl.reader import MAX_SIZE
+    from .reads import read_bounded
 
-    data = Path(path).read_bytes()
+    data = read_bounded(path, MAX_SIZE, "a definitions file")
     try:
         source = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -251,7 +253,7 @@ class Cortex:
         """The headlines of one file, or of every file."""
         tree = self.working()
         if path is not None and path not in tree.entries:
-            raise NotFound(f"{path}: not in the working state")
+            raise NotFound(f"{brief(path)}: not in the working state")
         return list(query.walk(self.store, tree, None if path is None else [path]))
 
     def files(self) -> dict[str, tuple[int, int]]:

@@ -31,6 +31,7 @@ from .files import is_leftover, remove_leftovers
 from .hashing import OID_SIZE, Oid, hash_bytes
 from .objects import EMPTY_TREE, OrgObject, Tree
 from .paths import ORG_SUFFIX, path_problem
+from .reads import ORG_FILE, TooLarge, read_file_bounded
 from .retry import retrying
 from .words import counted
 
@@ -340,6 +341,9 @@ def _read(batch: "_Batch", root: Path, files: list[str], report: IngestReport, p
             except OSError as exc:
                 report.problems.append(Problem(rel, exc.strerror or str(exc)))
                 continue
+            except TooLarge as exc:
+                report.problems.append(Problem(rel, f"{exc.reason}: not ingested"))
+                continue
             if data is None:
                 report.problems.append(Problem(rel, "kept changing while it was read; it is read when it is saved"))
                 continue
@@ -364,7 +368,7 @@ def _read_whole(path: str) -> tuple[int, os.stat_result, bytes | None]:
     for _ in range(READ_ATTEMPTS):
         with open(path, "rb") as file:
             read_at, stat = time.time_ns(), os.fstat(file.fileno())
-            data = file.read()
+            data = read_file_bounded(file, ORG_FILE, "an Org file", path)
             if _signature(os.fstat(file.fileno())) == _signature(stat) and len(data) == stat.st_size:
                 return read_at, stat, data
     return read_at, stat, None

@@ -12,6 +12,7 @@ from .bounded import BoundedDict
 from .errors import NotFound
 from .hashing import Oid
 from .objects import Document, Headline, Tree
+from .words import brief
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def lookup(store: Store, tree: Tree, org_id: str) -> Node:
     path = file_ids(store, tree).get(org_id)
     if path is not None:
         raise FileIdNotHeadline(org_id, path)
-    raise NotFound(f"no headline with :ID: {org_id}")
+    raise NotFound(f"no headline with :ID: {brief(org_id)}")
 
 
 def with_id(store: Store, tree: Tree, org_id: str) -> Node | None:

@@ -67,3 +67,9 @@ def quoted(value, limit: int = QUOTED) -> str:
     mistaken value of a megabyte makes a message of a line."""
     text = str(value)
     return repr(text) if len(text) <= limit else f"{text[:limit]!r}… ({len(text):,} characters)"
+
+
+def brief(value, limit: int = QUOTED) -> str:
+    """A value as a message names it, unquoted: whole, or its first `limit` characters and its length."""
+    text = str(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"

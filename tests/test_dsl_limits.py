@@ -28,6 +28,7 @@ from cortex.dsl import (
 )
 from cortex.dsl.diagnostics import CHECKED, SHOWN, Problems
 from cortex.dsl.reader import MAX_DEPTH, MAX_SIZE, SourceFile, read_forms
+from cortex.errors import UserError
 
 from conftest import cpu_seconds
 
@@ -169,10 +170,14 @@ def test_a_definitions_file_larger_than_the_limit_is_refused_unread(tmp_path):
     with huge.open("wb") as file:
         file.truncate(1 << 36)  # 64 GiB, sparse: more than reading could hold in memory
     start = time.monotonic()
-    with pytest.raises(DslError, match=rf"definitions.hy:1:1: {1 << 36} bytes is too large for a definitions file "
-                                       rf"\(at most {MAX_SIZE // 1024} KiB\)"):
+    with pytest.raises(UserError, match=r"definitions.hy: more than 256.0 KiB, the most a definitions file may hold"):
         load_definitions(huge)
     assert time.monotonic() - start < 1
+
+
+def test_a_device_that_never_ends_is_read_no_further_than_the_limit():
+    with pytest.raises(UserError, match="^/dev/zero: more than 256.0 KiB, the most a definitions file may hold$"):
+        load_definitions("/dev/zero")
 
 
 def test_definitions_past_the_size_limit_are_not_read():

@@ -16,6 +16,10 @@ REPL_OPTIONS = ("--store", "--no-org")
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `cortex` console script."""
     args = sys.argv[1:] if argv is None else list(argv)
+    for n, arg in enumerate(args, 1):
+        if (problem := _not_text(arg)) is not None:
+            print(f"cortex: argument {n} {problem}", file=sys.stderr)
+            sys.exit(2)
     if args and args[0].split("=")[0] in REPL_OPTIONS:
         args = ["repl", *args]
     if not args or (args[0] in FAST and not {"-h", "--help"} & set(args)):
@@ -25,6 +29,16 @@ def main(argv: list[str] | None = None) -> None:
     from .app import main as app_main
 
     app_main(args)
+
+
+def _not_text(arg: str) -> str | None:
+    """What makes a command-line argument no text cortex can keep (None: nothing): bytes that are not UTF-8
+    (which Python holds as lone surrogates) or a NUL."""
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"is not UTF-8 text (byte 0x{ord(arg[exc.start]) & 0xFF:02x} at character {exc.start + 1})"
+    return "holds a NUL character" if "\0" in arg else None
 
 
 def _repl_args(args: list[str]) -> list[str]:

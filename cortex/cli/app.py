@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 import warnings
 
@@ -9,6 +11,7 @@ import click
 from rich.markup import escape
 
 from ..errors import CortexError
+from ..words import QUOTED, quoted
 from .agenda import agenda_commands
 from .mcp import mcp_command
 from .query import query
@@ -36,10 +39,10 @@ def cli(ctx: click.Context) -> None:
 @click.argument("org_root", required=False, type=click.Path(file_okay=False))
 def repl(store, no_org, org_root):
     """The Hy REPL over a store, after ingesting ORG_ROOT (default: the store's, else ./org)."""
-    from ..repl import eval_source, run
+    from ..repl import eval_source, piped_forms, run
 
     if not sys.stdin.isatty():
-        sys.exit(eval_source(sys.stdin.read(), store, org_root, folder=not no_org, filename="<stdin>"))
+        sys.exit(eval_source(piped_forms(), store, org_root, folder=not no_org, filename="<stdin>"))
     sys.exit(run(store, org_root, folder=not no_org))
 
 
@@ -50,9 +53,9 @@ def repl(store, no_org, org_root):
 @click.argument("forms", nargs=-1)
 def eval_(store, org_root, no_org, forms):
     """Evaluate Hy FORMS (or forms piped on stdin) as the REPL would; exit 1 on the first error."""
-    from ..repl import eval_source
+    from ..repl import eval_source, piped_forms
 
-    source = " ".join(forms) if forms else sys.stdin.read()
+    source = " ".join(forms) if forms else piped_forms()
     sys.exit(eval_source(source, store, org_root, folder=not no_org, filename="<eval>" if forms else "<stdin>"))
 
 
@@ -66,12 +69,25 @@ def _warn(message, category, filename, lineno, file=None, line=None) -> None:
     err_console.print(f"[yellow]warning:[/] {escape(str(message))}")
 
 
+_QUOTED_VALUE = re.compile(r"'([^'\n]{%d,})'|\"([^\"\n]{%d,})\"" % (QUOTED + 1, QUOTED + 1))
+
+
+def _shortened(message: str) -> str:
+    """click's message with each long value it quotes cut to a short prefix (`quoted`)."""
+    return _QUOTED_VALUE.sub(lambda m: quoted(m[1] if m[1] is not None else m[2]), message)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, turning cortex errors into one clear line and exit status 1."""
     warnings.showwarning = _warn
     try:
         cli.main(args=argv, prog_name="cortex", standalone_mode=False)
     except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "cortex"
+        err_console.print(f"[bold red]{escape(where)}:[/] {escape(_shortened(exc.format_message()))} "
+                          f"(see {escape(where)} --help)")
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
@@ -84,6 +100,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except CortexError as exc:
         err_console.print(f"[bold red]cortex:[/] {escape(str(exc))}")
+        sys.exit(1)
+    except OSError as exc:  # a path the system refuses: no such file, not a folder, a name too long...
+        where = f"{quoted(os.fsdecode(exc.filename))}: " if exc.filename is not None else ""
+        err_console.print(f"[bold red]cortex:[/] {escape(where + (exc.strerror or str(exc)))}")
         sys.exit(1)
 
 

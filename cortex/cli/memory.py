@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..errors import NotFound
-from ..words import counted, memory_summary
+from ..words import counted, memory_summary, quoted
 from .common import Commands, console, duration, err_console, short, table, with_cortex
 from .search import note_status, searched
 
@@ -78,7 +78,7 @@ def purge(cx, agent, hard, yes):
     """
     what = "files and every trace in history (this cannot be undone)" if hard else "files (history keeps them)"
     if not hard and agent not in cx.memory.list_agent_contexts():
-        raise NotFound(f"agent {agent!r} has no memory here; `cortex memory list` lists the agents")
+        raise NotFound(f"agent {quoted(agent)} has no memory here; `cortex memory list` lists the agents")
     if not yes and not click.confirm(f"purge {agent}'s {what}?"):
         err_console.print(f"nothing purged: {agent}'s memory is as it was")
         raise SystemExit(1)

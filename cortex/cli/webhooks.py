@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import click
 
@@ -12,6 +11,8 @@ from ..words import counted
 from .common import Commands, console, duration, err_console, table, when, with_cortex
 
 PROVIDERS = ("github", "stripe", "slack", "standard", "custom", "jwt")
+MAX_PAYLOAD = 16 << 20  # bytes of a payload read from a file (a receiver takes 1 MiB unless told otherwise)
+MAX_KEY = 1 << 20  # bytes of a private key file
 # What `add` writes into the definitions file is checked here, so a mistake names its option.
 _URL_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*\Z")  # RFC 3986 path characters, no { } for Starlette
 _HEADER = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # an RFC 9110 token
@@ -150,9 +151,11 @@ def test(cx, name, payload, event, url, tamper, stale, private_key):
     Exits 1 when the answer is not what the test expects: a delivery accepted (2xx), or with
     --tamper or --stale, rejected.
     """
+    from ..reads import read_bounded
+
     if payload.startswith("@"):
         payload = _read_payload(payload[1:])
-    key = Path(private_key).read_bytes() if private_key else None
+    key = read_bounded(private_key, MAX_KEY, "a private key") if private_key else None
     result = cx.webhook_test(name, payload, event=event, url=url, tamper=tamper, stale=stale, private_key=key)
     for label, value in result.summary():
         console.print(f"{label:9} {value}", markup=False)
@@ -287,9 +290,10 @@ def _secret_text(w) -> str:
 
 def _read_payload(path: str) -> str:
     from ..errors import UserError
+    from ..reads import read_bounded
 
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return read_bounded(path, MAX_PAYLOAD, "a payload").decode("utf-8")
     except OSError as err:
         raise UserError(f"--payload @{path}: {err.strerror}") from None
     except UnicodeDecodeError:

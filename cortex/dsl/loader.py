@@ -7,11 +7,12 @@ from pathlib import Path
 import hy
 
 from cortex.dsl.definitions import Definitions, MemoryDefinition, WebhookDefinition
-from cortex.dsl.diagnostics import Diagnostic, DslError, Problems
+from cortex.dsl.diagnostics import DslError, Problems
 from cortex.dsl.interpret import Context, Parsed, check_unique, interpret_form
 from cortex.dsl.literate import cortex_blocks
 from cortex.dsl.reader import MAX_SIZE, SourceFile, read_forms, too_large
 from cortex.errors import NotFound, UserError
+from cortex.reads import ORG_FILE, read_bounded
 
 # Lets one file be both loaded as data and run by Hy, which needs the macros required first.
 _REQUIRE = hy.read("(require cortex.dsl.macros)")
@@ -44,12 +45,12 @@ def load_definitions(path: str | Path) -> Definitions:
     path = Path(path)
     org = path.suffix.lower() == ".org"
     try:
-        if not org and (size := path.stat().st_size) > MAX_SIZE:  # refused unread, however large
-            raise DslError([Diagnostic(str(path), 1, 1, f"{size} bytes is too large for a definitions file "
-                                                        f"(at most {MAX_SIZE // 1024} KiB)")])
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, ORG_FILE if org else MAX_SIZE, "an Org file" if org else "a definitions file"
+                            ).decode("utf-8")
     except FileNotFoundError:
         raise NotFound(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: a folder, not a definitions file") from None
     except UnicodeDecodeError as error:
         raise UserError(f"{path}: not UTF-8 text (byte {error.start})") from None
     if org:

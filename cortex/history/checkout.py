@@ -23,6 +23,7 @@ from ..hashing import Oid, hash_bytes
 from ..ingest import DOCS_BY_BYTES, WORKING, NotOrgText, decode_org, ingest, scan_folder
 from ..objects import Snapshot, Tree
 from ..paths import tree_problems
+from ..reads import ORG_FILE, TooLarge, read_bounded
 from .snapshots import HEAD, resolve, snapshot, snapshots
 
 
@@ -103,9 +104,11 @@ def disk_files(store: Store, root: Path) -> dict[str, OnDisk]:
 
 def _on_disk(path: Path, docs) -> OnDisk:
     try:
-        data = path.read_bytes()
+        data = read_bounded(path, ORG_FILE, "an Org file")
     except OSError as exc:
         return OnDisk(None, problem=f"cannot be read: {exc.strerror}")
+    except TooLarge as exc:
+        return OnDisk(None, problem=f"cannot be read: {exc.reason}")
     digest = hash_bytes(data)
     document = docs.get(digest)
     if document is None:
@@ -238,10 +241,10 @@ def holds(digests: set[bytes | None]) -> Callable[[Path], bool]:
 
     def check(path: Path) -> bool:
         try:
-            data = path.read_bytes()
+            data = read_bounded(path, ORG_FILE, "an Org file")
         except FileNotFoundError:
             return None in digests
-        except OSError:  # no longer a file one can read (a folder, say)
+        except (OSError, TooLarge):  # no longer a file one can read (a folder, say), or one no digest is of
             return False
         return hash_bytes(data) in digests
 

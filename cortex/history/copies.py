@@ -37,12 +37,14 @@ from ..hashing import OID_SIZE, Oid, hash_bytes
 from ..ingest import WORKING, FolderRead, ReadCollected, note_written, read_folder, working_tree
 from ..objects import EMPTY_TREE, Tree
 from ..retry import retrying
-from ..words import counted
+from ..reads import TooLarge, read_bounded
+from ..words import brief, counted, quoted
 from .checkout import holds, holds_bytes
 from .merge import Conflict, conflicts_in, merge_trees
 
 RECORD = Path(".cortex") / "copy"
 BASE = Path(".cortex") / "base"
+RECORD_BYTES = 4096  # the most a copy's record or base file holds: a larger one is not read
 REF_PREFIX = "copies/"
 NEXT = "/next"  # with a copy's ref: the base its last sync made, trusted once the folder's record names it
 COPIES = "history.copies"  # copy id -> [folder, host, time made]
@@ -132,7 +134,7 @@ def forget_copy(store: Store, copy_id: str) -> Copy:
     """Forget a working copy (its folder was deleted, say): it syncs no more, and gc may collect its base."""
     found = [c for c in working_copies(store) if c.id.startswith(copy_id)] if copy_id else []
     if len(found) != 1:
-        raise UserError(f"{copy_id!r} names {'no' if not found else 'more than one'} working copy of this store; "
+        raise UserError(f"{quoted(copy_id)} names {'no' if not found else 'more than one'} working copy of this store; "
                         "`cortex copies` lists them")
 
     def drop() -> None:
@@ -384,17 +386,21 @@ def _copy_record(store: Store, folder: Path) -> tuple[str, bytes | None]:
     """The id of the working copy in `folder`, known to `store` (NotACopy otherwise), and the base the
     folder names, if any: to be trusted only if it is the one the copy's last sync made."""
     try:
-        copy_id = json.loads((folder / RECORD).read_text())["copy"]
-    except FileNotFoundError:
-        raise NotACopy(f"{folder}: not a working copy; make one with `cortex checkout {folder}`") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        copy_id = json.loads(read_bounded(folder / RECORD, RECORD_BYTES, "a working copy's record"))["copy"]
+    except (FileNotFoundError, NotADirectoryError):
+        shown = brief(str(folder), 200)
+        raise NotACopy(f"{shown}: not a working copy; make one with `cortex checkout {shown}`") from None
+    except OSError as exc:
+        raise NotACopy(f"{brief(str(folder / RECORD), 200)}: unreadable ({exc.strerror}); check the folder out "
+                       "again") from None
+    except (ValueError, KeyError, TypeError) as exc:
         raise NotACopy(f"{folder / RECORD}: unreadable ({exc}); check the folder out again") from None
     if not isinstance(copy_id, str) or store.refs.get(_ref(copy_id)) is None:
         raise NotACopy(f"{folder}: a working copy of another store (or one this store has forgotten)")
     try:
-        base = (folder / BASE).read_bytes()
+        base = read_bounded(folder / BASE, RECORD_BYTES, "a working copy's record")
         return copy_id, bytes.fromhex(base.decode("ascii")) if len(base) == 2 * OID_SIZE else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, TooLarge):
         return copy_id, None
 
 

@@ -10,6 +10,7 @@ from ..hashing import Oid
 from ..ingest import working_tree
 from ..objects import EMPTY_TREE, Headline, Snapshot, Tree
 from ..query import with_id
+from ..words import brief
 from .snapshots import not_negative, resolve, snapshots
 
 @dataclass(frozen=True)
@@ -211,5 +212,5 @@ def headline_history(store: Store, org_id: str) -> list[Version]:
         versions.append(Version(snap, found[0], found[1], change))
         previous = found
     if not versions:
-        raise NotFound(f"no snapshot holds a headline with :ID: {org_id}")
+        raise NotFound(f"no snapshot holds a headline with :ID: {brief(org_id)}")
     return versions

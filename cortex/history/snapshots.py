@@ -17,7 +17,7 @@ from ..errors import NotFound, UserError
 from ..ingest import WORKING, working_tree
 from ..objects import EMPTY_TREE, Snapshot, Tree
 from ..retry import retrying
-from ..words import counted
+from ..words import brief, counted, quoted
 
 HEAD = "HEAD"
 SNAPSHOTS = "history.snapshots"
@@ -97,12 +97,12 @@ def resolve(store: Store, ref: str | int) -> Snapshot:
         if int(text) >= len(listed):
             raise NotFound(f"no snapshot at position {text}: there are {len(listed)}")
         return listed[int(text)]
-    match = re.fullmatch(r"HEAD(?:~(\d+)|@\{(\d+)\})?", text)
+    match = re.fullmatch(r"HEAD(?:~(\d{1,18})|@\{(\d{1,18})\})?", text)
     if match:
         return _from_head(store, text, int(match[1] or 0), int(match[2] or 0))
     if re.fullmatch(r"[0-9a-fA-F]{4,64}", text):
         return _from_prefix(store, text.lower())
-    raise UserError(f"{text!r} is not a snapshot: use an oid or prefix, HEAD, HEAD~N, HEAD@{{N}} or a position")
+    raise UserError(f"{quoted(text)} is not a snapshot: use an oid or prefix, HEAD, HEAD~N, HEAD@{{N}} or a position")
 
 
 def _from_head(store: Store, text: str, back: int, moves: int) -> Snapshot:
@@ -128,9 +128,9 @@ def _from_prefix(store: Store, prefix: str) -> Snapshot:
     if not matches and len(prefix) == 64 and bytes.fromhex(prefix) in store.objects:
         matches = {bytes.fromhex(prefix)}
     if not matches:
-        raise NotFound(f"no snapshot {prefix}")
+        raise NotFound(f"no snapshot {brief(prefix)}")
     if len(matches) > 1:
-        raise UserError(f"snapshot prefix {prefix} is ambiguous: {', '.join(sorted(m.hex()[:12] for m in matches))}")
+        raise UserError(f"snapshot prefix {brief(prefix)} is ambiguous: {', '.join(sorted(m.hex()[:12] for m in matches))}")
     obj = store.objects[matches.pop()]
     if not isinstance(obj, Snapshot):
         raise UserError(f"{prefix} is a {obj.kind}, not a snapshot")

@@ -10,6 +10,8 @@ from ..errors import UserError
 from ..files import write_atomically
 from ..hashing import hash_bytes
 from ..paths import tree_problems
+from ..reads import read_file_bounded
+from ..words import quoted
 from ..objects import Document, Headline, OrgObject, Snapshot, Tree
 from ..objects import decode as decode_object
 from .gc import reach
@@ -17,6 +19,7 @@ from .snapshots import SNAPSHOTS, resolve, snapshot_key
 
 MAGIC = b"CORTEX-SNAPSHOT\n"
 EXPORT_VERSION = 1
+MAX_EXPORT = 4 << 30  # bytes an export may hold: it is read whole to be verified before anything is added
 
 
 class DamagedExport(UserError):
@@ -29,7 +32,10 @@ def export_snapshot(store: Store, ref: str | int, path: Path) -> tuple[Snapshot,
     closure = reach(store, [snap.root]) | {snap.oid}
     objects = store.objects.load_many(sorted(closure))
     body = encode([EXPORT_VERSION, snap.oid, [[obj.oid, obj.encoded] for obj in objects]])
-    write_atomically(Path(path), MAGIC + body + hash_bytes(body))
+    try:
+        write_atomically(Path(path), MAGIC + body + hash_bytes(body))
+    except OSError as exc:
+        raise UserError(f"{quoted(str(path))}: cannot write an export there ({exc.strerror or exc})") from None
     return snap, len(closure)
 
 
@@ -60,8 +66,12 @@ def import_snapshot(store: Store, path: Path) -> Snapshot:
 
 def _read_export(path: Path) -> tuple[bytes, dict[bytes, bytes]]:
     """The snapshot oid and the objects (oid -> bytes) of an export file whose checksums all hold."""
-    data = path.read_bytes()
-    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 32:
+    with path.open("rb") as file:
+        head = file.read(len(MAGIC))  # first, so that a file that is no export is not read further
+        if head != MAGIC:
+            raise DamagedExport(f"{path}: not a cortex snapshot export")
+        data = head + read_file_bounded(file, MAX_EXPORT, "a snapshot export", str(path))
+    if len(data) < len(MAGIC) + 32:
         raise DamagedExport(f"{path}: not a cortex snapshot export")
     body, digest = data[len(MAGIC):-32], data[-32:]
     if hash_bytes(body) != digest:

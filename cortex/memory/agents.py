@@ -44,6 +44,7 @@ from ..ingest import DOCS_BY_BYTES, WORKING, IngestReport, NotOrgText, commit_fi
 from ..objects import Document, Snapshot, Tree
 from ..orgfile import parse, render_headline
 from ..query import render_file
+from ..words import quoted
 from .items import BadItemText, MemoryItem, check_text, item_from_headline, normalise
 from .layout import (
     AGENTS,
@@ -453,7 +454,7 @@ class AgentMemory:
                 self._sync(folder)
                 named = self._named(agent, item)
                 if not named.found and not hard:
-                    raise NotFound(f"agent {agent!r} has no memory item {item!r}")
+                    raise NotFound(f"agent {agent!r} has no memory item {quoted(item)}")
                 before = None if hard else self._checkpoint(folder, f"before forgetting an item of {agent}")
                 files = self._forget_in_files(agent, named)
                 if files and not hard:  # so that a rollback to `before` finds no unsnapshotted edit
@@ -461,7 +462,7 @@ class AgentMemory:
             forgotten = self.cortex.erase(rewrite_documents(self._forget_in_document(agent, named)),
                                           f"{named.label} of agent {agent}") if hard else None
         if not files and forgotten is None:
-            raise NotFound(f"agent {agent!r} has no memory item {item!r} here or in any kept snapshot")
+            raise NotFound(f"agent {agent!r} has no memory item {quoted(item)} here or in any kept snapshot")
         return ForgetReport(list(named.ids), files, before, forgotten)
 
     def _named(self, agent: str, name: str) -> _Named:

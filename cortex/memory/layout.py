@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..objects import Headline
+from ..words import quoted
 
 AGENTS = "agents"
 MEMORY_FILE = "memory.org"
@@ -43,7 +44,7 @@ class MemoryTag:
 def check_agent_id(agent: str) -> str:
     """Return `agent` if it can name a folder under `agents/`, else raise BadAgentId saying why."""
     if not isinstance(agent, str) or not agent.strip():
-        raise BadAgentId(f"agent id {agent!r}: empty; use a name such as 'assistant'")
+        raise BadAgentId(f"agent id {quoted(agent)}: empty; use a name such as 'assistant'")
     problem = None
     if agent.startswith("."):
         problem = "starts with a dot"
@@ -56,7 +57,7 @@ def check_agent_id(agent: str) -> str:
     elif len(agent.encode()) > 200:
         problem = "is longer than 200 bytes"
     if problem:
-        raise BadAgentId(f"agent id {agent!r}: {problem}; an agent id names one folder under {AGENTS}/")
+        raise BadAgentId(f"agent id {quoted(agent)}: {problem}; an agent id names one folder under {AGENTS}/")
     return agent
 
 
@@ -66,7 +67,7 @@ def agent_folder(root: Path, agent: str) -> Path:
     real_root = os.path.realpath(root)
     real = os.path.realpath(folder)
     if os.path.commonpath([real_root, real]) != real_root:
-        raise BadAgentId(f"agent id {agent!r}: {folder} leads outside the Org root {root}")
+        raise BadAgentId(f"agent id {quoted(agent)}: {folder} leads outside the Org root {root}")
     return folder
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..files import ChangedMeanwhile, confined, file_holds, folder_lock, write_under
+from ..reads import ORG_FILE, read_bounded
 
 LOCK_TIMEOUT = 60.0
 ATTEMPTS = 5
@@ -35,9 +36,9 @@ def agent_lock(folder: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
 
 
 def read_or_none(path: Path) -> bytes | None:
-    """A file's bytes, or None when it does not exist."""
+    """A file's bytes (at most the bound of an Org file), or None when it does not exist."""
     try:
-        return path.read_bytes()
+        return read_bounded(path, ORG_FILE, "an Org file")
     except FileNotFoundError:
         return None
 

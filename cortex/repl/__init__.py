@@ -12,6 +12,8 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+MAX_PIPED = 16 << 20  # characters of forms read from stdin
+
 
 def eval_source(text: str, store=None, org_root=None, *, filename: str = "<eval>", ingest: bool = True,
                 folder: bool = True, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -31,6 +33,13 @@ def eval_source(text: str, store=None, org_root=None, *, filename: str = "<eval>
         session.close()
 
 
+def piped_forms() -> str:
+    """The forms piped on stdin: at most MAX_PIPED characters (TooLarge, naming stdin and the bound, beyond)."""
+    from ..reads import read_text_bounded
+
+    return read_text_bounded(sys.stdin, MAX_PIPED, "forms piped in", "stdin")
+
+
 def run(store=None, org_root=None, **options) -> int:
     """Run the interactive REPL until Ctrl-D; see `cortex.repl.app.run` for the options."""
     from .app import run as run_app
@@ -38,4 +47,4 @@ def run(store=None, org_root=None, **options) -> int:
     return run_app(store, org_root, **options)
 
 
-__all__ = ["eval_source", "run"]
+__all__ = ["eval_source", "piped_forms", "run"]

@@ -6,7 +6,8 @@ import argparse
 import os
 import sys
 
-from . import eval_source, run
+from ..errors import UserError
+from . import eval_source, piped_forms, run
 
 TRUE = ("1", "true", "t", "yes", "y", "on")  # what the CLI's flags read as set in the environment
 
@@ -28,7 +29,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.source is not None:
         return eval_source(args.source, **where)
     if not sys.stdin.isatty():
-        return eval_source(sys.stdin.read(), **where, filename="<stdin>")
+        try:
+            source = piped_forms()
+        except UserError as exc:
+            print(f"cortex: {exc}", file=sys.stderr)
+            return 1
+        return eval_source(source, **where, filename="<stdin>")
     if not sys.stdout.isatty():
         return run(**where)
     from .early import EarlyPrompt

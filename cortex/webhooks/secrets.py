@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 from cortex.errors import UserError
+from cortex.reads import TooLarge, read_bounded
 
 SECRET_SCHEME = "secret://"
 REDACTED = "***"
+MAX_SECRET = 1 << 20  # bytes of a secret or key file
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -114,11 +116,13 @@ def _from_file(name: str, webhook: str, base_dir: str | Path | None) -> Secret:
         path = Path(base_dir) / path
     source = f"file {str(path)!r}"
     try:
-        data = path.read_bytes()
+        data = read_bounded(path, MAX_SECRET, "a secret")
     except FileNotFoundError:
         raise MissingSecret(webhook, source, "does not exist") from None
     except OSError as err:
         raise MissingSecret(webhook, source, f"cannot be read: {err.strerror}") from None
+    except TooLarge as err:
+        raise MissingSecret(webhook, source, f"cannot be read: {err.reason}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:  # a binary key: every byte of it is the key, a last 0x0a too

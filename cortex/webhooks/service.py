@@ -31,6 +31,7 @@ from cortex.backends.group import GroupCommit, Member
 from cortex.dsl.definitions import Provider, WebhookDefinition
 from cortex.errors import CortexError, NotFound, UserError
 from cortex.files import alive
+from cortex.reads import ORG_FILE, read_bounded
 from cortex.memory.layout import log_path
 from cortex.query import render_file
 from cortex.webhooks.deliveries import KEEP_FOR, Delivery, DeliveryLog, Outcome, id_time_ns, new_id, span_ns
@@ -359,7 +360,7 @@ class WebhookService:
             if self.cx.root is None:
                 tree = self.cx.working()
                 return render_file(self.cx.store, tree, path) if path in tree.entries else ""
-            return (self.cx.root / path).read_text(encoding="utf-8", errors="replace")
+            return read_bounded(self.cx.root / path, ORG_FILE, "an Org file").decode("utf-8", errors="replace")
         except (FileNotFoundError, NotADirectoryError):
             return ""
         except Exception:  # noqa: BLE001 - cannot tell
