@@ -7,12 +7,13 @@ import re
 
 import click
 
-from ..words import counted
+from ..words import counted, quoted
 from .common import Commands, console, duration, err_console, table, when, with_cortex
 
 PROVIDERS = ("github", "stripe", "slack", "standard", "custom", "jwt")
 MAX_PAYLOAD = 16 << 20  # bytes of a payload read from a file (a receiver takes 1 MiB unless told otherwise)
 MAX_KEY = 1 << 20  # bytes of a private key file
+MAX_NAME = 64  # characters of a webhook's or an agent's name written into the definitions file
 # What `add` writes into the definitions file is checked here, so a mistake names its option.
 _URL_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*\Z")  # RFC 3986 path characters, no { } for Starlette
 _HEADER = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # an RFC 9110 token
@@ -21,9 +22,9 @@ _HEADER = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # an RFC 9110 token
 def _name(ctx, param, value):
     from ..dsl.interpret import NAME  # here: it loads jwt, which most commands do without
 
-    if value is not None and not NAME.match(value):
-        raise click.BadParameter(f"{value!r} is not a name: a letter, then letters, digits, - or _ "
-                                 "(like code-review-agent)")
+    if value is not None and not (NAME.match(value) and len(value) <= MAX_NAME):
+        raise click.BadParameter(f"{quoted(value)} is not a name: a letter, then letters, digits, - or _ "
+                                 f"(like code-review-agent), at most {MAX_NAME} of them")
     return value
 
 
@@ -218,13 +219,16 @@ def redeliver(cx, delivery_id):
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8787, show_default=True,
               help="Port to listen on (0: any free port).")
-@click.option("--max-body", type=click.IntRange(min=1), default=1 << 20, show_default=True,
+@click.option("--max-body", type=click.IntRange(1, 1 << 30), default=1 << 20, show_default=True,
               help="Largest body accepted, in bytes; larger ones get 413.")
 @click.option("--keep-logs", default="30d", show_default=True, help="How long logged deliveries are kept.")
 @with_cortex
 def serve_command(cx, host, port, max_body, keep_logs):
     """Receive webhook deliveries over HTTP at the paths the definitions declare."""
+    from ..listen import listen
+
     service, server = cx.webhook_server(host, port, max_body, duration(keep_logs, "--keep-logs"))
+    listen(host, port).close()  # an address no socket can listen at is refused in one line, before serving
     for warning in service.warnings:
         err_console.print(warning, style="yellow", markup=False)
     if not service.endpoints:

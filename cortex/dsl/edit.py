@@ -9,6 +9,7 @@ from cortex.dsl.loader import collect
 from cortex.dsl.reader import SourceFile, form_span
 from cortex.dsl.render import render_definition
 from cortex.errors import NotFound, UserError
+from cortex.words import brief
 
 Kind = type[MemoryDefinition] | type[WebhookDefinition]
 
@@ -61,7 +62,7 @@ def _find(file: SourceFile, name: str, kind: Kind | None) -> Parsed:
         raise DslError(problems)
     matches = [p for p in parsed if p.definition.name == name and (kind is None or isinstance(p.definition, kind))]
     if not matches:
-        raise NotFound(f"{file.name}: no definition named {name}")
+        raise NotFound(f"{file.name}: no definition named {brief(name)}")
     if len(matches) > 1:
         raise UserError(f"{file.name}: both a memory and a webhook are named {name}; say which to change")
     return matches[0]

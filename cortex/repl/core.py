@@ -225,6 +225,13 @@ def mentions(model, symbols: frozenset[str]) -> bool:
     return isinstance(model, hy.models.Sequence) and any(mentions(part, symbols) for part in model)
 
 
+def _pointed(line: str, column: int, width: int = 80) -> str:
+    """The line an error is on, at most `width` characters of it around `column`, with a caret under it."""
+    start = max(0, min(column - width // 2, len(line) - width))
+    shown = ("…" if start else "") + line[start:start + width] + ("…" if len(line) > start + width else "")
+    return f"\n  {shown}\n  {' ' * (column - start + bool(start))}^"
+
+
 def describe_error(exc: BaseException, source: str, filename: str = "<input>") -> str:
     """An error as one located message: `file:line:column: what`, with the line and a caret when known."""
     if isinstance(exc, KeyboardInterrupt):
@@ -235,7 +242,7 @@ def describe_error(exc: BaseException, source: str, filename: str = "<input>") -
         message = located(exc.filename or filename, exc.lineno, exc.msg, exc.offset)
         lines = source.splitlines()
         if exc.lineno and 0 < exc.lineno <= len(lines):
-            message += f"\n  {lines[exc.lineno - 1]}\n  {' ' * max((exc.offset or 1) - 1, 0)}^"
+            message += _pointed(lines[exc.lineno - 1], max((exc.offset or 1) - 1, 0))
         return message
     what = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, NameError) and exc.name:

@@ -27,6 +27,7 @@ from cortex.backends import Store
 from cortex.codec import decode, encode
 from cortex.errors import NotFound, UserError
 from cortex.webhooks.seen import SeenKey, SeenKeys
+from cortex.words import brief, quoted
 
 DELIVERIES = "webhooks.deliveries"
 BODIES = "webhooks.bodies"
@@ -205,7 +206,7 @@ class DeliveryLog:
         """The delivery with this id (NotFound when there is none)."""
         data = self._records.get(_key(delivery_id))
         if data is None:
-            raise NotFound(f"no webhook delivery {delivery_id}")
+            raise NotFound(f"no webhook delivery {brief(delivery_id)}")
         return _delivery(_key(delivery_id), data)
 
     def body(self, delivery_id: str) -> bytes:
@@ -238,7 +239,7 @@ def _key(delivery_id: str) -> bytes:
     except (ValueError, TypeError):
         key = b""
     if len(key) != ID_SIZE:
-        raise UserError(f"{delivery_id!r} is not a delivery id (24 hex digits, as `cortex webhook logs` shows)")
+        raise UserError(f"{quoted(delivery_id)} is not a delivery id (24 hex digits, as `cortex webhook logs` shows)")
     return key
 
 

@@ -49,8 +49,10 @@ from cortex.webhooks.routing import (
 from cortex.webhooks.secrets import SECRET_SCHEME, MissingSecret, redact_headers, resolve_secret
 from cortex.webhooks.seen import DELIVERY, REPLAY, SeenKey
 from cortex.webhooks.verify import Reason, Verifier, verifier_for
+from cortex.words import brief, quoted
 
 MAX_BODY = 1 << 20  # bytes; a larger body is refused with 413
+SHOWN = 10  # webhooks a message lists by name
 # A pending delivery older than this is taken over whoever marked it: routing one takes seconds.
 LEASE = timedelta(minutes=5)
 
@@ -134,10 +136,13 @@ def find_webhook(cx, name: str) -> WebhookDefinition:
     for definition in webhooks:
         if definition.name == name:
             return definition
-    known = (", ".join(d.name for d in webhooks)
-             or "none; add one with `cortex webhook add` or in "
-             + (str(cx.definitions_path) if cx.root is not None else "a marked block of an Org file"))
-    raise NotFound(f"no webhook named {name!r} (defined: {known})")
+    if webhooks:
+        known = ", ".join(brief(d.name) for d in webhooks[:SHOWN]) + \
+            (f" and {len(webhooks) - SHOWN} more" if len(webhooks) > SHOWN else "")
+    else:
+        known = "none; add one with `cortex webhook add` or in " + \
+            (str(cx.definitions_path) if cx.root is not None else "a marked block of an Org file")
+    raise NotFound(f"no webhook named {quoted(name)} (defined: {known})")
 
 
 class WebhookService:
@@ -174,7 +179,7 @@ class WebhookService:
         for endpoint in self.endpoints.values():
             if endpoint.definition.name == name:
                 return endpoint
-        raise NotFound(f"no webhook named {name!r} (served: {', '.join(self.names()) or 'none'})")
+        raise NotFound(f"no webhook named {quoted(name)} (served: {', '.join(self.names()) or 'none'})")
 
     def names(self) -> list[str]:
         """The served webhooks' names, in definition order."""
