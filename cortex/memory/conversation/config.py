@@ -20,8 +20,8 @@ class ConfigError(UserError):
 class MemoryConfig:
     """Which driver and strategy to open, with the strategy's limits.
 
-    `budget_tokens` bounds the truncation window (and the rolling summary's window
-    while degraded); `recent_turns` is how many turns the rolling summary keeps
+    `budget_tokens` bounds the context: the truncation window, and the rolling
+    summary's turns and summary (its window alone while degraded); `recent_turns` is how many turns the rolling summary keeps
     verbatim; a summarizer that fails `retry_attempts` writes in a row degrades the
     identity; `backlog_max` bounds the batches queued for recovery; while degraded,
     every `recovery_every`-th write tries to drain the backlog; a summarizer call that

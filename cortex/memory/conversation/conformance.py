@@ -33,7 +33,7 @@ from .identity import Identity, IdentityRequired
 from .protocol import InvalidSnapshot, MemoryStore, Snapshot, StoreClosed
 from .strategies import StrategyNotImplemented, SummarizerRequired
 from .summarizers import ExtractiveSummarizer
-from .turns import InvalidTurn, TrajectoryDigest, Turn
+from .turns import CHARS_PER_TOKEN, InvalidTurn, TrajectoryDigest, Turn
 
 WHO = Identity("acme", "ada", "session-1")
 OTHER = Identity("acme", "bob", "session-1")
@@ -209,6 +209,18 @@ class MemoryStoreContract:
         memory.add_turn(WHO, make_turn(1))
         assert make_turn(1).tokens > 10
         assert memory.get_llm_context(WHO).turns == () and memory.estimate_tokens(WHO) == 0
+
+    def test_a_rolling_summary_fits_the_budget_newest_turns_first(self, open_memory):
+        turns = [make_turn(n) for n in range(12)]
+        budget = sum(t.tokens for t in turns[-2:]) + 3
+        memory = open_memory("rolling_summary", ExtractiveSummarizer(max_sentences=50), recent_turns=4,
+                             budget_tokens=budget)
+        for turn in turns:
+            memory.add_turn(WHO, turn)
+        patch = memory.get_llm_context(WHO)
+        assert patch.turns == tuple(turns[-2:]) and patch.tokens <= budget
+        assert patch.summary.endswith("…") and len(patch.summary) <= 3 * CHARS_PER_TOKEN
+        assert open_memory("rolling_summary", ExtractiveSummarizer(), budget_tokens=1).get_llm_context(WHO).tokens <= 1
 
     def test_none_remembers_nothing(self, open_memory):
         memory = open_memory("none")

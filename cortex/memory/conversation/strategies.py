@@ -23,7 +23,7 @@ from .health import Health, check_transition
 from .log import TurnLog
 from .protocol import ContextPatch, InvalidSnapshot
 from .summarizers import Summarizer, SummarizerCancelled, TimedSummarizer
-from .turns import InvalidTurn, Turn, estimate_tokens
+from .turns import CHARS_PER_TOKEN, InvalidTurn, Turn, estimate_tokens
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +163,13 @@ class Truncation(Strategy):
         return ContextPatch(self.name, "", turns, tokens)
 
 
+def _within(summary: str, budget: int) -> str:
+    """The summary, or its beginning that fits in `budget` tokens, ending with "…" (nothing for no budget)."""
+    if estimate_tokens(summary) <= budget:
+        return summary
+    return summary[:max(0, budget * CHARS_PER_TOKEN - 1)] + "…" if budget > 0 else ""
+
+
 def newest_within(turn_log: TurnLog, state: dict, budget: int) -> tuple[tuple[Turn, ...], int]:
     """The newest turns (oldest first) whose token estimates sum to at most `budget`, and that sum."""
     turns = tuple(map(itemgetter(1), turn_log.newest(state, budget=budget)))
@@ -232,15 +239,17 @@ class RollingSummary(Strategy):
         return key
 
     def context(self, turn_log: TurnLog) -> ContextPatch:
-        """Summary plus every unfolded turn; plain truncation while degraded or recovering."""
+        """The newest unfolded turns that fit the budget, then as much of the summary as fits what is left;
+        plain truncation while degraded or recovering."""
         state = self.state(turn_log)
         health = Health(state["health"])
         if _degraded(state):
             turns, tokens = newest_within(turn_log, state, self.budget_tokens)
             return ContextPatch(self.name, "", turns, tokens, health)
-        turns = tuple(turn for _, turn in self._unfolded(turn_log, state))
-        tokens = estimate_tokens(state["summary"]) + sum(t.tokens for t in turns)
-        return ContextPatch(self.name, state["summary"], turns, tokens, health)
+        turns = tuple(turn for _, turn in turn_log.newest(state, stop=state["folded"], budget=self.budget_tokens))
+        tokens = sum(t.tokens for t in turns)
+        summary = _within(state["summary"], self.budget_tokens - tokens)
+        return ContextPatch(self.name, summary, turns, tokens + estimate_tokens(summary), health)
 
     def cancel(self) -> None:
         """Stop waiting for the summarizer."""
