@@ -95,12 +95,17 @@ def default_store_path() -> str | Path:
 
 
 def open(store: str | os.PathLike | None = None, org_root: str | os.PathLike | None = None,
-         in_memory: bool = False, *, folder: bool = True) -> "Cortex":  # noqa: A001 - mirrors builtins.open
+         in_memory: bool = False, *, folder: bool = True, read_only: bool = False) -> "Cortex":  # noqa: A001
     """Open a store (default: `default_store_path()`): a folder, or a postgresql://user@host/db URL for a shared
     one; it tracks an Org folder (default: the one it tracked, else `org/`). With `folder=False` there is no
-    Org folder on this machine: writes commit to the store's working state directly."""
+    Org folder on this machine: writes commit to the store's working state directly. `read_only`: nothing is
+    written to the store or beside it (every write is refused; what a read would cache stays in memory), and a
+    store that does not exist is not made."""
     location = None if in_memory else (store or default_store_path())
-    backend = open_store(location)
+    if read_only and location is not None and not is_database_url(location) \
+            and not (Path(location).expanduser() / "data.mdb").is_file():
+        raise NotFound(f"{store_name(location)}: no store here to open read-only")
+    backend = open_store(location, read_only)
     try:
         return Cortex(backend, org_root, location, folder=folder)
     except BaseException:
@@ -148,7 +153,7 @@ class Cortex:
             raise UserError(
                 f"this store tracks the Org folder {recorded.decode()}, not {root}; "
                 "use another --store for another folder")
-        if recorded != str(root).encode():
+        if recorded != str(root).encode() and not self.store.read_only:
             config[ORG_ROOT_KEY] = str(root).encode()
         return root
 
@@ -547,8 +552,9 @@ class Cortex:
         return index
 
     def _index_folder(self) -> Path | None:
-        """Where the search indexes are saved: in the store's local folder (nowhere for an in-memory store)."""
-        folder = self.store.engine.local_folder
+        """Where the search indexes are saved: in the store's local folder (nowhere for an in-memory store, or
+        one open read-only: those are built in memory)."""
+        folder = None if self.store.read_only else self.store.engine.local_folder
         return None if folder is None else folder / "index"
 
     def _drop_indexes(self) -> None:
@@ -801,12 +807,14 @@ class Cortex:
         return self.store.engine.local_folder or Path(".")
 
     def close(self) -> None:
-        """Stop building vectors, save what the session derived (search indexes) and close the store; idempotent."""
+        """Stop building vectors, save what the session derived (search indexes, unless read-only) and close the
+        store; idempotent."""
         if "_search_index" in self.__dict__ and not self._closed:
             self._search_index.stop_building()
-            self._search_index.save()
+            if not self.store.read_only:
+                self._search_index.save()
         try:
-            if not self._closed:
+            if not self._closed and not self.store.read_only:
                 ingesting.store_written(self.store)
         except UserError:  # a cache only (a full disk, say): those files are parsed when next read
             pass

@@ -18,6 +18,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 import cortex.api as cx
+from cortex.backends import open_store
+from cortex.backends.base import ENGINE_TABLES
 from cortex.cli import main as cortex_main
 from cortex.mcp.tools import COMMITS, READ, WRITE
 
@@ -326,11 +328,31 @@ def test_a_bound_server_reaches_only_its_agent(bound):
     assert "rollback is off" in bound.call("rollback", ref="HEAD")
 
 
-def test_a_read_only_server_on_postgresql_refuses_every_write(tmp_path, org, pg_url, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    with cx.open(pg_url, org) as c:
+def _stored(location: str) -> dict:
+    """Every entry of every table of a store, read without writing."""
+    store = open_store(location, read_only=True)
+    try:
+        return {table: list(store.engine.scan(table)) for table in ENGINE_TABLES}
+    finally:
+        store.close()
+
+
+def _files(folder: Path) -> list[tuple[str, int]]:
+    return sorted((str(p.relative_to(folder)), p.stat().st_size) for p in folder.rglob("*") if p.is_file())
+
+
+def test_a_read_only_server_refuses_every_write_and_writes_nothing(tmp_path, org, store_at):
+    """(LMDB and PostgreSQL) after searches (which embed), reads of every kind and conversation contexts, the
+    store's tables hold what they held, and no file was added beside the store or in the cache folder."""
+    with cx.open(store_at, org) as c:
         c.ingest()
-    with stdio_server(tmp_path / "stdio.log", "--store", pg_url, "--no-org", "--read-only") as client:
+        c.snapshot("start")
+        with c.conversations() as memory:
+            memory.add_turn(cx.Identity("acme", "ada", "s-1"), cx.Turn("What is due?", "The report."))
+    (org / "notes" / "projects.org").write_text((org / "notes" / "projects.org").read_text() + "* Not ingested\n")
+    local = tmp_path / ("store" if not store_at.startswith("postgresql") else "cache/cortex")  # files beside it
+    before, files_before = _stored(store_at), _files(local)
+    with stdio_server(tmp_path / "stdio.log", "--store", store_at, "--org", str(org), "--read-only") as client:
         assert client.tools() == set(READ)
         for tool, arguments in {"memory_add": {"agent": "assistant", "text": "x"}, "snapshot": {},
                                 "memory_forget": {"agent": "assistant", "item": "x"}, "rollback": {"ref": "HEAD"},
@@ -338,10 +360,20 @@ def test_a_read_only_server_on_postgresql_refuses_every_write(tmp_path, org, pg_
                                              "assistant_response": "y"}}.items():
             answer = client.call(tool, **arguments)
             assert isinstance(answer, Refused) and "read-only" in answer, (tool, answer)
+        assert client.call("search", query="which region hosts staging?")["results"]
+        assert client.call("search", query="E1042", as_of="HEAD")["results"]
+        assert client.call("find", tag="security")["headlines"][0]["id"] == "task-rotate-secrets"
+        assert client.call("query", query="+security/TODO")["headlines"]
+        assert client.call("recent_activity", since="1d")["not_ingested"] == ["notes/projects.org"]
+        assert client.call("memory_inspect", agent="assistant")["summary"].startswith("assistant: 3 facts")
+        for strategy in ("truncation", "rolling_summary"):
+            assert client.call("get_context", tenant="acme", user="ada", session="s-1", strategy=strategy)["turns"]
+        assert client.call("log")["snapshots"] and client.call("diff")["changes"] == []
         assert client.read("cortex://files/notes/projects.org").startswith("#+TITLE")
         assert "mem-assistant-dark-mode" in client.read("cortex://agents/assistant/memory")
-        assert client.call("find", tag="security")["headlines"][0]["id"] == "task-rotate-secrets"
+        assert client.resources()
     assert "Traceback" not in (tmp_path / "stdio.log").read_text()
+    assert _stored(store_at) == before and _files(local) == files_before
 
 
 def test_rollback_with_read_only_is_refused_at_start(full, capsys):

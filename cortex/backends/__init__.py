@@ -1,7 +1,7 @@
 """Where bytes live: key-value engines (memory, LMDB) under one object/ref/table layer."""
 
-from .base import (Engine, ObjectStore, RefLogEntry, RefStore, Store, StoreBusy, StoreDamaged, StoreFull,
-                   StoreLocked, StoreUnreachable, Table)
+from .base import (Engine, ObjectStore, ReadOnlyStore, RefLogEntry, RefStore, Store, StoreBusy, StoreDamaged,
+                   StoreFull, StoreLocked, StoreUnreachable, Table)
 from .memory import MemoryEngine
 
 
@@ -13,21 +13,21 @@ def is_database_url(location) -> bool:
     return isinstance(location, str) and location.startswith(URL_SCHEMES)
 
 
-def open_store(location=None, **options) -> Store:
+def open_store(location=None, read_only: bool = False, **options) -> Store:
     """Open a store: in memory when `location` is None, a PostgreSQL database for a postgresql:// URL,
-    else an LMDB store in that folder."""
+    else an LMDB store in that folder; `read_only`: every write is refused (see `Store`)."""
     if location is None:
-        return Store(MemoryEngine())
+        return Store(MemoryEngine(), read_only)
     if is_database_url(location):
         from .postgres import PostgresEngine
 
-        return Store(PostgresEngine(location, **options))
+        return Store(PostgresEngine(location, **options), read_only)
     from .lmdb import LmdbEngine
 
-    return Store(LmdbEngine(location, **options))
+    return Store(LmdbEngine(location, **options), read_only)
 
 
 __all__ = [
-    "Engine", "MemoryEngine", "ObjectStore", "RefLogEntry", "RefStore", "Store", "StoreBusy", "StoreDamaged",
+    "Engine", "MemoryEngine", "ObjectStore", "ReadOnlyStore", "RefLogEntry", "RefStore", "Store", "StoreBusy", "StoreDamaged",
     "StoreFull", "StoreLocked", "StoreUnreachable", "Table", "is_database_url", "open_store",
 ]

@@ -49,6 +49,10 @@ class StoreDamaged(IntegrityError):
     """The store's files are not what the engine wrote: truncated, or overwritten with other bytes."""
 
 
+class ReadOnlyStore(UserError):
+    """A write to a store opened read-only."""
+
+
 class StoreFull(UserError):
     """A write found no room on the disk (or could not be written); it was rolled back."""
 
@@ -61,6 +65,12 @@ class Engine(ABC):
     """Named byte tables with atomic, isolated transactions."""
 
     remote = False  # reads cross a network, so a batch costs about what one read does
+    read_only = False  # set on a store opened read-only: `transact` refuses every write
+
+    def check_writable(self) -> None:
+        """Raise ReadOnlyStore when this engine may not write (each engine's `transact` asks first)."""
+        if self.read_only:
+            raise ReadOnlyStore("this store is open read-only: nothing is written to it")
 
     @abstractmethod
     def get(self, table: str, key: bytes) -> bytes | None:
@@ -411,18 +421,51 @@ class Table(MutableMapping):
         self._engine.transact(lambda: [self._engine.delete(TABLES, k) for k in keys])
 
 
-class Store:
-    """One store: objects, refs and tables sharing an engine and its transactions."""
+class Overlay(MutableMapping):
+    """A table read through, its writes kept in memory: a cache of derived data over a store open read-only."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, table: Table):
+        self._table = table
+        self._added: dict[bytes, bytes] = {}
+
+    def __getitem__(self, key: bytes) -> bytes:
+        return self._added[key] if key in self._added else self._table[key]
+
+    def get_many(self, keys: Iterable[bytes]) -> list[bytes | None]:
+        keys = list(keys)
+        return [self._added.get(key, found) for key, found in zip(keys, self._table.get_many(keys))]
+
+    def __setitem__(self, key: bytes, value: bytes) -> None:
+        self._added[key] = value
+
+    def __delitem__(self, key: bytes) -> None:
+        raise ReadOnlyStore("this store is open read-only: nothing is removed from it")
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(set(self._table) | self._added.keys())
+
+    def __len__(self) -> int:
+        return len(set(self._table) | self._added.keys())
+
+
+class Store:
+    """One store: objects, refs and tables sharing an engine and its transactions; `read_only`: every write is
+    refused (ReadOnlyStore), and what a reader would cache is kept in memory instead."""
+
+    def __init__(self, engine: Engine, read_only: bool = False):
         self.engine = engine
         self.objects = ObjectStore(engine)
         self.refs = RefStore(engine)
+        engine.read_only = read_only
         self._check_format()
+
+    @property
+    def read_only(self) -> bool:
+        return self.engine.read_only
 
     def _check_format(self) -> None:
         stored = self.engine.get(META, b"format")
-        if stored is None:
+        if stored is None and not self.read_only:
             self.engine.transact(lambda: self.engine.put(META, b"format", encode(FORMAT_VERSION)))
         elif decode(stored) > FORMAT_VERSION:
             self.close()

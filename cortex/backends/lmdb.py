@@ -235,6 +235,7 @@ class LmdbEngine(Engine):
         """Run `fn` in a write transaction, grouped with those other threads start meanwhile (one fsync for all)."""
         if getattr(self._local, "writing", False):
             return fn()
+        self.check_writable()
         if self._txn is not None:
             raise RuntimeError("cannot write inside a reading() block")
         return self._group.run(fn)

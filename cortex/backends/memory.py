@@ -51,6 +51,7 @@ class MemoryEngine(Engine):
         with self._lock:
             if self._undo is not None:
                 return fn()
+            self.check_writable()
             self._undo = []
             try:
                 result = fn()

@@ -415,6 +415,7 @@ class PostgresEngine(Engine):
         """Run `fn` in one SERIALIZABLE transaction, grouped with those other threads start meanwhile."""
         if self._local.writing:
             return fn()
+        self.check_writable()
         if self._local.conn is not None:
             raise RuntimeError("cannot write inside a reading() block")
         if self._closed:

@@ -56,6 +56,10 @@ class Commands(click.Group):
                 formatter.write_dl([(name, command.get_short_help_str(limit=1 << 16)) for name, command in commands])
 
 
+org_option = click.option("--org", "org_root", type=click.Path(file_okay=False),
+                          help="Org folder the store tracks (default: the one it tracked, else ./org).")
+
+
 def with_cortex(fn):
     """Add --store, --org and --no-org to a command and pass it an open `Cortex` as its first argument.
 
@@ -64,8 +68,7 @@ def with_cortex(fn):
     """
 
     @store_option
-    @click.option("--org", "org_root", type=click.Path(file_okay=False),
-                  help="Org folder the store tracks (default: the one it tracked, else ./org).")
+    @org_option
     @no_org_option
     @functools.wraps(fn)
     def wrapper(store, org_root, no_org, **kwargs):

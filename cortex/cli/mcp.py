@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import with_cortex
+from .common import no_org_option, org_option, store_option
 
 
 @click.command(name="mcp")
@@ -15,14 +15,18 @@ from .common import with_cortex
 @click.option("--host", default="127.0.0.1", show_default=True, help="The HTTP address: loopback unless changed.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="The HTTP port (0: a free one); the address is printed on stderr.")
-@with_cortex
-def mcp_command(cx, agent, read_only, allow_rollback, http, host, port):
+@store_option
+@org_option
+@no_org_option
+def mcp_command(store, org_root, no_org, agent, read_only, allow_rollback, http, host, port):
     """Serve this store to AI agents over MCP: stdio (what desktop clients start) or, with --http, streamable HTTP.
 
     Tools search, show, query and write agent memory; every write is a commit that `cortex diff` shows and
     `cortex rollback` undoes. Resources are cortex:// URIs: agents/NAME/memory, files/PATH, ids/ID,
     snapshots/REF/files/PATH.
     """
+    from .. import api
     from ..mcp import serve
 
-    serve(cx, agent=agent, read_only=read_only, allow_rollback=allow_rollback, http=http, host=host, port=port)
+    with api.open(store, org_root, folder=not no_org, read_only=read_only) as cx:
+        serve(cx, agent=agent, read_only=read_only, allow_rollback=allow_rollback, http=http, host=host, port=port)

@@ -740,8 +740,9 @@ class AgentMemory:
               also: Callable[[], None] | None = None) -> None:
         """Bring the working state in line with the files in an agent's `folder` (`written`: bytes just
         written there, by path); refuse a memory.org that cannot be read. `also` runs in the ingest's
-        transaction, unless memory.org is refused. With no Org folder (None) there is nothing to bring in."""
-        if folder is None:
+        transaction, unless memory.org is refused. With no Org folder (None), or a store open read-only, nothing
+        is brought in: the working state is what is read."""
+        if folder is None or self.cortex.store.read_only:
             return
         agent = folder.name
         tracked = any(p.startswith(f"{AGENTS}/{agent}/") for p in self.cortex.working().entries)

@@ -33,6 +33,7 @@ import blake3
 import numpy as np
 
 from ..backends import Store
+from ..backends.base import Overlay
 from ..codec import decode, encode
 from ..errors import UserError
 from ..files import locked, remove_stale, write_atomically
@@ -796,6 +797,8 @@ def shared_embedder() -> Embedder:
 
 
 def cached_embedder(store: Store, embedder: Embedder | None = None) -> CachedEmbedder:
-    """The default embedder (or `embedder`) with its vectors cached in the store."""
-    return CachedEmbedder(embedder or shared_embedder(), store.table(EMBEDDINGS))
+    """The default embedder (or `embedder`) with its vectors cached in the store (in memory over what the store
+    holds, for a store open read-only)."""
+    table = store.table(EMBEDDINGS)
+    return CachedEmbedder(embedder or shared_embedder(), Overlay(table) if store.read_only else table)
 
