@@ -19,6 +19,7 @@ from importlib import import_module
 from pathlib import Path
 
 from . import history, ingest as ingesting, query
+from .bounded import BoundedDict
 from .files import ChangedMeanwhile, write_atomically
 from .backends import Store, is_database_url, open_store
 from .backends.base import TABLES
@@ -34,6 +35,8 @@ CONFIG = "config"
 LITERATE = "dsl.literate"
 DEFINITIONS_FILE = "definitions.hy"
 ORG_ROOT_KEY = b"org_root"
+PAST_INDEXES = 8  # search indexes of snapshots and folders a session keeps
+SEARCH_BUDGET = 2.5  # seconds a search asked by a person or an agent embeds before it answers (the rest by words)
 MAX_AGENDA_DAYS = 3660  # ten years: an agenda lists every day it spans
 SYNC_ATTEMPTS = 10  # syncs of a working copy an ingest makes while other copies' syncs keep landing in between
 
@@ -201,9 +204,11 @@ class Cortex:
         """The tree of the working state."""
         return ingesting.working_tree(self.store)
 
-    def state(self, ref: str | int | None = None) -> Tree:
-        """The tree of a snapshot reference, or of the working state when `ref` is None."""
-        return history.tree_of(self.store, ref)
+    def state(self, ref: str | int | None = None, within: str | None = None) -> Tree:
+        """The tree of a snapshot reference, or of the working state when `ref` is None; `within`: of its files
+        under that folder only (`agents/assistant/`)."""
+        tree = history.tree_of(self.store, ref)
+        return tree if within is None else Tree({p: oid for p, oid in tree.entries.items() if p.startswith(within)})
 
     def headlines(self, ref: str | int | None = None) -> list[Node]:
         """Every headline of a state, in file and document order."""
@@ -220,21 +225,23 @@ class Cortex:
             prop = (name, value or None)
         return query.find(self.store, self.state(ref), todo=todo, tag=tag, prop=prop, text=text)
 
-    def query(self, q, *, as_of: str | int | None = None, match: bool | None = None) -> list[Node]:
+    def query(self, q, *, as_of: str | int | None = None, match: bool | None = None,
+              within: str | None = None) -> list[Node]:
         """Headlines matching an Org query, in the working state or the snapshot `as_of`: a predicate form
         (`(and (todo "TODO") (tags "security") (deadline :to "+7d"))`, as Hy text, Hy data or Python lists)
         or an Org match string (`+security-ops/TODO`); text not starting with "(" is a match string unless
-        `match` says otherwise. See `cortex.orgquery.predicates` for the predicates."""
+        `match` says otherwise. See `cortex.orgquery.predicates` for the predicates. `within`: only the files
+        under this folder (`agents/assistant/`), as if there were no other (a backlink from elsewhere included)."""
         from .orgquery import Index, parse_query
 
         predicate = parse_query(q, match=match)
-        # Two indexes kept in this session, each following its trees incrementally: the working state's and
-        # the snapshots'.
+        # Indexes kept in this session, each following its trees incrementally: the working state's and the
+        # snapshots', of every file or of those `within` a folder.
         indexes = self.__dict__.setdefault("_query_indexes", {})
-        index = indexes.get(as_of is None)
+        index = indexes.get((as_of is None, within))
         if index is None:
-            index = indexes[as_of is None] = Index(self.store)
-        index.follow(self.state(as_of))
+            index = indexes[as_of is None, within] = Index(self.store)
+        index.follow(self.state(as_of, within))
         return index.nodes(predicate)
 
     def show(self, target) -> str:
@@ -380,11 +387,13 @@ class Cortex:
         """Conflicts a sync left unresolved: in a working copy's files, or (no folder) in the working state."""
         return history.conflicts(self.store, folder)
 
-    def diff(self, a: str | int | None = "HEAD", b: str | int | None = None) -> list[Change]:
-        """Headline changes from state `a` (default HEAD) to `b` (default: the working state)."""
+    def diff(self, a: str | int | None = "HEAD", b: str | int | None = None, *,
+             within: str | None = None) -> list[Change]:
+        """Headline changes from state `a` (default HEAD) to `b` (default: the working state); `within`: of the
+        files under this folder, as if there were no other (a headline moved in from elsewhere is added)."""
         before_any = a is None or (a == "HEAD" and self.head_oid is None)  # everything is added
-        old = Tree() if before_any else self.state(a)
-        return history.diff(self.store, old, self.state(b))
+        old = Tree() if before_any else self.state(a, within)
+        return history.diff(self.store, old, self.state(b, within))
 
     def unsaved(self) -> list[str]:
         """The Org files whose text differs from the working state: edits not ingested yet (none with no folder)."""
@@ -577,8 +586,10 @@ class Cortex:
                source: str | None = None, path: str | None = None, tag: str | None = None,
                todo: str | None = None, as_of: str | int | None = None, fusion: str | None = None,
                vector_weight: float | None = None, keyword_weight: float | None = None,
-               budget: float | None = None, progress=None):
-        """Hybrid search over the working state (or snapshot `as_of`), filtered, with explainable scores.
+               budget: float | None = None, progress=None, within: str | None = None):
+        """Hybrid search over the working state (or snapshot `as_of`), filtered, with explainable scores;
+        `within`: only the files under this folder (`agents/assistant/`), in indexes of their own, so that no
+        score depends on a file outside it.
 
         Weights and fusion default to the first `defmemory :search`, else 0.7 / 0.3 weighted.
         Items without a vector yet are embedded first for up to `budget` seconds (default: all of them;
@@ -599,8 +610,8 @@ class Cortex:
                           config.keyword_weight if keyword_weight is None else keyword_weight)
         filters = Filters(source=source, agent=agent, type=type, path=path, tag=tag, todo=todo)
         index = self._search_index
-        if as_of is not None:
-            tree = self.state(as_of)
+        if as_of is not None or within is not None:
+            tree = self.state(as_of, within)
             index = self._past_indexes.get(tree.oid)
             if index is None:
                 index = self._past_indexes[tree.oid] = SearchIndex(self.store, self._search_index.embedder)
@@ -661,8 +672,9 @@ class Cortex:
         return memories[0].search if memories else MemorySearchConfig()
 
     @cached_property
-    def _past_indexes(self) -> dict:
-        return {}
+    def _past_indexes(self) -> BoundedDict:
+        """Search indexes of snapshots and of folders (`within`), by their tree's oid: the last few used."""
+        return BoundedDict(PAST_INDEXES)
 
     @property
     def definitions_path(self) -> Path:

@@ -30,7 +30,7 @@ from .errors import CortexError, RefConflict, UserError, located
 from .files import is_leftover, remove_leftovers
 from .hashing import OID_SIZE, Oid, hash_bytes
 from .objects import EMPTY_TREE, OrgObject, Tree
-from .paths import ORG_SUFFIX, path_problem
+from .paths import ORG_SUFFIX, agent_folder_of, path_problem
 from .reads import ORG_FILE, TooLarge, read_file_bounded
 from .retry import retrying
 from .words import counted
@@ -140,7 +140,9 @@ def scan_folder(folder: str | os.PathLike, root: str | os.PathLike | None = None
 
 
 def link_problem(path: str, real_root: Path) -> str | None:
-    """Why the link at `path` is not followed ("" for a link to a folder, which names no file), or None."""
+    """Why the link at `path` is not followed ("" for a link to a folder, which names no file), or None. A link in
+    an agent's folder is followed only to a file in that folder: what an agent's folder holds is that agent's
+    alone (a server bound to the agent sees it), and it would hold another's file under its own name."""
     try:
         real = Path(os.path.realpath(path, strict=True))
         mode = os.stat(real).st_mode
@@ -150,6 +152,11 @@ def link_problem(path: str, real_root: Path) -> str | None:
         return ""
     if not real.is_relative_to(real_root):
         return f"a symbolic link out of the Org root (to {real}): not followed"
+    folder = Path(os.path.realpath(os.path.dirname(path)))
+    agent = agent_folder_of((folder / os.path.basename(path)).relative_to(real_root).as_posix()) \
+        if folder.is_relative_to(real_root) else None
+    if agent is not None and not real.relative_to(real_root).as_posix().startswith(agent):
+        return f"a symbolic link out of the agent's folder {agent} (to {real.relative_to(real_root)}): not followed"
     return None if S_ISREG(mode) else "a link to something that is not a regular file"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 ORG_SUFFIX = ".org"
+AGENTS = "agents"  # the folder of agents' memory: agents/<agent-id>/ holds one agent's files
 MAX_NAME_BYTES = 255  # the longest file name ext4, APFS and NTFS accept
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -35,6 +36,12 @@ def path_problem(path: object) -> str | None:
     if not path.endswith(ORG_SUFFIX):
         return f"does not name an {ORG_SUFFIX} file"
     return None
+
+
+def agent_folder_of(path: str) -> str | None:
+    """The agent's folder (`agents/<agent-id>/`) a relative path lies in; None outside every agent's folder."""
+    parts = path.split("/")
+    return f"{parts[0]}/{parts[1]}/" if len(parts) > 2 and parts[0] == AGENTS else None
 
 
 def tree_problems(paths) -> list[str]:

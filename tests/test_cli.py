@@ -109,7 +109,7 @@ def test_search_shows_the_matching_item(run):
 def test_a_search_before_the_vectors_are_built_answers_and_says_what_is_missing(tmp_path, org, monkeypatch):
     with cx.open(tmp_path / "store", org) as c:
         c.ingest()  # parsed: nothing is embedded yet
-    monkeypatch.setattr("cortex.cli.search.SEARCH_BUDGET", 0)  # as when the budget ran out on a big store
+    monkeypatch.setattr("cortex.api.SEARCH_BUDGET", 0)  # as when the budget ran out on a big store
     result = invoker("--store", str(tmp_path / "store"))("search", "staging cluster", "-n", "1")
     assert "agents/assistant/memory.org:4" in result.stdout
     assert re.fullmatch(r"vectors: 0 of \d+ items: those without one were found by their words; "

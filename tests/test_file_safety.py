@@ -344,6 +344,31 @@ def test_a_link_out_of_the_root_is_not_followed(cortex, org, tmp_path):
     assert "peek.org" not in cortex.working().entries and "alias.org" in cortex.working().entries
 
 
+def test_a_link_in_an_agents_folder_is_followed_only_to_a_file_of_that_folder(cortex, org):
+    assistant = org / "agents" / "assistant"
+    os.symlink(org / "agents" / "reviewer" / "memory.org", assistant / "linked.org")  # another agent's file
+    os.symlink(org / "notes" / "projects.org", assistant / "notes.org")  # a file outside every agent's folder
+    os.symlink(assistant / "memory.org", assistant / "again.org")  # its own file: followed
+    report = cortex.ingest()
+    assert sorted(str(p) for p in report.problems) == [
+        "agents/assistant/linked.org: a symbolic link out of the agent's folder agents/assistant/ "
+        "(to agents/reviewer/memory.org): not followed",
+        "agents/assistant/notes.org: a symbolic link out of the agent's folder agents/assistant/ "
+        "(to notes/projects.org): not followed"]
+    assert {"agents/assistant/again.org", "agents/reviewer/memory.org"} <= cortex.working().entries.keys()
+    assert not {"agents/assistant/linked.org", "agents/assistant/notes.org"} & cortex.working().entries.keys()
+
+
+def test_a_memory_write_never_follows_a_link_into_another_agents_folder(cortex, org):
+    memory, theirs = org / "agents" / "assistant" / "memory.org", org / "agents" / "reviewer" / "memory.org"
+    memory.unlink()
+    os.symlink(theirs, memory)
+    before = theirs.read_bytes()
+    with pytest.raises(UserError, match="a symbolic link out of the agent's folder agents/assistant/"):
+        cortex.memory.add_item("assistant", "fact", "written through a link")
+    assert theirs.read_bytes() == before and memory.is_symlink()
+
+
 def test_a_fifo_named_like_an_org_file_does_not_hang_ingest(cortex, org):
     os.mkfifo(org / "pipe.org")
     report = cortex.ingest()
@@ -627,12 +652,12 @@ def test_a_file_that_changes_while_it_is_read_is_read_again(cortex, org, monkeyp
         def fileno(self):
             return self.handle.fileno()
 
-        def read(self):
+        def read(self, size=-1):
             if len(writes) < times:  # written over, each time after the reader's first look at it
                 writes.append(f"* version {len(writes) + 2}, longer\n")
                 time.sleep(0.02)  # past the coarsest clock tick of a file time stamp
                 path.write_text(writes[-1])
-            return self.handle.read()
+            return self.handle.read(size)
 
     def reading(file, *args, **kwargs):
         handle = real_open(file, *args, **kwargs)

@@ -181,10 +181,8 @@ def test_lists_every_tool_with_a_schema_and_every_kind_of_resource(full):
 # --- reading -------------------------------------------------------------------------------
 
 
-def test_search_builds_its_index_with_progress_and_filters(full):
-    progress = []
-    hits = full.call("search", progress, query="which region hosts staging?")["results"]
-    assert progress and progress[-1][0] == progress[-1][1] > 0  # the first search embedded every item
+def test_search_finds_by_meaning_and_filters(full):
+    hits = full.call("search", query="which region hosts staging?")["results"]  # embedded in the background
     assert "eu-west-1" in " ".join(h["text"] for h in hits[:3])
     facts = full.call("search", query="deploy", agent="assistant", type="fact")["results"]
     assert facts and {(h["agent"], h["type"]) for h in facts} == {("assistant", "fact")}
@@ -321,7 +319,9 @@ def test_a_bound_server_reaches_only_its_agent(bound):
     assert isinstance(bound.call("show", target="task-rotate-secrets"), Refused)
     assert bound.call("memory_add", text="Bound servers write their own agent.")["added"]
     assert "Not mine" not in (bound.org / "agents" / "reviewer" / "memory.org").read_text()
-    hits = bound.call("search", query="staging migration E1042")["results"]
+    progress = []
+    hits = bound.call("search", progress, query="staging migration E1042")["results"]
+    assert progress and progress[-1][0] == progress[-1][1] > 0  # its first search embedded its agent's items
     assert hits and {h["path"].split("/")[1] for h in hits} == {"assistant"}
     assert all(h["path"].startswith("agents/assistant/") for h in bound.call("find", text="the")["headlines"])
     assert {c["path"] for c in bound.call("diff")["changes"]} == {"agents/assistant/memory.org"}

@@ -9,6 +9,9 @@ from .common import no_org_option, org_option, store_option
 
 @click.command(name="mcp")
 @click.option("--agent", metavar="NAME", help="Bind the server to one agent: it sees and writes only agents/NAME/.")
+@click.option("--tenant", "tenants", metavar="NAME", multiple=True,
+              help="Reach the conversations of this tenant only (repeatable); a server bound to an agent reaches "
+                   "none without it.")
 @click.option("--read-only", is_flag=True, help="Refuse every write: memory, snapshots, conversation turns.")
 @click.option("--allow-rollback", is_flag=True, help="Offer the rollback tool (it is refused otherwise).")
 @click.option("--http", is_flag=True, help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
@@ -18,7 +21,7 @@ from .common import no_org_option, org_option, store_option
 @store_option
 @org_option
 @no_org_option
-def mcp_command(store, org_root, no_org, agent, read_only, allow_rollback, http, host, port):
+def mcp_command(store, org_root, no_org, agent, tenants, read_only, allow_rollback, http, host, port):
     """Serve this store to AI agents over MCP: stdio (what desktop clients start) or, with --http, streamable HTTP.
 
     Tools search, show, query and write agent memory; every write is a commit that `cortex diff` shows and
@@ -29,4 +32,5 @@ def mcp_command(store, org_root, no_org, agent, read_only, allow_rollback, http,
     from ..mcp import serve
 
     with api.open(store, org_root, folder=not no_org, read_only=read_only) as cx:
-        serve(cx, agent=agent, read_only=read_only, allow_rollback=allow_rollback, http=http, host=host, port=port)
+        serve(cx, agent=agent, read_only=read_only, allow_rollback=allow_rollback,
+              tenants=frozenset(tenants) if tenants else None, http=http, host=host, port=port)

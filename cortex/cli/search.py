@@ -6,7 +6,6 @@ import click
 
 from .common import console, err_console, progress_bar, table, with_cortex
 
-SEARCH_BUDGET = 2.5  # seconds a search spends embedding items without a vector before it answers
 
 
 @click.command()
@@ -41,6 +40,8 @@ def search(cx, query, limit, agent, type_, source, path, tag, todo, as_of, fusio
 
 def searched(search, **options):
     """The results of `search(**options)`, which embeds items within SEARCH_BUDGET, a progress bar on a terminal."""
+    from ..api import SEARCH_BUDGET
+
     with progress_bar("indexing for search") as progress:
         return search(**options, budget=SEARCH_BUDGET,
                       progress=lambda done, total: progress(done, total, "embedding for search"))

@@ -17,13 +17,15 @@ _AGE = re.compile(r"(\d+\s*[A-Za-zµ]+\s*)+")
 
 
 def changes(session: Session, a: str | None, b: str | None) -> list:
-    """Headline changes from state `a` (None: before anything) to `b` (None: the working state) in scope."""
-    return [c for c in session.cx.diff(a, b) if session.covers(c.path) and session.covers(c.old_path)]
+    """Headline changes from state `a` (None: before anything) to `b` (None: the working state), as this server
+    sees the two states."""
+    return session.cx.diff(a, b, within=session.prefix)
 
 
 def log(session: Session, limit: int, after_ns: int | None = None) -> list[dict]:
     """Snapshots, newest first (those taken after `after_ns`, if given), with counts of what each changed; a bound
-    server lists only the snapshots that changed its agent's files."""
+    server lists only the snapshots that changed its agent's files, and the message of those only that changed
+    nothing else (a message may speak of other agents' files)."""
     cx = session.cx
     if session.prefix is None:
         if after_ns is not None:
@@ -33,10 +35,21 @@ def log(session: Session, limit: int, after_ns: int | None = None) -> list[dict]
     for snap in cx.snapshots():
         if len(found) >= limit or (after_ns is not None and snap.time_ns <= after_ns):
             break
-        counts = Counter(c.kind for c in changes(session, _parent(session, snap), snap.oid.hex()))
+        parent = _parent(session, snap)
+        counts = Counter(c.kind for c in changes(session, parent, snap.oid.hex()))
         if counts:
-            found.append(shapes.snapshot(snap, dict(counts)))
+            shaped = shapes.snapshot(snap, dict(counts))
+            if not _only_within(session, parent, snap):
+                shaped["message"] = None
+            found.append(shaped)
     return found
+
+
+def _only_within(session: Session, parent: str | None, snap) -> bool:
+    """Whether a snapshot changed no file outside the server's scope."""
+    old = session.cx.state(parent).entries if parent is not None else {}
+    new = session.cx.state(snap.oid.hex()).entries
+    return all(session.covers(p) for p in old.keys() | new.keys() if old.get(p) != new.get(p))
 
 
 def recent(session: Session, since: str, limit: int) -> dict:

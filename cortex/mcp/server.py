@@ -22,7 +22,7 @@ from ..api import Cortex
 from ..errors import CortexError, UserError
 from .resources import ORG, TEMPLATES, Resources
 from .session import Session
-from .tools import COMMITS, READ, UNDONE, WRITE, Tools
+from .tools import COMMITS, CONVERSATIONS, READ, UNDONE, WRITE, Tools
 
 INSTRUCTIONS = """cortex keeps notes and agents' memory as Org files under version control. Search or query \
 first, then `show` a result by its :ID:. Remember with memory_add; forget one item with memory_forget. Every write \
@@ -40,14 +40,12 @@ class CortexServer(MCPServer):
         self.session = session
         self.refused: dict[str, str] = {}
         tools, self.resources = Tools(session), Resources(session)
-        for name in READ:  # show answers Org text alone: the same text again as structured content is no use
-            self.add_tool(self._guarded(getattr(tools, name)), name=name, structured_output=name != "show",
-                          annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
-        for name in (*WRITE, "rollback"):
-            if session.read_only:
-                self.refused[name] = f"{name} writes, and this server is read-only (cortex mcp --read-only)"
-            elif name == "rollback" and not session.allow_rollback:
-                self.refused[name] = "rollback is off: a person can start the server with --allow-rollback"
+        for name in (*READ, *WRITE, "rollback"):
+            if (refusal := _refusal(session, name)) is not None:
+                self.refused[name] = refusal
+            elif name in READ:  # show answers Org text alone: the same text again as structured content is no use
+                self.add_tool(self._guarded(getattr(tools, name)), name=name, structured_output=name != "show",
+                              annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
             else:
                 method = getattr(tools, name)
                 self.add_tool(self._guarded(method), name=name,
@@ -87,14 +85,29 @@ class CortexServer(MCPServer):
         return run
 
 
+def _refusal(session: Session, name: str) -> str | None:
+    """Why this server does not offer tool `name` (None: it does)."""
+    if name in CONVERSATIONS and session.tenants == frozenset():
+        return (f"{name}: conversations are off: this server is bound to agent {session.bound!r} and reaches no "
+                "tenant's conversations; a person can start it with --tenant NAME")
+    if name not in READ and session.read_only:
+        return f"{name} writes, and this server is read-only (cortex mcp --read-only)"
+    if name == "rollback" and not session.allow_rollback:
+        return "rollback is off: a person can start the server with --allow-rollback"
+    return None
+
+
 def serve(cx: Cortex, *, agent: str | None = None, read_only: bool = False, allow_rollback: bool = False,
-          http: bool = False, host: str = "127.0.0.1", port: int = 8765) -> None:
+          tenants: frozenset[str] | None = None, http: bool = False, host: str = "127.0.0.1", port: int = 8765) -> None:
     """Serve `cx` over stdio (until the client closes it) or streamable HTTP at http://host:port/mcp (until
-    interrupted; port 0 takes a free one). The Org folder is ingested first unless read-only."""
-    session = Session(cx, agent, read_only=read_only, allow_rollback=allow_rollback)
+    interrupted; port 0 takes a free one). The Org folder is ingested first unless read-only; a server over every
+    agent embeds what search needs in the background (one bound to an agent, only its files, as it searches)."""
+    session = Session(cx, agent, read_only=read_only, allow_rollback=allow_rollback, tenants=tenants)
     _log_warnings_only()
     if cx.root is not None and cx.root.is_dir() and not read_only:
         cx.ingest()
+    if agent is None:
+        cx.build_search_in_background()
     server = CortexServer(session)
     if not http:
         anyio.run(server.run_stdio_async)

@@ -7,9 +7,10 @@ import anyio.from_thread
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from ..api import DurationError, ExtractiveSummarizer, Identity, RetentionPolicy, Turn, memory_path, parse_duration
+from ..api import (SEARCH_BUDGET, DurationError, ExtractiveSummarizer, RetentionPolicy, Turn, memory_path,
+                   parse_duration)
 from ..errors import UserError
-from ..words import memory_summary
+from ..words import memory_summary, quoted
 from . import activity, shapes
 from .session import Session
 
@@ -30,6 +31,7 @@ UNDONE = ("Every write is a commit to the versioned store: `diff` shows it, and 
 READ = ("search", "show", "find", "query", "memory_inspect", "recent_activity", "diff", "log", "get_context")
 WRITE = ("memory_add", "memory_forget", "memory_compact", "snapshot", "add_turn")
 COMMITS = ("memory_add", "memory_forget", "memory_compact", "rollback")  # writes to the Org files: UNDONE holds
+CONVERSATIONS = ("get_context", "add_turn")  # offered only to a server that reaches some tenant
 
 
 class Tools:
@@ -52,7 +54,8 @@ class Tools:
         if not query.strip():
             raise UserError("query is empty: give words, a question or an identifier to search for")
         results = self.cx.search(query, limit=limit, agent=self.session.search_agent(agent), type=type,
-                                 as_of=as_of, progress=_progress(ctx, "embedding items for search"))
+                                 as_of=as_of, within=self.session.prefix, budget=SEARCH_BUDGET,
+                                 progress=_progress(ctx, "embedding items for search"))
         return {"results": [shapes.hit(r) for r in results]}
 
     def show(self, target: Annotated[str, Field(description="An :ID:, a headline's oid (from search), or a file "
@@ -84,7 +87,7 @@ class Tools:
         if not query.strip():
             raise UserError("query is empty: give an org-ql form such as (todo \"TODO\") or a match string such "
                             "as +ops/TODO")
-        found = [shapes.node(n) for n in self.cx.query(query, as_of=as_of) if self.session.covers(n.path)]
+        found = [shapes.node(n) for n in self.cx.query(query, as_of=as_of, within=self.session.prefix)]
         return shapes.capped("headlines", found, limit)
 
     def memory_inspect(self, agent: AgentName = None) -> Json:
@@ -120,9 +123,10 @@ class Tools:
                     strategy: Literal["truncation", "rolling_summary"] = "truncation") -> Json:
         """The conversation memory an LLM call for this identity should see: the newest turns that fit
         `budget_tokens` (oldest first) and, with rolling_summary, the summary of older ones."""
+        who = self.session.identity(tenant, user, session, run)
         summarizer = ExtractiveSummarizer() if strategy == "rolling_summary" else None
         with self.cx.conversations(strategy, summarizer=summarizer, budget_tokens=budget_tokens) as memory:
-            patch = memory.get_llm_context(Identity(tenant, user, session, run))
+            patch = memory.get_llm_context(who)
         return {"strategy": patch.strategy, "summary": patch.summary, "tokens": patch.tokens,
                 "health": str(patch.health), "turns": [shapes.turn(t) for t in patch.turns]}
 
@@ -161,7 +165,7 @@ class Tools:
         try:
             policy = RetentionPolicy(parse_duration(max_age)) if max_age is not None else None
         except DurationError as exc:
-            raise UserError(f"max_age {max_age!r}: {exc}") from None
+            raise UserError(f"max_age {quoted(max_age)}: {exc}") from None
         report_progress = _progress(ctx, f"compacting the memory of {agent}")
         report_progress(0, 1)
         with self.session.writing(f"memory_compact of {agent}"):
@@ -182,7 +186,7 @@ class Tools:
         """Remember one exchange of a conversation for this identity (tenant, user and session are required).
         Turns live in the store's conversation memory, shared by every process on it, not in Org files: `diff`
         and `rollback` do not cover them; `get_context` reads them back."""
-        who = Identity(tenant, user, session, run)
+        who = self.session.identity(tenant, user, session, run)
         with self.cx.conversations() as memory:
             memory.add_turn(who, Turn(user_message, assistant_response))
             return {"stored": True, "tokens": memory.estimate_tokens(who)}
@@ -195,10 +199,9 @@ class Tools:
         lost: what changed since is snapshotted first, and `rollback` to `kept` restores it."""
         if self.session.prefix is not None:
             changed = {c.path for c in self.cx.diff(ref, None)} | set(self.cx.unsaved())
-            outside = sorted(p for p in changed if not self.session.covers(p))
-            if outside:
-                raise UserError(f"rollback to {ref} would change files outside {self.session.prefix}, which this "
-                                f"server (bound to agent {self.session.bound!r}) may not touch: {', '.join(outside)}")
+            if any(not self.session.covers(p) for p in changed):  # which ones is not this server's to know
+                raise UserError(f"rollback to {quoted(ref)} would change files outside {self.session.prefix}, "
+                                f"which this server (bound to agent {self.session.bound!r}) may not touch")
         report = self.cx.rollback(ref, keep=keep)
         return {"now_at": shapes.oid12(report.target.oid), "written": report.written, "removed": report.removed,
                 "kept": shapes.oid12(report.kept.oid) if report.kept else None}

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..objects import Headline
+from ..paths import AGENTS
 from ..words import quoted
 
-AGENTS = "agents"
 MEMORY_FILE = "memory.org"
 LOGS = "logs"
 

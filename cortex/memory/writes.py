@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..files import ChangedMeanwhile, confined, file_holds, folder_lock, write_under
+from ..paths import agent_folder_of
 from ..reads import ORG_FILE, read_bounded
 
 LOCK_TIMEOUT = 60.0
@@ -48,6 +49,19 @@ def holds(path: Path, data: bytes | None) -> bool:
     return not os.path.exists(path) if data is None else file_holds(path, data)
 
 
+def _in_its_agent_folder(root: Path, rel: str) -> None:
+    """Refuse a file of an agent's folder that is a symbolic link out of that folder: an agent's memory is written
+    in its folder only, never through its name into another agent's file (ingest does not follow such a link).
+    A link out of the Org root is refused where the path is confined, as for any write."""
+    agent = agent_folder_of(rel)
+    if agent is None or not os.path.islink(root / rel):
+        return
+    real, folder = os.path.realpath(root / rel), os.path.realpath(root / agent)
+    if real.startswith(os.path.join(os.path.realpath(root), "")) and not real.startswith(os.path.join(folder, "")):
+        raise UserError(f"{root / rel}: a symbolic link out of the agent's folder {agent} (to {real}); an agent's "
+                        "memory is written in its own folder only")
+
+
 def replace_file(root: Path, rel: str, compute: Callable[[bytes | None], bytes | None],
                  expected: bytes | None = None) -> bool:
     """Write `compute(current bytes)` over the Org file `rel` under `root` atomically, unless the file changes
@@ -58,6 +72,7 @@ def replace_file(root: Path, rel: str, compute: Callable[[bytes | None], bytes |
     differ, the step is repeated on the file's new bytes. `expected` is what the caller last read
     or wrote there: the first step computes from it, so the file is read only when it has changed.
     """
+    _in_its_agent_folder(root, rel)
     # Resolved only when read here: `write_under` confines the path it writes itself.
     path = None if expected is not None else confined(root, rel)
     old = expected if expected is not None else read_or_none(path)

@@ -353,6 +353,7 @@ class SearchIndex:
         self.embedder = embedder
         self.folder = folder
         self.root: Oid = EMPTY_TREE.oid
+        self.tree: Tree | None = None  # the tree followed last, whose oid is `root` (a folder's view is not stored)
         self.items: dict[int, Item] = {}
         self.by_path: dict[str, set[int]] = defaultdict(set)
         self.keyword = KeywordIndex.build([])
@@ -399,7 +400,7 @@ class SearchIndex:
                 removed |= (gone.keys() - came.keys()) & indexed
                 added.update((k, i) for k, i in came.items() if k not in indexed)
             self._apply(removed, added)
-            self.root = tree.oid
+            self.root, self.tree = tree.oid, tree
             self.dirty = True
 
     def _apply(self, removed: set[int], added: dict[int, Item]) -> None:
@@ -642,7 +643,8 @@ class SearchIndex:
 
     def _line(self, item: Item) -> int:
         """The first line of an item's headline in the file as it is now."""
-        doc = self.store.objects[self.store.objects[self.root].entries[item.path]]
+        tree = self.tree if self.tree is not None and self.tree.oid == self.root else self.store.objects[self.root]
+        doc = self.store.objects[tree.entries[item.path]]
         line = self._line_at(doc, item.position, item.oid)
         if line is None:  # headlines were inserted or removed before it since it was indexed
             lines = self._walked.get(doc.oid)
