@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import no_org_option, org_option, store_option
+from .common import err_console, no_org_option, org_option, store_option
 
 
 @click.command(name="mcp")
@@ -15,13 +15,22 @@ from .common import no_org_option, org_option, store_option
 @click.option("--read-only", is_flag=True, help="Refuse every write: memory, snapshots, conversation turns.")
 @click.option("--allow-rollback", is_flag=True, help="Offer the rollback tool (it is refused otherwise).")
 @click.option("--http", is_flag=True, help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="The HTTP address: loopback unless changed.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The HTTP address: loopback unless changed (another needs a bearer token).")
+@click.option("--token-file", metavar="FILE", help="HTTP: the bearer token every request must carry, read from FILE "
+                                                   "(a new one is made there if it does not exist); or set "
+                                                   "CORTEX_MCP_TOKEN. Required off loopback.")
+@click.option("--allow-host", "allow_hosts", metavar="NAME", multiple=True,
+              help="HTTP: a Host a request may name (repeatable); loopback names are allowed on loopback.")
+@click.option("--allow-origin", "allow_origins", metavar="ORIGIN", multiple=True,
+              help="HTTP: an Origin a browser request may come from (repeatable), such as https://app.example.com.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="The HTTP port (0: a free one); the address is printed on stderr.")
 @store_option
 @org_option
 @no_org_option
-def mcp_command(store, org_root, no_org, agent, tenants, read_only, allow_rollback, http, host, port):
+def mcp_command(store, org_root, no_org, agent, tenants, read_only, allow_rollback, http, host, token_file,
+                allow_hosts, allow_origins, port):
     """Serve this store to AI agents over MCP: stdio (what desktop clients start) or, with --http, streamable HTTP.
 
     Tools search, show, query and write agent memory; every write is a commit that `cortex diff` shows and
@@ -30,7 +39,14 @@ def mcp_command(store, org_root, no_org, agent, tenants, read_only, allow_rollba
     """
     from .. import api
     from ..mcp import serve
+    from ..mcp.http import policy, read_token
 
+    rules = None
+    if http:
+        token, made = read_token(token_file)
+        rules = policy(host, token=token, allow_hosts=allow_hosts, allow_origins=allow_origins)
+        if made:
+            err_console.print(made, markup=False)
     with api.open(store, org_root, folder=not no_org, read_only=read_only) as cx:
         serve(cx, agent=agent, read_only=read_only, allow_rollback=allow_rollback,
-              tenants=frozenset(tenants) if tenants else None, http=http, host=host, port=port)
+              tenants=frozenset(tenants) if tenants else None, http=rules, host=host, port=port)

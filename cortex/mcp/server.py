@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import socket
 import sys
 from importlib.metadata import version
 
@@ -20,8 +19,11 @@ from mcp_types import Resource, ToolAnnotations
 
 from ..api import Cortex
 from ..errors import CortexError, UserError
+from ..listen import listen
+from .http import MAX_SESSIONS, BearerAuth, Policy
 from .resources import ORG, TEMPLATES, Resources
 from .session import Session
+from .stdio import answered_stdio
 from .tools import COMMITS, CONVERSATIONS, READ, UNDONE, WRITE, Tools
 
 INSTRUCTIONS = """cortex keeps notes and agents' memory as Org files under version control. Search or query \
@@ -56,6 +58,12 @@ class CortexServer(MCPServer):
         for name, (uri, description) in TEMPLATES.items():
             self.resource(uri, name=name, description=description, mime_type=ORG, security=PATHS)(
                 self._guarded(getattr(self.resources, name), resource=True))
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdin and stdout, every line answered (`stdio`)."""
+        async with answered_stdio() as (read_stream, write_stream):
+            await self._lowlevel_server.run(read_stream, write_stream,
+                                            self._lowlevel_server.create_initialization_options())
 
     async def call_tool(self, name, arguments, context=None):
         """Run a tool, or say why this server does not offer it."""
@@ -98,29 +106,31 @@ def _refusal(session: Session, name: str) -> str | None:
 
 
 def serve(cx: Cortex, *, agent: str | None = None, read_only: bool = False, allow_rollback: bool = False,
-          tenants: frozenset[str] | None = None, http: bool = False, host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Serve `cx` over stdio (until the client closes it) or streamable HTTP at http://host:port/mcp (until
-    interrupted; port 0 takes a free one). The Org folder is ingested first unless read-only; a server over every
-    agent embeds what search needs in the background (one bound to an agent, only its files, as it searches)."""
+          tenants: frozenset[str] | None = None, http: Policy | None = None, host: str = "127.0.0.1",
+          port: int = 8765) -> None:
+    """Serve `cx` over stdio (until the client closes it), or over streamable HTTP at http://host:port/mcp by the
+    rules of `http` (until interrupted; port 0 takes a free one). The Org folder is ingested first unless
+    read-only; a server over every agent embeds what search needs in the background (one bound to an agent, only
+    its files, as it searches)."""
     session = Session(cx, agent, read_only=read_only, allow_rollback=allow_rollback, tenants=tenants)
+    sock = None if http is None else listen(host, port)
     _log_warnings_only()
     if cx.root is not None and cx.root.is_dir() and not read_only:
         cx.ingest()
     if agent is None:
         cx.build_search_in_background()
     server = CortexServer(session)
-    if not http:
+    if sock is None:
         anyio.run(server.run_stdio_async)
         return
     import uvicorn
 
-    sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
     shown = f"[{host}]" if ":" in host else host
-    print(f"cortex mcp: {cx.location} at http://{shown}:{sock.getsockname()[1]}/mcp", file=sys.stderr, flush=True)
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        print("cortex mcp: warning: not on loopback; anyone who reaches this address can use this memory",
-              file=sys.stderr, flush=True)
-    app = server.streamable_http_app(host=host)
+    print(f"cortex mcp: {cx.location} at http://{shown}:{sock.getsockname()[1]}/mcp"
+          + ("" if http.token is None else " (bearer token required)"), file=sys.stderr, flush=True)
+    app = server.streamable_http_app(host=host, transport_security=http.settings(), max_sessions=MAX_SESSIONS)
+    if http.token is not None:
+        app = BearerAuth(app, http.token)
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
 
 
