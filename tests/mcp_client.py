@@ -104,17 +104,18 @@ def environment() -> dict[str, str]:
 
 
 @contextmanager
-def http_server(log: Path, *options: str, token: str | None = None):
-    """A client of `cortex mcp --http --port 0 OPTIONS` over streamable HTTP, sending `token` as its bearer token;
-    the server's stderr goes to `log`. The client's `url` is the server's (on 127.0.0.1 when it listens on every
-    interface)."""
+def http_server(log: Path, *options: str, token=None):
+    """A client of `cortex mcp --http --port 0 OPTIONS` over streamable HTTP, sending `token` (or what `token()`
+    answers once the server listens) as its bearer token; the server's stderr goes to `log`. The client's `url`
+    is the server's (on 127.0.0.1 when it listens on every interface), its `token` the one it sends."""
     with log.open("w") as errors:
         server = subprocess.Popen([CORTEX, "mcp", "--http", "--port", "0", *options], stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL, stderr=errors, env=environment())
         try:
             url = announced(server, log).replace("//0.0.0.0:", "//127.0.0.1:")
+            token = token() if callable(token) else token
             with connected(_streamable_http(url, token), log) as client:
-                client.url = url
+                client.url, client.token = url, token
                 yield client
         finally:
             server.terminate()

@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from cortex.errors import UserError
-from cortex.mcp.http import MAX_SESSIONS, policy
-from mcp_client import CORTEX, announced, environment, http_server, prepared
+from cortex.mcp.http import MAX_SESSIONS, policy, read_token
+from mcp_client import CORTEX, environment, http_server, prepared
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -46,6 +46,18 @@ def test_the_rules_of_each_address():
         policy("127.0.0.1", token="short")
 
 
+def test_a_token_comes_from_the_environment_or_a_file_made_when_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv("CORTEX_MCP_TOKEN", "e" * 20)
+    assert read_token(None) == ("e" * 20, None)
+    token, told = read_token(str(tmp_path / "token"))
+    assert told.endswith("(readable by you only)") and read_token(str(tmp_path / "token")) == (token, None)
+    (tmp_path / "empty").write_text("\n")
+    with pytest.raises(UserError, match="empty; a token file holds one line"):
+        read_token(str(tmp_path / "empty"))
+    with pytest.raises(UserError, match="more than 4.0 KiB, the most a token file may hold"):
+        read_token("/dev/zero")
+
+
 def test_a_server_off_loopback_does_not_start_without_a_token(tmp_path):
     done = subprocess.run([CORTEX, "mcp", "--http", "--host", "0.0.0.0", "--port", "0", "--store",
                            str(tmp_path / "store")], capture_output=True, text=True, env=environment(), timeout=60)
@@ -63,25 +75,14 @@ def guarded(tmp_path_factory):
     (reached over loopback only)."""
     folder = tmp_path_factory.mktemp("guarded")
     store, org = prepared(folder)
-    token_file = folder / "token"
+    token_file, log = folder / "token", folder / "http.log"
     options = ("--host", "0.0.0.0", "--token-file", str(token_file), "--allow-host", "127.0.0.1",
                "--allow-host", "memory.test", "--store", str(store), "--org", str(org), "--agent", "assistant")
-    log = folder / "http.log"
-    with log.open("w") as errors:  # the token exists once the server made it: start it, then read the file
-        made = subprocess.Popen([CORTEX, "mcp", "--http", "--port", "0", *options], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=errors, env=environment())
-    try:
-        url = announced(made, log).replace("//0.0.0.0:", "//127.0.0.1:")
-        token = token_file.read_text().strip()
-    finally:
-        made.terminate()
-        made.wait(timeout=30)
-    assert f"made a new bearer token in {token_file}" in log.read_text() and token not in log.read_text()
-    assert (token_file.stat().st_mode & 0o777) == 0o600 and len(token) >= 32
-    with http_server(folder / "http2.log", *options, token=token) as client:  # the file is read, not made again
-        client.token = token
+    with http_server(log, *options, token=lambda: token_file.read_text().strip()) as client:
         yield client
-    assert token_file.read_text().strip() == token and "Traceback" not in (folder / "http2.log").read_text()
+    assert f"made a new bearer token in {token_file}" in log.read_text() and client.token not in log.read_text()
+    assert (token_file.stat().st_mode & 0o777) == 0o600 and len(client.token) >= 32
+    assert "Traceback" not in log.read_text()
 
 
 def test_with_its_token_a_client_uses_the_server(guarded):

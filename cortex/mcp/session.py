@@ -113,7 +113,7 @@ class Session:
             except NotFound:
                 found = None
         if found is None:
-            raise NotFound(f"no headline with :ID: or oid {brief(name)} in {_state(ref)}"
+            raise NotFound(f"no headline with :ID: or oid {brief(name, 80)} in {_state(ref)}"
                            + ("" if self.prefix is None else f" under {self.prefix}"))
         return found
 
