@@ -70,6 +70,9 @@ def quoted(value, limit: int = QUOTED) -> str:
 
 
 def brief(value, limit: int = QUOTED) -> str:
-    """A value as a message names it, unquoted: whole, or its first `limit` characters and its length."""
+    """A value as a message names it, unquoted: whole, or its first `limit` characters and its length; quoted (as
+    `quoted`) when it holds a line break or another character that does not print."""
     text = str(value)
+    if not text.isprintable():
+        return quoted(text, limit)
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"

@@ -36,7 +36,8 @@ def planted(tmp_path_factory):
     store, org = prepared(folder)
     reviewer = org / "agents" / "reviewer"
     with (reviewer / "memory.org").open("a") as memory:
-        memory.write(_headline(f"The card is {SECRETS['reviewer memory']}", REVIEWER_ID, "[[id:mem-assistant-dark-mode]]"))
+        memory.write(_headline(f"The card is {SECRETS['reviewer memory']}", REVIEWER_ID,
+                               "[[id:mem-assistant-dark-mode]]"))
     (reviewer / "logs").mkdir()
     (reviewer / "logs" / "2026-11-21.org").write_text(f"* 10:00 — Keys\n{SECRETS['reviewer log']}\n")
     (org / "notes" / "secret.org").write_text(
@@ -115,7 +116,8 @@ def probes(client) -> list[tuple[str, object]]:
               ("memory_forget", {"agent": "reviewer", "item": REVIEWER_ID}),
               ("memory_compact", {"agent": "reviewer", "max_age": "100y"})]
     found += [("get_context", {"tenant": t, "user": u, "session": "s-1", "strategy": s})
-              for t, u in (("other", "eve"), ("acme", "ada"), ("acme", "eve")) for s in ("truncation", "rolling_summary")]
+              for t, u in (("other", "eve"), ("acme", "ada"), ("acme", "eve"))
+              for s in ("truncation", "rolling_summary")]
     found += [("add_turn", {"tenant": "other", "user": "eve", "session": "s-1", "user_message": "x",
                             "assistant_response": "y"}), ("snapshot", {"message": "probe"}),
               ("rollback", {"ref": past})]

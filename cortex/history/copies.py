@@ -388,10 +388,10 @@ def _copy_record(store: Store, folder: Path) -> tuple[str, bytes | None]:
     try:
         copy_id = json.loads(read_bounded(folder / RECORD, RECORD_BYTES, "a working copy's record"))["copy"]
     except (FileNotFoundError, NotADirectoryError):
-        shown = brief(str(folder), 200)
+        shown = brief(str(folder), 80)
         raise NotACopy(f"{shown}: not a working copy; make one with `cortex checkout {shown}`") from None
     except OSError as exc:
-        raise NotACopy(f"{brief(str(folder / RECORD), 200)}: unreadable ({exc.strerror}); check the folder out "
+        raise NotACopy(f"{brief(str(folder / RECORD), 80)}: unreadable ({exc.strerror}); check the folder out "
                        "again") from None
     except (ValueError, KeyError, TypeError) as exc:
         raise NotACopy(f"{folder / RECORD}: unreadable ({exc}); check the folder out again") from None

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from ..api import DurationError, parse_duration
 from ..errors import NotFound, UserError
+from ..words import quoted
 from . import shapes
 from .session import Session
 
@@ -60,7 +61,7 @@ def recent(session: Session, since: str, limit: int) -> dict:
         try:
             base = cx.resolve(since)
         except UserError as exc:
-            raise UserError(f"since {since!r}: {exc}; or give {SINCE}") from None
+            raise UserError(f"since {quoted(since)}: {exc}; or give {SINCE}") from None
         after_ns, point = base.time_ns, {"snapshot": shapes.oid12(base.oid)}
     else:
         base = next((s for s in cx.snapshots() if s.time_ns <= after_ns), None)
@@ -78,9 +79,16 @@ def _time(text: str) -> int | None:
     if not text:
         raise UserError(f"since is empty: give {SINCE}")
     try:
-        return int(datetime.fromisoformat(text).timestamp() * 1e9)
+        moment = datetime.fromisoformat(text)
     except ValueError:
-        pass
+        moment = None
+    if moment is not None:
+        try:
+            ns = int(moment.timestamp() * 1e9)
+            datetime.fromtimestamp(ns / 1e9)  # as it is shown back, in local time
+            return ns
+        except (ValueError, OverflowError, OSError):  # the first or the last moments of the calendar
+            raise UserError(f"since {quoted(text)}: a time no clock of this machine holds; give {SINCE}") from None
     if _AGE.fullmatch(text):
         try:
             return time.time_ns() - int(parse_duration(text).total_seconds() * 1e9)

@@ -9,6 +9,7 @@ from mcp.shared.uri_template import UriTemplate
 
 from ..errors import NotFound, UserError
 from ..memory.layout import AGENTS, LOGS, MEMORY_FILE, log_date, log_path
+from ..words import quoted
 from .session import Session
 
 ORG = "text/x-org"
@@ -40,7 +41,7 @@ class Resources:
         try:
             path = log_path(agent, date.fromisoformat(day))
         except ValueError:
-            raise UserError(f"day {day!r}: not a date; a daily log is named by its day, as 2026-11-20") from None
+            raise UserError(f"day {quoted(day)}: not a date; a daily log is named by its day, as 2026-11-20") from None
         if path not in self.cx.working().entries:
             raise NotFound(f"{path}: agent {agent!r} has no daily log for {day}")
         return self.cx.show(path)

@@ -82,6 +82,9 @@ class CortexServer(MCPServer):
 
         @functools.wraps(fn)
         def run(*args, **kwargs):
+            for name, value in [*((f"argument {n}", a) for n, a in enumerate(args, 1)), *kwargs.items()]:
+                if isinstance(value, str) and (problem := _not_text(value)) is not None:  # JSON may carry "\udcff"
+                    raise (ResourceError if resource else ToolError)(f"{name}: {problem}")
             with self.session.lock:
                 try:
                     return fn(*args, **kwargs)
@@ -91,6 +94,15 @@ class CortexServer(MCPServer):
                     raise (ResourceError if resource else ToolError)(str(exc)) from None
 
         return run
+
+
+def _not_text(value: str) -> str | None:
+    """Why a string argument is no text cortex can keep (None: it is): a lone surrogate, which UTF-8 cannot hold."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"not UTF-8 text (a lone surrogate at character {exc.start + 1})"
+    return None
 
 
 def _refusal(session: Session, name: str) -> str | None:

@@ -61,7 +61,7 @@ class Session:
         if self.bound is None:
             if requested is None:
                 raise UserError("agent: name the agent whose memory to use (this server serves every agent)")
-            return requested
+            return check_agent_id(requested)
         if requested not in (None, self.bound):
             raise UserError(f"agent {quoted(requested)}: this server is bound to agent {self.bound!r} "
                             f"(cortex mcp --agent {self.bound}) and cannot reach another agent's memory")

@@ -196,6 +196,8 @@ def _tag_term(m: _Term, text: str) -> Predicate:
     if token.startswith("{"):
         return TagsRegexp((emacs_regexp(token[1:-1]),))
     if m.level is not None:
+        if len(m.level) > 9:  # no outline is that deep, and Python reads no more than 4,300 digits
+            raise QueryError(f"match string {quoted(text)}: LEVEL {quoted(m.level)} is deeper than any outline")
         return Level(int(m.level), op=_op(m.level_op, text))
     if m.name is None:
         return Tags((token,))

@@ -656,7 +656,8 @@ def _text(form) -> str:
     if isinstance(form, bool):
         return str(form)
     if isinstance(form, int):
-        return repr(int(form)) if form.bit_length() < 1000 else f"a number of about {form.bit_length() * 3 // 10} digits"
+        digits = form.bit_length() * 3 // 10
+        return repr(int(form)) if digits < 300 else f"a number of about {digits} digits"
     if isinstance(form, float):
         return repr(float(form))
     if isinstance(form, str):

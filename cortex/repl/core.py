@@ -19,6 +19,7 @@ from typing import TextIO
 import hy
 
 from ..errors import CortexError, located
+from ..words import brief, quoted
 from .printer import Printer
 from .registry import macro_words, namespace
 
@@ -244,9 +245,9 @@ def describe_error(exc: BaseException, source: str, filename: str = "<input>") -
         if exc.lineno and 0 < exc.lineno <= len(lines):
             message += _pointed(lines[exc.lineno - 1], max((exc.offset or 1) - 1, 0))
         return message
-    what = f"{type(exc).__name__}: {exc}"
+    what = f"{type(exc).__name__}: {brief(exc, 200)}"  # Python's own message may quote a whole value
     if isinstance(exc, NameError) and exc.name:
-        what = f"NameError: {hy.unmangle(exc.name)!r} is not defined"
+        what = f"NameError: {quoted(hy.unmangle(exc.name))} is not defined"
     here = [frame for frame in traceback.extract_tb(exc.__traceback__) if frame.filename == filename]
     if not here:
         return what
