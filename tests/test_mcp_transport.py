@@ -10,6 +10,7 @@ import pytest
 
 from cortex.errors import UserError
 from cortex.mcp.http import MAX_SESSIONS, policy, read_token
+from linear import finishes
 from mcp_client import CORTEX, environment, http_server, prepared
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -131,6 +132,12 @@ def local(tmp_path_factory):
 ])
 def test_on_loopback_a_foreign_host_or_origin_is_refused(local, headers, status):
     assert post(local.url, **headers).status_code == status
+
+
+def test_a_match_string_that_took_minutes_answers_at_once_and_the_server_goes_on(local):
+    answer = finishes(lambda: local.call("query", query="security+project_infrastructure_migration" + "x" * 100_000))
+    assert answer == {"headlines": []}  # the server's one call at a time was not held: the next is answered
+    assert local.call("find", tag="security")["headlines"]
 
 
 def test_a_body_too_large_gets_413_and_sessions_are_bounded(local):
