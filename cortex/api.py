@@ -561,29 +561,44 @@ class Cortex:
 
     def search(self, query: str, *, limit: int = 10, agent: str | None = None, type: str | None = None,
                source: str | None = None, path: str | None = None, tag: str | None = None,
-               todo: str | None = None, as_of: str | int | None = None, fusion: str | None = None,
+               todo: str | None = None, speaker: str | None = None, since=None, until=None, context: int = 0,
+               as_of: str | int | None = None, fusion: str | None = None,
                vector_weight: float | None = None, keyword_weight: float | None = None,
-               budget: float | None = None, progress=None):
+               budget: float | None = None, progress=None, today=None):
         """Hybrid search over the working state (or snapshot `as_of`), filtered, with explainable scores.
 
-        Weights and fusion default to the first `defmemory :search`, else 0.7 / 0.3 weighted.
+        `path` is a prefix of the files' paths; `speaker` keeps the turns one person said; `since` and `until`
+        keep the items dated within those days (a daily log's day, a dated heading's, an active timestamp's;
+        dates or text: "2023-05-01", "today", "-7d"), and a period the query itself names ("in May 2023",
+        "last week", relative to `today`) raises the items dated within it. `context` brings each result that
+        is a turn of a conversation that many turns before and after it (`before`, `after`).
+        Weights and fusion default to the first `defmemory :search`, else 0.5 / 0.5 weighted.
         Items without a vector yet are embedded first for up to `budget` seconds (default: all of them;
         while a background build runs, only a moment's wait for it); those still without one are found
         by their words. `progress(done, total)` hears of the embedding; the results' `status` says how
         many items had a vector (`cortex.search.service.Results`).
         """
+        from dataclasses import replace
+        from datetime import date
+
         from .memory.layout import check_agent_id
+        from .orgquery.dates import parse_when
         from .search.fusion import Weights
         from .search.service import BACKGROUND_WAIT, Filters, SearchIndex
 
         if agent is not None:
             check_agent_id(agent)
+        if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= 50:
+            raise UserError(f"search context is a number of turns from 0 to 50; got {context!r}")
+        today = date.today() if today is None else parse_when(today, date.today())
+        since, until = (None if day is None else parse_when(day, today) for day in (since, until))
         if budget is not None and not budget >= 0:
             raise UserError(f"a search budget is a number of seconds, at least 0; got {budget}")
         config = self._search_config()
         weights = Weights(config.vector_weight if vector_weight is None else vector_weight,
                           config.keyword_weight if keyword_weight is None else keyword_weight)
-        filters = Filters(source=source, agent=agent, type=type, path=path, tag=tag, todo=todo)
+        filters = Filters(source=source, agent=agent, type=type, path=path, tag=tag, todo=todo, speaker=speaker,
+                          since=since, until=until)
         index = self._search_index
         if as_of is not None:
             tree = self.state(as_of)
@@ -596,8 +611,12 @@ class Cortex:
         if budget is None and index.building:
             budget = BACKGROUND_WAIT
         index.build(budget, progress)
-        return index.search(query, limit=limit, filters=filters, fusion=fusion or config.fusion.value,
-                            weights=weights)
+        results = index.search(query, limit=limit, filters=filters, fusion=fusion or config.fusion.value,
+                               weights=weights, today=today)
+        if context:
+            results[:] = [replace(r, **dict(zip(("before", "after"), index.context(r.item, context))))
+                          for r in results]
+        return results
 
     def build_search(self, progress=None, budget: float | None = None):
         """Bring the search indexes in line with the working state and embed every item still without a

@@ -66,7 +66,7 @@ _CHARS_PER_TOKEN = 6
 # weight float again. onnxruntime's own tools derive from it, once per machine, a model whose matrix products
 # run on int8: a session folds the weights into float constants, then dynamic quantization per channel gives
 # every MatMul back exactly the shipped int8 weights and scales, and quantizes its input on each run, over the
-# whole batch (so a vector moves a little with its batch-mates); the embedding tables stay as shipped. On corpus
+# whole run (so each text is run alone: see `MiniLMEmbedder.embed`); the embedding tables stay as shipped. On corpus
 # headlines it takes 0.49x the CPU time, its vectors at cosine 0.993 on average to the bundled model's (0.97 at
 # worst); R@1 and MRR of both: bench/embed_quality.py and bench/quality.py. It takes about 3 s of CPU, in a
 # child process: the tools set up the root logger of the process calling them, and peak at 430 MB.
@@ -160,10 +160,6 @@ class MiniLMEmbedder:
 
     dim = 384
     degraded = False
-    # Padded tokens per run of the model. Texts are sorted by length and each batch pads to its longest:
-    # per text, 32 x 128 tokens cost 1.15x what 8 x 128 do (the activations outgrow the caches), and runs
-    # of fewer than ~256 tokens pay their overhead (CPU time of a one-thread session on corpus headlines).
-    batch_tokens = 1024
 
     def __init__(self, model_file: Path | None = None, tokenizer_file: Path | None = None,
                  threads: int = 2, max_tokens: int = MAX_TOKENS, quantize: bool = True):
@@ -248,7 +244,7 @@ class MiniLMEmbedder:
             _, tokenizer_file = self.files()
             tokenizer = Tokenizer.from_file(str(tokenizer_file))
             tokenizer.enable_truncation(max_length=self.max_tokens)
-            tokenizer.no_padding()  # batches are padded here, after sorting by length
+            tokenizer.no_padding()  # each text is run alone, unpadded
             self._session = self._new_session(self._threads)
             self._tokenizer = tokenizer
 
@@ -267,7 +263,7 @@ class MiniLMEmbedder:
             raise EmbedderUnavailable(f"{where}: onnxruntime cannot load it: {exc}") from None
 
     def _bulk(self):
-        """A one-thread session run by one worker per thread: for many batches this beats splitting
+        """A one-thread session run by one worker per thread: for many texts this beats splitting
         each small matrix product across threads (1.6x the texts per second on 2 busy cores)."""
         with self._lock:
             if self._bulk_runner is None:
@@ -293,42 +289,34 @@ class MiniLMEmbedder:
         return ids
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed `texts`: mean of the last hidden state over real tokens, L2-normalised."""
+        """Embed `texts`: mean of the last hidden state over the tokens, L2-normalised.
+
+        Each text is run alone, so its vector is the same whatever it is embedded with: the derived model
+        quantizes a run's activations with one scale, and in a batch a vector moved with its batch-mates
+        (cosine 0.98 at worst). Runs of one text, unpadded, take about 1.1x the CPU time of batches of like
+        lengths (bench/search_engine.py); many of them are shared by one-thread sessions, one per thread.
+        """
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
         if self._session is None:
             self._load()
         token_ids = self.token_ids(texts)
-        # Sorting by length keeps padding, hence wasted compute, small within a batch.
-        order = sorted(range(len(texts)), key=lambda i: len(token_ids[i]))
-        batches = [[]]
-        for i in order:  # the longest so far is this one, sorted: a batch costs len(batch) x its length
-            if batches[-1] and (len(batches[-1]) + 1) * len(token_ids[i]) > self.batch_tokens:
-                batches.append([])
-            batches[-1].append(i)
-        if len(batches) > 1 and self._threads > 1:
+        if len(texts) > 1 and self._threads > 1:
             session, pool = self._bulk()
             run = pool.map
-        else:  # one batch (a query): the latency session splits it across the threads
+        else:  # one text (a query): the latency session splits it across the threads
             session, run = self._session, map
-        embedded = run(lambda batch: self._embed_batch(session, [token_ids[i] for i in batch]), batches)
-        for batch, rows in zip(batches, embedded):
-            out[batch] = rows
+        for row, vector in enumerate(run(lambda ids: self._embed_one(session, ids), token_ids)):
+            out[row] = vector
         return out
 
     @staticmethod
-    def _embed_batch(session, token_ids: list[list[int]]) -> np.ndarray:
-        width = max(len(ids) for ids in token_ids)
-        ids = np.zeros((len(token_ids), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, row_ids in enumerate(token_ids):
-            ids[row, :len(row_ids)] = row_ids
-            mask[row, :len(row_ids)] = 1
-        hidden = session.run(None, {"input_ids": ids, "attention_mask": mask,
+    def _embed_one(session, token_ids: list[int]) -> np.ndarray:
+        ids = np.array([token_ids], dtype=np.int64)
+        hidden = session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
                                     "token_type_ids": np.zeros_like(ids)})[0]
-        # the mean over real tokens, as one batched product; the norm makes dividing by the count needless
-        return _unit_rows(np.matmul(mask[:, None, :].astype(np.float32), hidden)[:, 0])
+        return _unit_rows(hidden[0].mean(axis=0, keepdims=True))[0]
 
 
 def _before_last_space(text: str, end: int) -> str:

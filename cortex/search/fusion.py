@@ -24,7 +24,7 @@ with BM25 of the whole query (over its best) as the meaning side.
 from __future__ import annotations
 
 import math
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable, Sequence, Set as AbstractSet
 from dataclasses import dataclass
 from numbers import Real
 
@@ -32,19 +32,24 @@ import numpy as np
 
 from cortex.errors import UserError
 from cortex.search.embedders import Embedder
-from cortex.search.keyword import KeywordIndex
+from cortex.search.keyword import K1, KeywordIndex
 from cortex.search.vector import VectorIndex
 
 METHODS = ("weighted", "rrf", "keyword")
 RRF_K = 60
+WORDS_FLOOR = 0.4   # the share of the query's weight an item's words must hold before they count
+WORDS_SCALE = 2.0   # what holding every query word once adds past the floor: 2 x (1 - 0.4) = 1.2
+EXACT_SHARE = 1.0   # exact evidence on the keyword side, beside the words
+NEIGHBOURS = (0.1, 0.5)  # what each neighbouring turn's cosine and BM25 add to a turn's own
+DATE_BONUS = 0.2    # for an item dated within a period the query names
 
 
 @dataclass(frozen=True)
 class Weights:
-    """How much the meaning side (vector, or BM25 in keyword mode) and the exact side count."""
+    """How much the meaning side (vector, or BM25 in keyword mode) and the keyword side count."""
 
-    vector: float = 0.7
-    keyword: float = 0.3
+    vector: float = 0.5
+    keyword: float = 0.5
 
     def __post_init__(self):
         if not all(isinstance(w, Real) and not isinstance(w, bool) and math.isfinite(w)
@@ -58,87 +63,122 @@ class Weights:
 
 @dataclass(frozen=True)
 class Hit:
-    """One fused result and the numbers that placed it: score = vector part + keyword part."""
+    """One fused result and the numbers that placed it: score = vector part + keyword part + date part."""
 
     key: int
     score: float          # the fused score results are ranked by
     vector: float         # cosine similarity of query and item (NaN if not computed or no vector)
-    keyword: float        # BM25 score of the whole query
+    keyword: float        # BM25 score of the query's words
     exact: float          # BM25 score of the query's exact terms (identifiers, names)
     title: bool           # the item's title holds every word of the query
-    vector_norm: float    # the meaning side as fused: cosine, 1/(k + rank) (rrf), BM25 / best (keyword)
-    keyword_norm: float   # the exact side as fused: 1 if title else exact / best exact; 1/(k + rank) (rrf)
+    vector_norm: float    # the meaning side as fused: cosine (+ neighbours'), 1/(k + rank) (rrf), coverage / best (keyword)
+    keyword_norm: float   # the keyword side as fused: words past the floor + exact evidence; 1/(k + rank) (rrf)
     method: str = "weighted"
     weights: Weights = Weights()
+    coverage: float = 0.0  # the share of the query's weight the item's words (and its neighbours') hold
+    evidence: float = 0.0  # exact evidence: 1 if the title holds the query, else the share of its weight exact terms hold
+    near: tuple[float, float] = (0.0, 0.0)  # what the neighbouring turns added: cosine, BM25
+    date: float = 0.0      # the bonus for a date within the period the query names
+    period: str = ""       # that period, as the query named it
 
     def explain(self) -> str:
         """The fused score as a sum whose printed terms add up to the printed total."""
         w, digits = self.weights, 5 if self.method == "rrf" else 4
-        parts = [round(w.vector * self.vector_norm, digits), round(w.keyword * self.keyword_norm, digits)]
-        cosine = "no vector" if math.isnan(self.vector) else f"vector cosine {self.vector:.4f}"
+        parts = [round(w.vector * self.vector_norm, digits), round(w.keyword * self.keyword_norm, digits),
+                 round(self.date, digits)]
+        cosine = "no vector" if math.isnan(self.vector) else f"cosine {self.vector:.4f}"
+        if self.near[0]:
+            cosine += f" + neighbours {self.near[0]:.4f}"
+        words = f"words hold {self.coverage:.2f} of the query (bm25 {self.keyword:.3f}"
+        words += f" + neighbours {self.near[1]:.3f})" if self.near[1] else ")"
         if self.title:
             evidence = "the title holds every query word"
         elif self.exact:
-            best = "" if self.method == "rrf" else f" / best {self.exact / self.keyword_norm:.3f}"
-            evidence = f"exact-term bm25 {self.exact:.3f}{best}"
+            evidence = f"exact terms hold {self.evidence:.2f} of the query (bm25 {self.exact:.3f})"
         else:
             evidence = "no exact match"
-        if self.method == "keyword":
-            best = f" / best {self.keyword / self.vector_norm:.3f}" if self.vector_norm else ""
-            meaning = f"{w.vector:g} × bm25 {self.keyword:.3f}{best}"
-        else:
-            evidence += f"; query bm25 {self.keyword:.3f}"
-            meaning = (f"{w.vector:g} / ({RRF_K} + rank {_rank(self.vector_norm)}), {cosine}"
-                       if self.method == "rrf" else f"{w.vector:g} × {cosine}")
-        if self.method != "rrf":
-            exact = f"{w.keyword:g} × {self.keyword_norm:.4f}: {evidence}"
-        elif self.keyword_norm:
-            exact = f"{w.keyword:g} / ({RRF_K} + rank {_rank(self.keyword_norm)}): {evidence}"
-        else:
-            exact = evidence
         sides = ("bm25", "exact") if self.method == "keyword" else ("vector", "keyword")
-        return (f"fused {sum(parts):.{digits}f} by {self.method} ({sides[0]} {w.vector:g}, "
-                f"{sides[1]} {w.keyword:g}) = {parts[0]:.{digits}f} {sides[0]} ({meaning}) "
-                f"+ {parts[1]:.{digits}f} {sides[1]} ({exact})")
+        if self.method == "weighted":
+            meaning = f"{w.vector:g} × {cosine}"
+            exact = (f"{w.keyword:g} × ({WORDS_SCALE:g} × max(0, {self.coverage:.2f} - {WORDS_FLOOR:g}) "
+                     f"+ {EXACT_SHARE:g} × {self.evidence:.2f}): {words}; {evidence}")
+        elif self.method == "rrf":
+            meaning = f"{w.vector:g} / ({RRF_K} + rank {_rank(self.vector_norm)}), {cosine}"
+            exact = (f"{w.keyword:g} / ({RRF_K} + rank {_rank(self.keyword_norm)}): {words}; {evidence}"
+                     if self.keyword_norm else f"{words}; {evidence}")
+        else:
+            best = f" / best {self.coverage / self.vector_norm:.2f}" if self.vector_norm else ""
+            meaning = f"{w.vector:g} × {words}{best}"
+            exact = f"{w.keyword:g} × {self.evidence:.4f}: {evidence}"
+        text = (f"fused {sum(parts):.{digits}f} by {self.method} ({sides[0]} {w.vector:g}, {sides[1]} {w.keyword:g}) "
+                f"= {parts[0]:.{digits}f} {sides[0]} ({meaning}) + {parts[1]:.{digits}f} {sides[1]} ({exact})")
+        if self.date:
+            text += f" + {parts[2]:.{digits}f} date (within {self.period})"
+        return text
 
 
 @dataclass(frozen=True)
 class Candidates:
-    """Per-candidate raw scores from both retrievers, aligned by position."""
+    """Per-candidate raw scores from both retrievers, aligned by position.
+
+    `weight` is the query's (KeywordIndex.weight); `near_vector` and `near_keyword` sum the cosines and
+    BM25 scores of each candidate's neighbouring turns; `dated` tells the candidates dated within the period
+    the query names (`period`); a `container` (a session entry holding turns and nothing of its own) is kept
+    only when its title holds every query word.
+    """
 
     keys: np.ndarray
     vector: np.ndarray
     keyword: np.ndarray
     exact: np.ndarray
     title: np.ndarray
+    weight: float = 0.0
+    near_vector: np.ndarray | None = None
+    near_keyword: np.ndarray | None = None
+    dated: np.ndarray | None = None
+    container: np.ndarray | None = None
+    period: str = ""
 
 
 def fuse(candidates: Candidates, method: str = "weighted", weights: Weights = Weights(),
          limit: int | None = None) -> list[Hit]:
     """Rank `candidates` by `method` (one of METHODS), best first, the `limit` best if given."""
-    cosine = np.nan_to_num(candidates.vector.astype(np.float64), nan=0.0)
-    bm25 = candidates.keyword.astype(np.float64)
-    exact = candidates.exact.astype(np.float64)
-    best = exact.max(initial=0.0)
-    evidence = np.maximum(exact / best if best > 0 else np.zeros_like(exact), candidates.title)
-    tie = cosine
+    c = candidates
+    n = len(c.keys)
+    zeros = np.zeros(n)
+    cosine = np.nan_to_num(c.vector.astype(np.float64), nan=0.0)
+    near_vector = zeros if c.near_vector is None else NEIGHBOURS[0] * np.nan_to_num(c.near_vector.astype(np.float64))
+    near_keyword = zeros if c.near_keyword is None else NEIGHBOURS[1] * c.near_keyword.astype(np.float64)
+    bm25 = c.keyword.astype(np.float64)
+    coverage = (bm25 + near_keyword) * (1 + K1) / c.weight if c.weight > 0 else zeros
+    exact = c.exact.astype(np.float64)
+    evidence = np.maximum(np.minimum(exact * (1 + K1) / c.weight, 1.0) if c.weight > 0 else zeros, c.title)
+    meaning = cosine + near_vector
+    keyword_side = WORDS_SCALE * np.maximum(coverage - WORDS_FLOOR, 0.0) + EXACT_SHARE * evidence
+    date = zeros if c.dated is None else DATE_BONUS * c.dated
+    tie = meaning
     if method == "weighted":
-        vector_norm, keyword_norm = cosine, evidence
+        vector_norm, keyword_norm = meaning, keyword_side
     elif method == "rrf":
-        vector_norm = 1.0 / (RRF_K + _ranks(cosine))
-        keyword_norm = np.where(evidence > 0, 1.0 / (RRF_K + _ranks(evidence)), 0.0)
+        ranked = coverage + EXACT_SHARE * evidence
+        vector_norm = 1.0 / (RRF_K + _ranks(meaning))
+        keyword_norm = np.where(ranked > 0, 1.0 / (RRF_K + _ranks(ranked)), 0.0)
+        date = date * (1.0 / (RRF_K + 1)) / DATE_BONUS  # as if first in a third list
     elif method == "keyword":
-        best_bm25 = bm25.max(initial=0.0)
-        vector_norm = bm25 / best_bm25 if best_bm25 > 0 else np.zeros_like(bm25)
-        keyword_norm, tie = evidence, bm25
+        best_coverage = coverage.max(initial=0.0)
+        vector_norm = coverage / best_coverage if best_coverage > 0 else zeros
+        keyword_norm, tie = evidence, coverage
     else:
         raise UserError(f"unknown fusion method {method!r}: use one of {', '.join(METHODS)}")
-    score = weights.vector * vector_norm + weights.keyword * keyword_norm
-    order = np.lexsort((candidates.keys, -tie, -score))[:limit]
-    return [Hit(int(candidates.keys[i]), float(score[i]), float(candidates.vector[i]), float(bm25[i]),
-                float(exact[i]), bool(candidates.title[i]), float(vector_norm[i]), float(keyword_norm[i]),
-                method, weights)
-            for i in order]
+    score = weights.vector * vector_norm + weights.keyword * keyword_norm + date
+    order = np.lexsort((c.keys, -tie, -score))
+    if c.container is not None:
+        order = order[~c.container[order] | c.title[order]]
+    return [Hit(int(c.keys[i]), float(score[i]), float(c.vector[i]), float(bm25[i]), float(exact[i]),
+                bool(c.title[i]), float(vector_norm[i]), float(keyword_norm[i]), method, weights,
+                float(coverage[i]), float(evidence[i]), (float(near_vector[i]), float(near_keyword[i])),
+                float(date[i]), c.period if date[i] else "")
+            for i in order[:limit]]
 
 
 def _rank(reciprocal: float) -> int:
@@ -152,14 +192,27 @@ def _ranks(scores: np.ndarray) -> np.ndarray:
     return ranks
 
 
+@dataclass(frozen=True)
+class Layout:
+    """What the owner of the items knows of them beyond their text: each item's neighbouring turns (the keys of
+    the turns before and after it in its session), whether it is dated within the `period` the query names, and
+    whether it is a container (a session entry with nothing of its own)."""
+
+    neighbours: Callable[[int], Sequence[int]] = lambda key: ()
+    dated: Callable[[int], bool] | None = None
+    period: str = ""
+    container: Callable[[int], bool] = lambda key: False
+
+
 def hybrid_search(query: str, embedder: Embedder, keyword: KeywordIndex, vector: VectorIndex, *,
                   limit: int = 10, mask: AbstractSet[int] | None = None, method: str = "weighted",
                   weights: Weights = Weights(), depth: int = 50,
-                  query_vector: np.ndarray | None = None) -> list[Hit]:
+                  query_vector: np.ndarray | None = None, layout: Layout = Layout()) -> list[Hit]:
     """The `limit` best items for `query`, fusing `depth` candidates from each index.
 
     `mask`, when given, holds the only keys that may be returned; `query_vector`, when given, is
-    the query's embedding (the caller's cache), used instead of embedding `query` again.
+    the query's embedding (the caller's cache), used instead of embedding `query` again; `layout`
+    tells the items' neighbours, dates and containers.
     """
     if limit < 1:
         raise UserError(f"search limit must be at least 1, got {limit}")
@@ -177,6 +230,19 @@ def hybrid_search(query: str, embedder: Embedder, keyword: KeywordIndex, vector:
         keys = [*near, *keyword_only]
         cosine = np.concatenate([np.fromiter(near.values(), dtype=np.float32, count=len(near)),
                                  vector.similarity(query_vector, keyword_only)])
+    neighbours = [layout.neighbours(key) for key in keys]
+    near_vector = near_keyword = None
+    if any(neighbours):
+        others = list(dict.fromkeys(other for found in neighbours for other in found))
+        where = {key: n for n, key in enumerate(others)}
+        other_bm25 = keyword.scores(query, others)
+        other_cosine = (np.zeros(len(others)) if query_vector is None
+                        else np.nan_to_num(vector.similarity(query_vector, others)))
+        near_vector = np.array([sum(other_cosine[where[o]] for o in found) for found in neighbours])
+        near_keyword = np.array([sum(other_bm25[where[o]] for o in found) for found in neighbours])
+    dated = None if layout.dated is None else np.array([layout.dated(key) for key in keys], dtype=bool)
     candidates = Candidates(np.array(keys, dtype=np.uint64), cosine, keyword.scores(query, keys),
-                            keyword.scores(query, keys, identifiers_only=True), keyword.title_matches(query, keys))
+                            keyword.scores(query, keys, identifiers_only=True), keyword.title_matches(query, keys),
+                            keyword.weight(query), near_vector, near_keyword, dated,
+                            np.array([layout.container(key) for key in keys], dtype=bool), layout.period)
     return fuse(candidates, method, weights, limit)
