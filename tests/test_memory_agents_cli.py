@@ -45,7 +45,7 @@ def test_add_then_inspect(run, org):
     assert shown.stdout == (org / "agents/assistant/memory.org").read_text()
     assert shown.stderr == "assistant: 3 facts, 2 procedures, 1 learned pattern; 1 daily log, 2026-11-20\n"
     found = run("search", "assistant", "when are the keys rotated?").stdout.splitlines()
-    assert re.match(r"0\.\d{3}  agents/assistant/memory\.org:\d+: Procedures / Rotate the keys", found[0])
+    assert re.match(r"\d\.\d{3}  agents/assistant/memory\.org:\d+: Procedures / Rotate the keys", found[0])
     assert "** Rotate the keys every quarter.\n:PROPERTIES:\n" in shown.stdout and ":SOURCE:   cli\n" in shown.stdout
 
 

@@ -106,7 +106,7 @@ def test_search_filters_and_explains_its_scores(repl):
     found = [row for row in table[1:] if row[0].isdigit()]
     assert found and all(row[2].startswith("agents/assistant/") for row in found)
     explained = [line.strip() for line in shown.splitlines() if line.strip().startswith("fused ")]
-    assert len(explained) == len(found) and "by weighted (vector 0.7, keyword 0.3)" in explained[0]
+    assert len(explained) == len(found) and "by weighted (vector 0.5, keyword 0.5)" in explained[0]
     notes = rows(repl('(search "deploy" :source "notes" :todo "WAITING")'))
     assert [row[2] for row in notes[1:]] == ["notes/projects.org:37"]
     assert repl('(search "deploy" :type "opinion")').startswith("error: unknown memory type 'opinion'")

@@ -45,14 +45,21 @@ class Tools:
                limit: Annotated[int, Field(ge=1, le=100)] = 10,
                agent: Annotated[str | None, Field(description="Only this agent's memory")] = None,
                type: Annotated[ItemType | None, Field(description="Only memory items of this type")] = None,
+               speaker: Annotated[str | None, Field(description="Only the turns this person said")] = None,
+               since: Annotated[str | None, Field(description="Only items dated on or after: 2023-05-01, -7d")] = None,
+               until: Annotated[str | None, Field(description="Only items dated on or before: 2023-05-31")] = None,
+               context: Annotated[int, Field(ge=0, le=20, description="Turns to bring around each turn")] = 0,
                as_of: Ref = None, ctx: Context | None = None) -> Json:
         """Search notes and agent memory by meaning and by exact identifiers (hybrid: embeddings + BM25), best first.
         Each result names its file:line, outline, :ID: and oid; pass the :ID: (or oid) to `show` for the whole
-        headline. Filter to one agent's memory (`agent`) and item type, or search a past snapshot (`as_of`)."""
+        headline. Filter to one agent's memory (`agent`) and item type, one person's turns (`speaker`), a period
+        (`since`, `until`; a period the query names, "in May 2023", raises what is dated within it), or search a
+        past snapshot (`as_of`); `context` brings the turns before and after each turn found."""
         if not query.strip():
             raise UserError("query is empty: give words, a question or an identifier to search for")
         results = self.cx.search(query, limit=limit, agent=self.session.search_agent(agent), type=type,
-                                 as_of=as_of, progress=_progress(ctx, "embedding items for search"))
+                                 speaker=speaker, since=since, until=until, context=context, as_of=as_of,
+                                 progress=_progress(ctx, "embedding items for search"))
         return {"results": [shapes.hit(r) for r in results]}
 
     def show(self, target: Annotated[str, Field(description="An :ID:, a headline's oid (from search), or a file "

@@ -14,17 +14,21 @@ from .values import Message, OrgText, SearchResults
 
 @form
 def search(session, query, *, limit=10, agent=None, type=None, source=None, path=None,
-           tag=None, todo=None, as_of=None, fusion=None, explain=False):
+           tag=None, todo=None, speaker=None, since=None, until=None, context=0, as_of=None, fusion=None,
+           explain=False):
     """Hybrid search, by meaning and by exact words: a table of score, file:line and outline, best first.
 
     (search "deploy")                                   the working state
     (search "E1042" :agent "assistant" :type "fact")    one agent's memory, one type of item
-    :source "memory" or "notes", :path "notes/", :tag "ops", :todo "TODO" narrow it down;
+    :source "memory" or "notes", :path "notes/" (a prefix), :tag "ops", :todo "TODO" narrow it down;
+    :speaker "Caroline" keeps one person's turns; :since "2023-05-01" :until "-7d" keep what is dated then
+    (a period the query names, "in May 2023", "last week", raises it); :context 2 brings the turns around;
     :as-of "HEAD~1" searches a snapshot; :fusion "rrf" ranks by reciprocal rank fusion;
     :explain True shows the scores behind each rank. (show (first r)) shows where a result is.
     """
     results = session.cortex.search(query, limit=limit, agent=agent, type=type, source=source, path=path,
-                                    tag=tag, todo=todo, as_of=snapshot_ref(as_of), fusion=fusion)
+                                    tag=tag, todo=todo, speaker=speaker, since=since, until=until, context=context,
+                                    as_of=snapshot_ref(as_of), fusion=fusion)
     return SearchResults(results, explain)
 
 

@@ -1,24 +1,20 @@
-"""Hybrid search: a meaning side and an exact side fused into one ranking that explains itself.
+"""Hybrid search: a meaning side and a words side fused into one ranking that explains itself.
 
-Measured with the real model on three sets of 40 queries (bench/quality.py: the shared paraphrase.json,
-tests/data/keyword_eval.json, tests/data/exact_eval.json). The embedding handles words, paraphrases
-included, better than BM25: every way of adding word-level BM25 to the cosine lost paraphrase recall
-(0.95 -> 0.65..0.80), because a distractor sharing one word with the query outranks the paraphrase.
-What the embedding blurs is exactness: E4012 and E4013, 2.3.1 and 2.3.10, Wen-Li Zhou and Li Zhou
-embed almost alike, and a headline titled with the query's very words can lose to one that only
-shares their meaning. So the exact side holds only evidence a paraphrase cannot produce: the BM25 of
-the query's exact terms (keyword.exact_terms: identifiers, flags, path and list parts, personal names)
-over its best among the candidates, or 1 when the item's title holds every query word
-(KeywordIndex.title_matches). A query without either leaves the cosine alone in charge. The meaning
-side is the cosine itself, already on a fixed scale; stretching it per query with min-max turned
-near-ties into gaps the exact evidence could no longer overturn. R@1 went from 0.80 to 1.00 on the
-exact set (0.86 to 0.99 on 150 real Org headlines queried by their titles) with paraphrase and keyword
-sets unchanged (0.95, 0.95).
+Measured with the real model on LoCoMo's development half (bench/locomo.py: long conversations, questions whose
+evidence names the turns that answer them) and on four smaller sets (bench/quality.py). The cosine alone handles
+paraphrases; BM25 alone finds more of LoCoMo's evidence (R@10 0.64 against 0.51) and every identifier. Fusing
+them on per-query normalised scores (min-max, DBSF) or ranks (RRF) finds more evidence still, but a distractor
+sharing one word with a paraphrase then outranks it (R@1 0.95 -> 0.63 on paraphrase.json). So the words side is
+measured on a fixed scale: the share of the query's weight (the sum of its terms' idf) an item's BM25 holds,
+1 for an item of average length holding every term once, counted only past WORDS_FLOOR: one or two shared
+words add nothing, most of the query's words add much. Exact terms (identifiers, numbers, names) add the share
+of the query's weight they hold, or 1 when the item's title holds every query word. The meaning side is the
+cosine itself, on its own fixed scale. A turn of a conversation is ranked with its neighbours (an answer is
+read with its question), and a period the query names raises what is dated within it.
 
-Methods: `weighted` sums the sides with weights (0.7 vector / 0.3 keyword by default); `rrf` is
-reciprocal-rank fusion (k = 60) of the same two sides, each weighted: it keeps ranks only, so a bare
-number or half a name outranks a better cosine (R@1 0.90 on paraphrases); `keyword` uses no vectors,
-with BM25 of the whole query (over its best) as the meaning side.
+Methods: `weighted` sums the sides with weights (0.5 / 0.5 by default); `rrf` is reciprocal-rank fusion
+(k = 60) of the same two sides, each weighted; `keyword` uses no vectors, with the words side (over its best)
+as the meaning side.
 """
 
 from __future__ import annotations
