@@ -33,7 +33,6 @@ CONFIG = "config"
 LITERATE = "dsl.literate"
 DEFINITIONS_FILE = "definitions.hy"
 ORG_ROOT_KEY = b"org_root"
-SYNC_ATTEMPTS = 10  # syncs of a working copy an ingest makes while other copies' syncs keep landing in between
 
 
 # Public names of the features, by the module that defines them: each loads on first use, so that
@@ -104,6 +103,17 @@ def open(store: str | os.PathLike | None = None, org_root: str | os.PathLike | N
         raise
 
 
+def _ingest_report(store: Store, synced: "history.SyncReport") -> IngestReport:
+    """An ingest's report of a sync of the Org folder: the files it read and parsed, those it sent and the
+    folder no longer holds (removed), those it received, its objects and its conflicts."""
+    entries = store.objects[synced.tree].entries
+    read = synced.read
+    return IngestReport(root=synced.tree, files=read.files, problems=read.problems, parsed=read.parsed,
+                        removed=[p for p in synced.sent if p not in entries], marked=synced.marked,
+                        new_objects=synced.new_objects, seconds=synced.seconds, received=synced.received,
+                        conflicts=synced.conflicts)
+
+
 def store_name(location: str | os.PathLike | None) -> str:
     """How messages name a store: its folder, or its server's URL with any password hidden."""
     if location is None:
@@ -154,37 +164,39 @@ class Cortex:
                digests: dict[str, bytes] | None = None, then=None) -> IngestReport:
         """Ingest an Org file or folder (default: the whole Org root), incrementally.
 
-        The first ingest of a folder makes it the Org root this store tracks. `written` holds
-        bytes just written to some of the files (by path from the Org root), taken as read, and
-        `digests` their hashes when known; `then(report)` runs in the ingest's transaction (see
-        `ingest.ingest`). An Org root that is a working copy is synced first, so that what other copies sent stays.
+        The first ingest of a folder makes it the Org root this store tracks, and a working copy of the
+        store: each ingest syncs it, so that what other writers committed is kept (and written into it),
+        never replaced by its files. `written` holds bytes just written to some of the files (by path
+        from the Org root), taken as read, and `digests` their hashes when known; `then(report)` runs in
+        the ingest's transaction (see `ingest.ingest`).
         """
+        return self._ingest(path, progress, written, digests, then)[0]
+
+    def _ingest(self, path, progress, written, digests, then) -> tuple[IngestReport, "history.SyncReport"]:
+        """`ingest`, and the sync of the Org folder it made."""
         self._folder("ingest")
         if path is not None and Path(path).is_dir() and self.store.refs.get(ingesting.WORKING) is None:
             self.root = self._settle_root(path)
         from .dsl.literate import MARKER  # here, as it loads Hy's reader, which opening a store needs not
 
-        for _ in range(SYNC_ATTEMPTS):
-            # A copy ingests on the state it was synced to: a copy's sync landing in between starts it over.
-            synced = history.sync(self.store, self.root).tree if history.is_copy(self.root) else None
-            try:
-                report = ingesting.ingest(self.store, self.root, None if path is None else Path(path), progress,
-                                          marker=MARKER.encode(), written=written, digests=digests, then=then,
-                                          synced=synced)
-            except ingesting.FolderBehind:
-                continue
-            self._note_literate_definitions(report)
-            return report
-        raise UserError(f"{self.root}: the working state kept changing while this working copy was ingested "
-                        f"({SYNC_ATTEMPTS} times); ingest again")
+        scope = "." if path is None else ingesting.relative_path(self.root, Path(path))  # (outside: a UserError)
+        if not self.root.is_dir() or not (self.root / scope).exists():
+            raise UserError(f"{self.root / scope}: no such file or folder")
+        # The Org folder is a working copy: a sync keeps what other writers committed meanwhile (writing it into
+        # the folder) and sends the folder's edits, of the files under `path`.
+        synced = history.sync(self.store, self.root, tracked=True, progress=progress, marker=MARKER.encode(),
+                              written=written, digests=digests, then=then, scope=scope,
+                              message=f"ingest {scope}{ingesting.SYNCED}")
+        self._note_literate_definitions(synced.sent + synced.received, synced.marked)
+        return _ingest_report(self.store, synced), synced
 
-    def _note_literate_definitions(self, report: IngestReport) -> None:
-        """Remember which ingested Org files hold cortex definition blocks."""
+    def _note_literate_definitions(self, changed: list[str], marked: list[str]) -> None:
+        """Remember which of the Org files `changed` hold cortex definition blocks (those `marked`)."""
         literate = self.store.table(LITERATE)
-        for path in report.marked:
+        for path in marked:
             if path.encode() not in literate:
                 literate[path.encode()] = b""
-        for path in set(report.parsed + report.removed) - set(report.marked):
+        for path in set(changed) - set(marked):
             if path.encode() in literate:
                 del literate[path.encode()]
 
@@ -336,28 +348,30 @@ class Cortex:
         state and HEAD, which working copies receive when they sync)."""
         if self.root is None:
             return history.rollback_state(self.store, ref, keep=keep, force=force)
-        return history.rollback(self.store, self.root, ref, keep=keep, force=force)
+        if self.root.is_dir():  # synced first: what store-side writers committed is an edit it must not lose
+            self.ingest()
+        report = history.rollback(self.store, self.root, ref, keep=keep, force=force)
+        self.ingest()  # and after: the folder's base is the state it was rolled back to
+        return report
 
     def checkout(self, folder: str | os.PathLike) -> "history.SyncReport":
         """Write the working state into a new (or empty) folder, a working copy that `sync` keeps in step.
 
-        The Org folder this store tracks becomes a working copy too (once another copy syncs, ingesting it
-        as before would replace what that copy sent): its ingests sync it first from then on.
+        The Org folder this store tracks is synced first, so that the new copy holds its edits.
         """
-        if self.root is not None and self.root.is_dir() and not history.is_copy(self.root):
+        if self.root is not None and self.root.is_dir():
             self.ingest()
-            history.adopt(self.store, self.root)
         return history.check_out(self.store, folder)
 
-    def sync(self, folder: str | os.PathLike | None = None) -> "history.SyncReport | IngestReport":
+    def sync(self, folder: str | os.PathLike | None = None) -> "history.SyncReport":
         """Merge a working copy's edits and the store's changes both ways (default folder: the Org folder).
 
-        The Org folder this store tracks is its own working copy: syncing it ingests it.
+        The Org folder this store tracks is a working copy too: syncing it ingests it.
         """
         folder = Path(os.path.abspath(folder)) if folder is not None else self._folder("sync with no folder named")
-        if history.is_copy(folder) or folder != self.root:
+        if folder != self.root:
             return history.sync(self.store, folder)
-        return self.ingest()
+        return self._ingest(None, None, None, None, None)[1]
 
     def copies(self) -> list["history.Copy"]:
         """The working copies of this store (folder, machine, when made), oldest first."""

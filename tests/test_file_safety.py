@@ -628,7 +628,7 @@ def test_a_file_that_changes_while_it_is_read_is_read_again(cortex, org, monkeyp
             return self.handle.fileno()
 
         def read(self):
-            if len(writes) < times:  # written over, each time after the reader's first look at it
+            if len(writes) < times or times >= READ_ATTEMPTS:  # written over after the reader's first look at it
                 writes.append(f"* version {len(writes) + 2}, longer\n")
                 time.sleep(0.02)  # past the coarsest clock tick of a file time stamp
                 path.write_text(writes[-1])
@@ -640,8 +640,8 @@ def test_a_file_that_changes_while_it_is_read_is_read_again(cortex, org, monkeyp
 
     cortex.ingest()
     monkeypatch.setattr("builtins.open", reading)
-    report = cortex.ingest()
-    assert len(writes) == times
+    report = cortex.ingest()  # (the sync of the Org folder before it reads the file too)
+    assert len(writes) == times if times < READ_ATTEMPTS else len(writes) >= times
     if times < READ_ATTEMPTS:
         assert render_file(cortex.store, cortex.working(), "notes.org") == writes[-1] and not report.problems
     else:

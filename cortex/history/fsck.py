@@ -256,6 +256,8 @@ def _meta_entry(store: Store, key: bytes, value: bytes) -> str | None:
         return f"format version {version!r} is not one this cortex reads (1 to {FORMAT_VERSION})"
     if key.startswith(b"seq\0") and key.endswith(b"\0"):
         return None if _number(value) is not None else "sequence counter is not 8 bytes"
+    if key == b"id":
+        return None if len(value) == 32 and all(c in b"0123456789abcdef" for c in value) else "not a store id"
     return "unknown key"
 
 
