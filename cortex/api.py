@@ -596,19 +596,24 @@ class Cortex:
         from datetime import date
 
         from .memory.layout import check_agent_id
-        from .orgquery.dates import parse_when
         from .search.fusion import Weights
-        from .search.service import BACKGROUND_WAIT, Filters, SearchIndex
+        from .search.service import BACKGROUND_WAIT, Filters, SearchIndex, load_model_in_background
 
         if agent is not None:
             check_agent_id(agent)
         if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= 50:
             raise UserError(f"search context is a number of turns from 0 to 50; got {context!r}")
-        today = date.today() if today is None else parse_when(today, date.today())
-        since, until = (None if day is None else parse_when(day, today) for day in (since, until))
+        if today is not None or since is not None or until is not None:
+            from .orgquery.dates import parse_when
+
+            today = date.today() if today is None else parse_when(today, date.today())
+            since, until = (None if day is None else parse_when(day, today) for day in (since, until))
         if budget is not None and not budget >= 0:
             raise UserError(f"a search budget is a number of seconds, at least 0; got {budget}")
         config = self._search_config()
+        fusion = fusion or config.fusion.value
+        if fusion != "keyword":  # the model loads while the indexes do
+            load_model_in_background()
         weights = Weights(config.vector_weight if vector_weight is None else vector_weight,
                           config.keyword_weight if keyword_weight is None else keyword_weight)
         filters = Filters(source=source, agent=agent, type=type, path=path, tag=tag, todo=todo, speaker=speaker,
@@ -625,8 +630,7 @@ class Cortex:
         if budget is None and index.building:
             budget = BACKGROUND_WAIT
         index.build(budget, progress)
-        results = index.search(query, limit=limit, filters=filters, fusion=fusion or config.fusion.value,
-                               weights=weights, today=today)
+        results = index.search(query, limit=limit, filters=filters, fusion=fusion, weights=weights, today=today)
         if context:
             results[:] = [replace(r, **dict(zip(("before", "after"), index.context(r.item, context))))
                           for r in results]
@@ -666,7 +670,9 @@ class Cortex:
 
         from .dsl import DslError, MemorySearchConfig
 
-        if not ((self.root is not None and self.definitions_path.exists()) or len(self.registry.memories)):
+        # the registry is made by the first definition evaluated here: none made means none defined
+        if not ((self.root is not None and self.definitions_path.exists())
+                or ("registry" in self.__dict__ and len(self.registry.memories))):
             return MemorySearchConfig()
         try:
             memories = self.definitions().memories

@@ -22,7 +22,7 @@ from cortex.search.embedders import (
 )
 
 PARAPHRASE = Path(__file__).parents[2] / "shared" / "eval" / "paraphrase.json"
-BUNDLED = "all-MiniLM-L6-v2-onnx-int8-64"
+BUNDLED = "all-MiniLM-L6-v2-onnx-int8-alone-64"
 EMBED_AND_NAME = ("from cortex.search.embedders import MiniLMEmbedder\n"
                   "embedder = MiniLMEmbedder()\n"
                   "assert embedder.embed(['a note']).shape == (1, 384)\n"
@@ -137,7 +137,7 @@ def test_default_embedder_is_minilm(minilm):
 def test_the_derived_model_is_made_once_and_reused_by_a_new_process(minilm, user_cache):
     model = minilm.model()
     assert model.parent == user_cache / "cortex" / "models"
-    assert minilm.name == f"all-MiniLM-L6-v2-onnx-qdyn-{model.stem[-12:]}-64" != BUNDLED
+    assert minilm.name == f"all-MiniLM-L6-v2-onnx-qdyn-{model.stem[-12:]}-alone-64" != BUNDLED
     assert b"MatMulInteger" in model.read_bytes()  # its products run on int8
     before = model.stat()
     child = subprocess.run([sys.executable, "-c", EMBED_AND_NAME], capture_output=True, text=True, timeout=120)

@@ -887,6 +887,17 @@ def shared_embedder() -> Embedder:
     return default_embedder()
 
 
+@lru_cache(maxsize=1)
+def load_model_in_background() -> None:
+    """Start loading the default embedder's model in a thread (once per process): a first search embeds its
+    query as soon as the indexes are loaded, instead of loading the model after them (0.15 s of 0.6)."""
+    def load():
+        with suppress(Exception):  # the search that needs the model meets the same error, and reports it
+            shared_embedder().embed(["warm up"])
+
+    threading.Thread(target=load, name="cortex-model", daemon=True).start()
+
+
 def cached_embedder(store: Store, embedder: Embedder | None = None) -> CachedEmbedder:
     """The default embedder (or `embedder`) with its vectors cached in the store."""
     return CachedEmbedder(embedder or shared_embedder(), store.table(EMBEDDINGS))
