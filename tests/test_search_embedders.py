@@ -1,3 +1,4 @@
+import hashlib
 import json
 import os
 import socket
@@ -165,7 +166,7 @@ def test_a_damaged_derived_model_is_derived_again_by_two_processes_at_once(minil
     answers = [child.communicate(timeout=300) for child in children]
     assert [(child.returncode, out.strip(), err) for child, (out, err) in zip(children, answers)] == [
         (0, minilm.name, "")] * 2
-    assert list(models.iterdir()) == [models / model.name]  # whole, and no temporary file left
+    assert sorted(models.iterdir()) == [models / model.name, models / "digests.json"]  # no temporary file left
     assert (models / model.name).read_bytes() == model.read_bytes()
 
 
@@ -190,7 +191,7 @@ def test_without_onnx_the_bundled_model_runs_with_a_warning(tmp_path, monkeypatc
                                             "bundled model runs instead"):
         assert embedder.name == BUNDLED
     assert embedder.embed(["offline"]).shape == (1, 384)
-    assert not (tmp_path / "cache" / "cortex").exists()  # nothing derived, nothing kept
+    assert not list((tmp_path / "cache").rglob("*.onnx"))  # nothing derived, nothing kept
 
 
 def test_default_embedder_falls_back_to_hashing_with_a_warning(monkeypatch):
@@ -256,3 +257,15 @@ def test_cache_is_not_shared_between_models_and_heals_bad_entries():
     cache[key] = b"\x00" * 3
     assert CachedEmbedder(other, cache).embed(["alpha"]).shape == (1, 64)
     assert other.embedded == ["alpha", "alpha"] and len(cache[key]) == 64 * 4
+
+
+def test_a_model_files_digest_is_remembered_until_the_file_changes(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"weights")
+    assert embedders._sha256(model) == hashlib.sha256(b"weights").hexdigest()
+    remembered = tmp_path / "cache" / "cortex" / "models" / "digests.json"
+    assert list(json.loads(remembered.read_text()).values()) == [hashlib.sha256(b"weights").hexdigest()]
+    model.write_bytes(b"other weights, longer")  # another size, time and maybe inode: read again
+    assert embedders._sha256(model) == hashlib.sha256(b"other weights, longer").hexdigest()
+    assert len(json.loads(remembered.read_text())) == 1
