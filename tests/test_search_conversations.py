@@ -135,3 +135,19 @@ def test_what_names_no_period():
     june = named_period("When did Melanie go camping in June?")
     assert june.month == 6 and date(2023, 6, 9) in june and date(2023, 7, 9) not in june
     assert named_period("on 31 February") is None and named_period("the 2023 budget") is None
+
+
+def test_an_identical_turn_added_later_is_a_new_item(tmp_path):
+    log = tmp_path / "org" / LOG
+    log.parent.mkdir(parents=True)
+    log.write_text(MAY)
+    with cx.open(tmp_path / "store", tmp_path / "org") as c:
+        c.ingest()
+        count = lambda: sum(i.text == "Melanie: ok" for i in items(c))  # noqa: E731
+        assert count() == 2
+        log.write_text(MAY + "** Melanie: ok\n")
+        c.ingest()
+        assert count() == 3
+        log.write_text(MAY.replace("** Melanie: ok\n", "", 1))
+        c.ingest()
+        assert count() == 1
