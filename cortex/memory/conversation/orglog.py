@@ -159,6 +159,26 @@ def exchange(turn: Turn, user: str, assistant: str, tz: tzinfo | None = None) ->
     return said
 
 
+TURN_KEYS = ("speaker", "text", "at", "tools", "artifacts")
+
+
+def utterance_from(row, where: str, speaker: str | None = None, at: datetime | str | None = None) -> Utterance:
+    """A turn from plain data (`{"speaker": ..., "text": ..., "at": ..., "tools": [...], "artifacts": [...]}`,
+    `speaker` and `at` when a row has none); an InvalidTurn saying `where` when it is not one."""
+    if not isinstance(row, dict):
+        raise InvalidTurn(f"{where}: a turn is an object with \"speaker\" and \"text\", not {type(row).__name__}")
+    if unknown := sorted(set(row) - set(TURN_KEYS), key=str):
+        raise InvalidTurn(f"{where}: unknown key {str(unknown[0])[:40]!r}; a turn has {', '.join(TURN_KEYS)}")
+    row = {"speaker": speaker, "at": at, **{key: value for key, value in row.items() if value is not None}}
+    for key in ("speaker", "text"):
+        if row.get(key) is None:
+            raise InvalidTurn(f"{where}: no {key!r}")
+    try:
+        return Utterance(row["speaker"], row["text"], row["at"], row.get("tools", ()), row.get("artifacts", ()))
+    except InvalidTurn as exc:
+        raise InvalidTurn(f"{where}: {exc}") from None
+
+
 @dataclass(frozen=True)
 class SessionTurns:
     """Turns of one session on one day, to log: added to the end of the session's entry in that day's log, or
