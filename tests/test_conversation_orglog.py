@@ -154,6 +154,18 @@ def test_later_turns_go_to_the_end_of_their_session_entry_and_its_people():
     assert last.applied(log.encode(), "t") == log.encode() + b"** Eve: Later.\n"  # the last entry: appended
 
 
+def test_a_session_entry_written_by_hand_takes_the_turns_of_its_session():
+    log = (b"#+TITLE: notes\n\n* 09:00 Standup\n:PROPERTIES:\n:session: s-7\n:END:\nWho was there.\n"
+           b"** Dana: Hi\n\n* 10:00 Review\n:PROPERTIES:\n:SESSION: s-8\n:END:\n** Not a turn\n")
+    more = session_turns([Utterance("Eve", "Morning.", at(6))], session="s-7")[0].applied(log, "t")
+    assert more == log.replace(b"** Dana: Hi\n", b"** Dana: Hi\n** Eve: Morning.\n:PROPERTIES:\n:TIME:     14:06\n"
+                                                  b":END:\n").replace(b":session: s-7\n", b":session: s-7\n"
+                                                                                        b":PEOPLE:   Eve\n")
+    assert [(u.speaker, u.text, u.at) for u in read_session(more.decode(), "s-7", DAY)] == [
+        ("Dana", "Hi", datetime(2026, 11, 20, 9, 0)), ("Eve", "Morning.", at(6))]
+    assert read_session(more.decode(), "s-8", DAY) == []  # a headline without a speaker is no turn
+
+
 def test_turns_added_to_a_crlf_log_keep_its_line_ends():
     crlf = session_turns([Utterance("Dana", "One.", at(5))], session="s")[0].applied(None, "t").replace(b"\n", b"\r\n")
     more = session_turns([Utterance("Eve", "Two\nlines.", at(6))], session="s")[0].applied(crlf, "t")

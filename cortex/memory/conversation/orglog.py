@@ -62,7 +62,8 @@ NAME_LIMIT = 100  # characters of a speaker's name
 _NAME_STOP = re.compile(r"[:,\x00-\x1f\x7f]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ENTRY_TIME = re.compile(r"(\d{1,2}):(\d{2})\b")
-_SESSION_LINE = re.compile(rb"^[ \t]*:SESSION:[ \t]*(.*?)[ \t]*\r?$", re.M | re.I)
+_KEY = b":SESSION:"
+_KEY_ANY_CASE = re.compile(rb"(?i):session:")
 _DRAWER_BEFORE = re.compile(rb"(?:[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):[^\n]*\n)?[ \t]*:PROPERTIES:[ \t]*\r?\n"
                             rb"(?:[ \t]*:(?!END:)[^\s:]+:[^\n]*\n)*", re.I)
 _DRAWER_END = re.compile(rb"^[ \t]*:END:[ \t]*\r?$", re.M | re.I)
@@ -322,23 +323,39 @@ def _turn_lines(turns: Sequence[Utterance], previous: time | None) -> list[str]:
 
 def _entry_span(data: bytes, session: str) -> tuple[int, int, int, int] | None:
     """Where the last level-1 entry of `session` is in a log's bytes: its start, the end of its heading line, the
-    start of its drawer's :END: line, and its end."""
-    found = None
-    for m in _SESSION_LINE.finditer(data):
-        if " ".join(m[1].decode("utf-8", "replace").split()) != session:
-            continue
-        start = data.rfind(b"\n* ", 0, m.start()) + 1
-        if start == 0 and not data.startswith(b"* "):
-            continue
-        head_end = data.find(b"\n", start) + 1
-        if not _DRAWER_BEFORE.fullmatch(data, head_end, m.start()):
-            continue  # the :SESSION: of something else than the heading's drawer
-        after = data.find(b"\n* ", m.end())
-        end = len(data) if after < 0 else after + 1
-        drawer_end = _DRAWER_END.search(data, m.end(), end)
-        if drawer_end is not None:
-            found = (start, head_end, drawer_end.start(), end)
-    return found
+    start of its drawer's :END: line, and its end.
+
+    :SESSION: keys are looked for from the end of the log, as written (so that finding the entry turns are
+    added to costs what follows it), then in any case, as Org reads property names."""
+    at = len(data)
+    while (at := data.rfind(_KEY, 0, at)) >= 0:
+        if (found := _entry_at(data, at, session)) is not None:
+            return found
+    for key in reversed([m.start() for m in _KEY_ANY_CASE.finditer(data) if m[0] != _KEY]):
+        if (found := _entry_at(data, key, session)) is not None:
+            return found
+    return None
+
+
+def _entry_at(data: bytes, key: int, session: str) -> tuple[int, int, int, int] | None:
+    """The span of the entry whose :SESSION: key starts at `key`, if its value is `session` and the key is in the
+    property drawer of a level-1 heading (see `_entry_span`)."""
+    line = data.rfind(b"\n", 0, key) + 1
+    line_end = data.find(b"\n", key)
+    line_end = len(data) if line_end < 0 else line_end
+    if data[line:key].strip(b" \t") or " ".join(data[key + len(_KEY):line_end].decode("utf-8", "replace")
+                                                .split()) != session:
+        return None
+    start = data.rfind(b"\n* ", 0, line) + 1
+    if start == 0 and not data.startswith(b"* "):
+        return None
+    head_end = data.find(b"\n", start) + 1
+    if not _DRAWER_BEFORE.fullmatch(data, head_end, line):
+        return None  # the :SESSION: of something else than the heading's drawer
+    after = data.find(b"\n* ", line_end)
+    end = len(data) if after < 0 else after + 1
+    drawer_end = _DRAWER_END.search(data, line_end, end)
+    return None if drawer_end is None else (start, head_end, drawer_end.start(), end)
 
 
 def _with_people(data: bytes, head_end: int, drawer_end: int, people: list[str], nl: bytes) -> bytes:
