@@ -175,9 +175,10 @@ def test_turns_added_to_a_crlf_log_keep_its_line_ends():
 
 def test_a_session_past_midnight_continues_in_the_next_days_log():
     days = session_turns([Utterance("Dana", "Late?", datetime(2026, 11, 20, 23, 58)),
-                          Utterance("bot", "Very.", datetime(2026, 11, 21, 0, 1))], session="s-9", title="Night")
-    assert [(d.day.isoformat(), d.title, [u.text for u in d.turns]) for d in days] == [
-        ("2026-11-20", "Night", ["Late?"]), ("2026-11-21", "Night", ["Very."])]
+                          Utterance("bot", "Very.", datetime(2026, 11, 21, 0, 1))], session="s-9", title="Night",
+                         summary="A late chat.")
+    assert [(d.day.isoformat(), d.title, d.summary, [u.text for u in d.turns]) for d in days] == [
+        ("2026-11-20", "Night", "A late chat.", ["Late?"]), ("2026-11-21", "Night", "", ["Very."])]
     assert days[1].entry().startswith("* 00:01 — Night\n:PROPERTIES:\n:SESSION:  s-9\n:PEOPLE:   bot\n")
 
 
@@ -193,7 +194,8 @@ def test_exchanges_name_their_sides_and_leave_out_an_empty_one():
 
 @pytest.mark.parametrize("speaker, problem", [
     ("", "empty"), ("Dr: Who", "holds ':'"), ("Smith, Ann", "holds ','"), ("COMMENTATOR", "TODO keyword, priority"),
-    ("TODO Smith", "TODO keyword"), ("[#A] Ann", "priority"), ("x" * 101, "longer than 100"), ("a\x01b", "holds"),
+    ("TODO Smith", "TODO keyword"), ("[#A] Ann", "priority"), ("x" * 101, "longer than 100"),
+    ("a\x01b", "holds a control character"),
 ])
 def test_a_speaker_who_cannot_head_a_turn_is_refused_in_one_line(speaker, problem):
     with pytest.raises(InvalidTurn, match=re.escape(problem)) as refused:

@@ -45,7 +45,6 @@ from datetime import date, datetime, time, tzinfo
 from functools import lru_cache
 from urllib.parse import quote, unquote
 
-from ...errors import UserError
 from ...objects import Headline
 from ...orgfile import parse
 from ..logs import log_addition, render_entry
@@ -59,7 +58,7 @@ _ESCAPED = re.compile(rf"^([ \t]*),(,*{_STRUCTURE})")
 
 DEFAULT_TITLE = "Conversation"
 NAME_LIMIT = 100  # characters of a speaker's name
-_NAME_STOP = re.compile(r"[:,\x00-\x1f\x7f]")
+_NAME_STOP = re.compile(r"[:,]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ENTRY_TIME = re.compile(r"(\d{1,2}):(\d{2})\b")
 _KEY = b":SESSION:"
@@ -120,6 +119,8 @@ def speaker_name(name: str) -> str:
     problem = None
     if len(name) > NAME_LIMIT:
         problem = f"is longer than {NAME_LIMIT} characters"
+    elif _CONTROL.search(name):
+        problem = "holds a control character"
     elif (bad := _NAME_STOP.search(name)) is not None:
         problem = f"holds {bad.group()!r}, which a turn's headline or :PEOPLE: would read as the end of the name"
     elif not _reads_plainly(f"** {name}:", f"{name}:"):
@@ -230,8 +231,8 @@ def session_turns(turns: Sequence[Turn | Utterance], *, session: str = "", title
     split into the turns of `user` and `assistant`, turns of any speaker (`Utterance`) as they are, a turn with no
     time taken at `now`.
 
-    The summary is `summary`, else `summarizer`'s over the exchanges, else none. Without `session` the
-    turns are a session of their own, named after the time of the first.
+    The summary (`summary`, else `summarizer`'s over the exchanges, else none) goes with the first day's turns.
+    Without `session` the turns are a session of their own, named after the time of the first.
     """
     if isinstance(turns, (str, bytes)) or not isinstance(turns, Sequence):
         raise InvalidTurn(f"turns must be a list of Turn or Utterance, got {type(turns).__name__}")
@@ -251,10 +252,13 @@ def session_turns(turns: Sequence[Turn | Utterance], *, session: str = "", title
     title = _title(title)
     if summary is None and summarizer is not None:
         summary = summarizer.summarize("", [t for t in turns if isinstance(t, Turn)])
+    if summary is not None and not isinstance(summary, str):
+        raise InvalidTurn(f"session summary must be text, got {type(summary).__name__}")
     days: dict[date, list[Utterance]] = {}
     for u in said:
         days.setdefault(u.at.date(), []).append(u)
-    return [SessionTurns(session, tuple(day_turns), title, summary or "") for day_turns in days.values()]
+    return [SessionTurns(session, tuple(day_turns), title, (summary or "") if n == 0 else "")
+            for n, day_turns in enumerate(days.values())]
 
 
 def turns_to_org_log(turns: Sequence[Turn | Utterance], title: str, *, session: str = "", user: str = "User",
@@ -302,7 +306,7 @@ def _turn_lines(turns: Sequence[Utterance], previous: time | None) -> list[str]:
     """The lines of turns' headlines; `previous` is the time in effect before them (None: unknown, so the first
     says its own)."""
     lines = []
-    for n, u in enumerate(turns):
+    for u in turns:
         first, _, rest = u.text.partition("\n")
         head = f"** {u.speaker}: {first}"
         if first.endswith(":") and not _reads_plainly(head, f"{u.speaker}: {first}"):  # it would end in tags
