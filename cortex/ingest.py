@@ -350,7 +350,7 @@ def _read(batch: "_Batch", root: Path, files: list[str], report: IngestReport, p
             report.problems.append(Problem(rel, exc.reason, exc.line))
             continue
         if stat is not None:
-            batch.read(path, stat, read_at, digest)
+            batch.read(path, stat, read_at, digest, entries[rel])
         if changed:
             report.parsed.append(rel)
             if marker is not None and batch.contains(path, data, marker):
@@ -418,13 +418,16 @@ class FolderRead:
         an edit of them re-parses only what it touched."""
         self.batch.relayout(os.path.join(self.root, rel), data, layout)
 
-    def write(self, tree: Tree) -> int:
-        """Store what reading parsed that the stored `tree` names (a document read and replaced in it is left
-        out: nothing names it); call inside a transaction. ReadCollected if a gc has collected an object the
-        reading reused meanwhile."""
+    def write(self, *trees: Tree) -> int:
+        """Store what reading parsed that the stored `trees` reach, and nothing else: a document read and
+        replaced in them, and what only it holds, is left out (a sync may drop text the store erased), and
+        so are its cache entries; call inside a transaction. ReadCollected if a gc has collected an object
+        the reading reused meanwhile."""
         if any(oid not in self.batch.store.objects for oid in self.batch.reused):
             raise ReadCollected(f"{self.root}: a gc collected objects this read of the folder reused; read it again")
-        return self.batch.write(leaving=set(self.tree.entries.values()) - set(tree.entries.values()))
+        kept = {oid for tree in trees for oid in tree.entries.values()}
+        leaving = {oid for oid in self.tree.entries.values() if oid not in kept}
+        return self.batch.write(leaving, reached_from=kept if leaving else None)
 
 
 def note_written(store: Store, documents: Mapping[bytes, Oid]) -> None:
@@ -504,7 +507,7 @@ class _Batch:
         # The stat entries of every file under `under` (a folder, or one file; None: no files read), in one
         # scan rather than a lookup per file: on a database server each lookup is a round trip.
         self.seen = {} if under is None else dict(self.stats.items(os.fsencode(under)))
-        self.new_stats: dict[bytes, bytes] = {}
+        self.new_stats: dict[bytes, tuple[bytes, Oid]] = {}  # path -> its stat entry, and the document read
         self.docs = store.table(DOCS_BY_BYTES)
         self.subtrees = store.table(SUBTREES)
         self.objects: dict[Oid, OrgObject] = {}
@@ -532,10 +535,10 @@ class _Batch:
             self.digests[path] = digest
         return known
 
-    def read(self, path: str, stat: os.stat_result, read_at: int, digest: bytes) -> None:
-        """Note that the bytes of the file at `path` hashed to `digest` when it had `stat`."""
+    def read(self, path: str, stat: os.stat_result, read_at: int, digest: bytes, document: Oid) -> None:
+        """Note that the bytes of the file at `path` hashed to `digest` (parsed as `document`) when it had `stat`."""
         if max(stat.st_mtime_ns, stat.st_ctime_ns) < read_at - RACY_SECONDS * 10**9:
-            self.new_stats[os.fsencode(path)] = encode([*_signature(stat), digest])
+            self.new_stats[os.fsencode(path)] = encode([*_signature(stat), digest]), document
 
     def document(self, path: str, data: bytes, digest: bytes) -> tuple[Oid, bool]:
         """The document oid for a file's bytes (whose hash is `digest`), and whether it had to be parsed.
@@ -628,14 +631,29 @@ class _Batch:
     def add(self, obj: OrgObject) -> None:
         self.objects.setdefault(obj.oid, obj)
 
-    def write(self, leaving: Collection[Oid] = ()) -> int:
-        """Write everything gathered but the objects `leaving`; call inside a transaction."""
-        new = self.store.objects.add_raw((oid, obj.encoded) for oid, obj in self.objects.items() if oid not in leaving)
+    def write(self, leaving: Collection[Oid] = (), reached_from: Collection[Oid] | None = None) -> int:
+        """Write everything gathered but the documents `leaving`; with `reached_from`, only the objects
+        those documents reach (and the cache and stat entries of what is written); call inside a transaction."""
+        objects = self.objects if reached_from is None else self._reached(reached_from)
+        new = self.store.objects.add_raw((oid, obj.encoded) for oid, obj in objects.items() if oid not in leaving)
         self.docs.update((digest, oid) for digest, oid in self.doc_cache.items() if oid not in leaving)
         self.docs.update(_stored_entries(self.store, self.written, leaving))
-        self.subtrees.update(self.subtree_cache)
-        self.stats.update(self.new_stats)
+        self.subtrees.update((key, oid) for key, oid in self.subtree_cache.items()
+                             if oid in objects or oid not in self.objects)
+        self.stats.update((path, entry) for path, (entry, document) in self.new_stats.items()
+                          if document not in leaving)
         return new
+
+    def _reached(self, roots: Collection[Oid]) -> dict[Oid, OrgObject]:
+        """The objects gathered that the documents `roots` reach (through objects gathered)."""
+        reached: dict[Oid, OrgObject] = {}
+        stack = [oid for oid in roots if oid in self.objects]
+        while stack:
+            oid = stack.pop()
+            if oid not in reached:
+                reached[oid] = obj = self.objects[oid]
+                stack.extend(child for child in getattr(obj, "children", ()) if child in self.objects)
+        return reached
 
 
 def _signature(stat: os.stat_result) -> tuple:

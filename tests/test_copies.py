@@ -300,6 +300,57 @@ def test_a_person_saving_a_file_a_sync_loop_keeps_rewriting_loses_nothing(store,
     assert path.read_text() == plan and conflicts(store) == [] and fsck(store) == []
 
 
+STOPPED_SYNC = """
+import os, signal, sys
+from cortex import files
+from cortex.backends import open_store
+from cortex.history import copies
+where, how = sys.argv[3:]
+
+def stop(*args, **kwargs):
+    if how == "exit":
+        os._exit(0)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+if where == "after the commit":  # no file placed, no base named
+    copies._bring_up_to_date = stop
+elif where == "after one file is placed":
+    put = files.Staged.put
+    files.Staged.put = lambda self, *a, **k: (put(self, *a, **k), stop())
+else:  # every file placed, the base not named (as when writing it fails)
+    copies._write_base = lambda *a: stop()
+with open_store(sys.argv[1]) as s:
+    copies.sync(s, sys.argv[2])
+    copies._workers(os.getpid()).shutdown(wait=True)
+    stop()
+"""
+
+
+@pytest.mark.parametrize("where", ["after the commit", "after one file is placed", "before the base is named"])
+@pytest.mark.parametrize("how", ["kill", "exit"])
+def test_a_sync_stopped_after_its_commit_never_sends_back_what_the_store_undid_since(store, store_at, tmp_path,
+                                                                                      where, how):
+    a = tmp_path / "a"
+    check_out(store, a)
+    edit(a, "plan.org", "* Notes\n", "* Card 4111\nThe number.\n* Notes\n")
+    for rel, old, new in (("team/ann.org", "Likes tea.", "Likes coffee."), ("plan.org", "Ten thousand.", "Nine.")):
+        commit_files(store, lambda tree, rel=rel, old=old, new=new: {
+            rel: render_file(store, tree, rel).replace(old, new).encode()}, "a store-side writer")
+    subprocess.run([sys.executable, "-c", STOPPED_SYNC, store_at, str(a), where, how], timeout=120)
+    assert "Card 4111" in stored(store, "plan.org")
+
+    def undo(tree):  # the store forgets what the stopped sync sent, and changes again what it received
+        return {"plan.org": render_file(store, tree, "plan.org").replace("* Card 4111\nThe number.\n", "").encode(),
+                "team/ann.org": render_file(store, tree, "team/ann.org").replace("coffee", "cocoa").encode()}
+
+    commit_files(store, undo, "forgot the card")
+    report = sync(store, a)
+    assert report.conflicts == [] and "Card 4111" not in stored(store, "plan.org")
+    assert "Card 4111" not in (a / "plan.org").read_text() and "Nine." in (a / "plan.org").read_text()
+    assert (a / "team/ann.org").read_text() == stored(store, "team/ann.org") and "cocoa" in stored(store, "team/ann.org")
+    assert fsck(store) == []
+
+
 WRITER = """
 import sys
 from cortex.backends import open_store

@@ -6,15 +6,16 @@ per headline (`merge`), commits the result by compare-and-swap, then writes what
 into the folder. Nothing is overwritten unseen: each file is replaced only while it still holds
 the bytes the merge read, so an editor's save during a sync is kept for the next one.
 
-The base is kept per file: a file that could not be brought up to date keeps, as its base, the
-version the store has now absorbed, so the next sync merges only what was saved meanwhile. The
-folder names its copy in `.cortex/copy`, and in `.cortex/base` the base its files were last brought
-up to. Two refs hold a copy's bases (gc keeps them): `copies/<id>`, a base the store is sure of, and
-`copies/<id>/next`, the one the last sync made, committed with its merge (one commit per sync). The
-folder's base is trusted only when it is that one, as it is written after the files are (durably,
-as the sync returns); otherwise the sure base serves, which is never newer than the files. A sync
-killed at any point leaves the store at a committed state and every file whole; the next sync
-completes it, as merging what both sides already share changes nothing.
+The base is never older than what the store already holds of the folder: a sync commits, with its
+merge, the folder's files as it read them as the copy's sure base (`copies/<id>`), and the merge's
+result as the base its files are about to be brought up to (`copies/<id>/next`). The folder names
+its copy in `.cortex/copy`, and in `.cortex/base` the base its files were last brought up to, written
+once they all are (durably, as the sync returns): the next sync trusts it only when it names the
+`next` one. Otherwise (a sync stopped before it placed every file, a save landing on a placed file,
+a base record that could not be written) it merges against the sure base, taking `next`'s version
+of each file that holds it. So what the store undoes after a sync (a forgotten item) is never sent
+back as the folder's own edit. A sync killed at any point leaves the store at a committed state and
+every file whole; the next sync completes it, as merging what both sides already share changes nothing.
 """
 
 from __future__ import annotations
@@ -210,8 +211,7 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
         sure_oid, made_oid, theirs_oid = store.refs.get(sure), store.refs.get(made), store.refs.get(WORKING)
         if sure_oid is None:
             raise NotACopy(f"{folder}: this working copy was forgotten during the sync; nothing was changed")
-        base_oid = recorded if recorded is not None and recorded == made_oid else sure_oid
-        base = store.objects[base_oid]
+        base = _base(store, sure_oid, made_oid, recorded, ours, unreadable)
         theirs = EMPTY_TREE if theirs_oid is None else store.objects[theirs_oid]
         # A file that cannot be read now is as the base has it: its edits wait for a readable file.
         mine = Tree({**ours.entries, **{p: base.entries[p] for p in unreadable if p in base.entries}})
@@ -222,13 +222,17 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
                   if (now := merge.tree.entries.get(rel)) != mine.entries.get(rel) and rel not in unreadable}
 
         def commit() -> None:
-            read.write(merge.tree)
+            read.write(merge.tree, mine)
             store.objects.add_many(merge.objects)
             if merge.tree.oid != theirs.oid:
                 store.refs.set_if_equals(WORKING, merge.tree.oid, theirs_oid, f"sync {folder}")
-            if base_oid != sure_oid:
-                store.refs.set_if_equals(sure, base_oid, sure_oid, logged=False)
-            store.refs.set_if_equals(made, merge.tree.oid, made_oid, logged=False)
+            # The store holds what the folder held (`mine`) from now on: until the files are brought up to date
+            # that is the base to merge them against, so that nothing the store undoes later comes back.
+            if mine.oid != sure_oid:
+                store.objects.add(mine)
+                store.refs.set_if_equals(sure, mine.oid, sure_oid, logged=False)
+            if merge.tree.oid != made_oid:
+                store.refs.set_if_equals(made, merge.tree.oid, made_oid, logged=False)
             # Last, for workers to take up while the commit waits for the disk (a worker started sooner would
             # take the interpreter from this thread at every write, as the store lends it): the new files'
             # bytes written beside them and synced to disk (renamed over the old ones after), and their
@@ -280,6 +284,27 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
         store.transact(settle)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _base(store: Store, sure: Oid, made: Oid | None, recorded: bytes | None, ours: Tree,
+          unreadable: set[str]) -> Tree:
+    """The base to merge a copy's files against: the last sync's result where the folder names it (its
+    files were all brought up to it), else the sure base, taking the last sync's result for each file
+    that holds it (one the sync put in place before it was stopped)."""
+    if made is not None and recorded == made:
+        return store.objects[made]
+    base: Tree = store.objects[sure]
+    if made is None:
+        return base
+    result: Tree = store.objects[made]
+    entries = dict(base.entries)
+    for path in base.entries.keys() | result.entries.keys():
+        if path not in unreadable and ours.entries.get(path) == (now := result.entries.get(path)):
+            if now is None:
+                entries.pop(path, None)
+            else:
+                entries[path] = now
+    return Tree(dict(sorted(entries.items())))
 
 
 def conflicts(store: Store, folder: str | os.PathLike | None = None) -> list[Conflict]:
