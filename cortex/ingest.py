@@ -676,12 +676,23 @@ def _signature(stat: os.stat_result) -> tuple:
 
 
 def forget_collected(store: Store, collected: set[bytes]) -> None:
-    """Drop cache entries that name collected objects; call inside gc's transaction."""
+    """Drop cache entries that name collected objects, and the stat entries of files whose bytes they named
+    (a hash of a file's bytes would confirm a guess of them); call inside gc's transaction."""
+    gone: set[bytes] = set()
     for name in (DOCS_BY_BYTES, SUBTREES):
         table = store.table(name)
         for key, oid in table.items():
             if oid in collected:
                 del table[key]
+                gone.add(key)
+    stats = store.table(STATS)
+    for path, entry in stats.items() if gone else ():
+        try:
+            digest = decode(entry)[-1]
+        except (TypeError, ValueError, IndexError):
+            digest = None
+        if digest is None or digest in gone:
+            del stats[path]
 
 
 class NotOrgText(UserError):

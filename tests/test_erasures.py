@@ -49,14 +49,20 @@ def no_trace(store_at, tmp_path, text: bytes):
         assert text not in data.read_bytes()
 
 
-def test_the_next_sync_of_every_copy_takes_the_erased_text_out_and_never_sends_it_back(store_side, tmp_path):
+def test_the_next_sync_of_every_copy_takes_the_erased_text_out_and_never_sends_it_back(store_side, tmp_path,
+                                                                                      monkeypatch):
+    monkeypatch.setattr("cortex.ingest.RACY_SECONDS", 0)  # the copies' files' stats and hashes are kept
     a, b = tmp_path / "a", tmp_path / "b"
     with open_store(store_side) as s:
         check_out(s, a), check_out(s, b)
     assert SECRET in (a / MEMORY).read_text()
+    with open_store(store_side) as s:
+        sync(s, a), sync(s, b)  # read: their hashes are in the stat cache
+        assert len(list(s.table("ingest.stats").items())) == 4
     forget(store_side)
     with open_store(store_side) as s:
         assert len(list(s.table(ERASURES).items())) == 2  # one sealed record for each copy
+        assert len(list(s.table("ingest.stats").items())) == 2  # not those of the files that held the text
         for folder in (a, b):
             report = sync(s, folder)
             assert report.conflicts == [] and report.received == [MEMORY] and report.sent == []
