@@ -21,7 +21,6 @@ no folder, no lock; a writer that loses the compare-and-swap applies its change 
 
 from __future__ import annotations
 
-import shutil
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -38,6 +37,7 @@ import blake3
 from ..backends.group import GroupCommit, Member
 from ..bounded import BoundedDict
 from ..errors import NotFound, UserError, located
+from ..files import remove_tree
 from ..hashing import THREADED_BYTES, Oid, hash_bytes
 from ..history import Forgotten, head, rewrite_documents
 from ..ingest import DOCS_BY_BYTES, WORKING, IngestReport, NotOrgText, commit_files, decode_org, org_files
@@ -437,7 +437,7 @@ class AgentMemory:
                     if not hard:
                         self._checkpoint(folder, f"before purging the memory of {agent}")
                     files = sorted(p.relative_to(self.root).as_posix() for p in _org_files(folder))
-                    shutil.rmtree(folder)
+                    remove_tree(folder)
             self._sync(folder)
             forgotten = self.cortex.erase(_without_files(prefix), f"agent {agent}") if hard else None
         if not files and not tracked and forgotten is None:
