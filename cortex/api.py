@@ -41,7 +41,7 @@ _LAZY = {
     ".dsl": ("Definitions", "DslError", "DurationError", "Encoding", "HmacAlgorithm", "JwtSettings",
              "MemoryDefinition", "Provider", "ROW_HEADERS", "Registry", "SignatureScheme", "WebhookDefinition",
              "WebhookFilter", "definition_rows", "load_definitions", "parse_duration"),
-    ".memory.conversation": ("ExtractiveSummarizer", "Identity", "TrajectoryDigest", "Turn"),
+    ".memory.conversation": ("ExtractiveSummarizer", "Identity", "TrajectoryDigest", "Turn", "Utterance"),
     ".memory.layout": ("memory_path",),
     ".memory.retention": ("RetentionPolicy",),
     ".webhooks.secrets": ("resolve_secret",),

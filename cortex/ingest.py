@@ -30,7 +30,7 @@ from .errors import CortexError, RefConflict, UserError, located
 from .files import is_leftover, remove_leftovers
 from .hashing import OID_SIZE, Oid, hash_bytes
 from .objects import EMPTY_TREE, OrgObject, Tree
-from .paths import ORG_SUFFIX, path_problem
+from .paths import MAX_DEPTH, ORG_SUFFIX, path_problem
 from .retry import retrying
 from .words import counted
 
@@ -115,16 +115,21 @@ class FolderScan:
 def scan_folder(folder: str | os.PathLike, root: str | os.PathLike | None = None) -> FolderScan:
     """Every Org file under `folder` by relative POSIX path, skipping hidden ones, in a stable order: a
     folder's files by name, then its subfolders by name. Links to folders are not followed, links to
-    files only to files inside `root` (default: `folder`); a link that loops or breaks is skipped."""
+    files only to files inside `root` (default: `folder`); a link that loops or breaks is skipped, and so
+    is a folder deeper than a tree may name (`paths.MAX_DEPTH`)."""
     scan = FolderScan()
     real_root = Path(os.path.realpath(root if root is not None else folder))
-
-    def visit(directory: str, prefix: str) -> None:
+    stack = [(os.fspath(folder), "")]  # folders to visit, the next on top: nesting costs no recursion
+    while stack:
+        directory, prefix = stack.pop()
+        if prefix.count("/") > MAX_DEPTH:
+            scan.skipped.append(Problem(prefix.rstrip("/"), f"a folder deeper than {MAX_DEPTH} levels: not read"))
+            continue
         try:
             with os.scandir(directory) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
         except OSError:  # unreadable or gone: as if empty, like os.walk
-            return
+            continue
         for entry in entries:
             if entry.name.startswith("."):
                 if is_leftover(directory, entry.name):
@@ -136,11 +141,8 @@ def scan_folder(folder: str | os.PathLike, root: str | os.PathLike | None = None
                     scan.paths.append(prefix + entry.name)
                 elif problem:
                     scan.skipped.append(Problem(prefix + entry.name, problem))
-        for entry in entries:
-            if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False):
-                visit(entry.path, prefix + entry.name + "/")
-
-    visit(os.fspath(folder), "")
+        stack.extend((entry.path, prefix + entry.name + "/") for entry in reversed(entries)
+                     if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False))
     return scan
 
 
@@ -676,12 +678,23 @@ def _signature(stat: os.stat_result) -> tuple:
 
 
 def forget_collected(store: Store, collected: set[bytes]) -> None:
-    """Drop cache entries that name collected objects; call inside gc's transaction."""
+    """Drop cache entries that name collected objects, and the stat entries of files whose bytes they named
+    (a hash of a file's bytes would confirm a guess of them); call inside gc's transaction."""
+    gone: set[bytes] = set()
     for name in (DOCS_BY_BYTES, SUBTREES):
         table = store.table(name)
         for key, oid in table.items():
             if oid in collected:
                 del table[key]
+                gone.add(key)
+    stats = store.table(STATS)
+    for path, entry in stats.items() if gone else ():
+        try:
+            digest = decode(entry)[-1]
+        except (TypeError, ValueError, IndexError):
+            digest = None
+        if digest is None or digest in gone:
+            del stats[path]
 
 
 class NotOrgText(UserError):

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from contextlib import asynccontextmanager, contextmanager
+from datetime import date, datetime
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 import cortex.api as cx
 from cortex.cli import main as cortex_main
+from cortex.memory.conversation import Utterance, read_session
 from cortex.mcp.tools import COMMITS, READ, WRITE
 
 from conftest import REPO
@@ -348,3 +350,34 @@ def test_rollback_with_read_only_is_refused_at_start(full, capsys):
     with pytest.raises(SystemExit):
         cli(capsys, "mcp", "--read-only", "--allow-rollback", "--store", str(full.store))
     assert "--allow-rollback needs writes" in capsys.readouterr().err
+
+
+# --- conversations in the daily log -----------------------------------------------------------
+
+
+def test_memory_turns_logs_a_conversation_under_its_speakers_names(full, bound):
+    day, at = date(2026, 11, 20), datetime(2026, 11, 20, 9, 30)
+    logged = full.call("memory_turns", agent="helpdesk", session="s-7", title="Printer trouble", turns=[
+        {"speaker": "Caroline", "text": "The printer on floor 2 jams.\nEvery morning.", "at": "2026-11-20T09:30"},
+        {"speaker": "helpdesk", "text": "Logged as ticket 4411.", "at": "2026-11-20T09:30", "tools": ["tickets"]}])
+    assert logged == {"logged": 2, "session": "s-7", "logs": ["agents/helpdesk/logs/2026-11-20.org"]}
+    full.call("memory_turns", agent="helpdesk", session="s-7",
+              turns=[{"speaker": "Melanie", "text": "Mine too.", "at": "2026-11-20T09:41"}])
+    text = (full.org / "agents/helpdesk/logs/2026-11-20.org").read_text()
+    assert "* 09:30 — Printer trouble\n" in text and ":PEOPLE:   Caroline, helpdesk, Melanie\n" in text
+    assert read_session(text, "s-7", day) == [
+        Utterance("Caroline", "The printer on floor 2 jams.\nEvery morning.", at),
+        Utterance("helpdesk", "Logged as ticket 4411.", at, ("tickets",)),
+        Utterance("Melanie", "Mine too.", at.replace(minute=41))]
+    hit = full.call("search", query="printer jams every morning", agent="helpdesk", limit=1)["results"][0]
+    assert hit["outline"].endswith("Caroline: The printer on floor 2 jams.")
+    refused = full.call("memory_turns", agent="helpdesk", session="s-7",
+                        turns=[{"speaker": "Ann", "text": "fine"}, {"speaker": "Dr: Who", "text": "x"}])
+    assert isinstance(refused, Refused) and "turns[1]: turn speaker 'Dr: Who': holds ':'" in refused
+    assert (full.org / "agents/helpdesk/logs/2026-11-20.org").read_text() == text  # nothing of it written
+    assert "cannot reach another agent's memory" in bound.call(
+        "memory_turns", agent="helpdesk", session="s-7", turns=[{"speaker": "Eve", "text": "Not my agent."}])
+    assert bound.call("memory_turns", session="s-b", turns=[{"speaker": "Dana", "text": "Hello.",
+                                                             "at": "2026-11-20T09:30"}])["logs"] == [
+        "agents/assistant/logs/2026-11-20.org"]
+    assert "** Dana: Hello." in (bound.org / "agents/assistant/logs/2026-11-20.org").read_text()

@@ -79,6 +79,8 @@ def test_the_tour_runs_form_by_form(walk):
         session.close()
     shown = out.getvalue()
     assert "Rotate the webhook secrets" in shown and "signature_mismatch" in shown
+    assert "** assistant: Tuesday, after the standup." in shown  # (memory-turn ...) showed the session's entry
+    assert len(re.findall(r"truncation: 1 turn, .*\n.*\n0 .*Is the fix for E1042 out\?", shown)) == 2  # and turns
     assert re.search(r"added\s+notes/projects\.org\s+An idea from the tour", shown)  # (diff) showed the edit
     assert (walk / "org" / "notes" / "projects.org").read_text().endswith("* An idea from the tour\n")  # undone back
 

@@ -229,6 +229,35 @@ def test_turns_shows_the_conversation_of_an_identity(repl):
     assert "identity is missing user" in repl('(turns "acme" "" "s-42")')
 
 
+def test_add_turn_keeps_an_exchange_that_turns_then_shows(repl):
+    shown = repl('(add-turn "acme" "dana" "s-42" "When is the next deploy?" "Tuesday, after the standup.")')
+    assert shown.splitlines()[0].startswith("truncation: 1 turn, ") and "Tuesday, after the standup." in shown
+    assert "When is the next deploy?" in repl('(turns "acme" "dana" "s-42")').splitlines()[2]
+    assert "identity is missing tenant" in repl('(add-turn "" "dana" "s-42" "x" "y")')
+
+
+def test_memory_turn_logs_a_turn_and_shows_its_session_entry(repl, org):
+    repl('(memory-turn "assistant" "s-42" "Dana" "Is the fix for E1042 out?" :at "2026-11-20 17:00" :title "Fix")')
+    shown = repl('(memory-turn "assistant" "s-42" "assistant" "Yes: release 2.3.1.\nSince Tuesday." '
+                 ':at "2026-11-20 17:02")')
+    assert shown == """\
+* 17:00 — Fix
+:PROPERTIES:
+:SESSION:  s-42
+:PEOPLE:   Dana, assistant
+:END:
+** Dana: Is the fix for E1042 out?
+** assistant: Yes: release 2.3.1.
+:PROPERTIES:
+:TIME:     17:02
+:END:
+Since Tuesday.
+"""
+    assert (org / ASSISTANT_LOGS / "2026-11-20.org").read_text().endswith(shown)
+    refused = repl('(memory-turn "assistant" "s-42" "Smith, Ann" "x")')
+    assert refused.startswith("error: turn speaker 'Smith, Ann': holds ','") and refused.count("\n") == 1
+
+
 # --- definitions ----------------------------------------------------------------------------------
 
 def test_a_live_defwebhook_is_tested_routed_and_logged(repl, org, monkeypatch):

@@ -41,6 +41,7 @@ from ..ingest import INGESTED_WHOLE, SYNCED, WORKING, FolderRead, IngestReport, 
 from ..objects import EMPTY_TREE, Document, Tree
 from ..retry import retrying
 from ..words import counted
+from . import erasures
 from .checkout import holds, holds_bytes
 from .merge import Conflict, Getter, conflicts_in, merge_trees
 
@@ -141,6 +142,7 @@ class Copy:
     folder: str
     host: str
     time_ns: int
+    key: bytes | None = field(default=None, repr=False)  # its public key (None: made before copies had one)
 
 
 def working_copies(store: Store) -> list[Copy]:
@@ -161,6 +163,7 @@ def forget_copy(store: Store, copy_id: str) -> Copy:
             if (base := store.refs.get(ref)) is not None:
                 store.refs.set_if_equals(ref, None, base, "forgot the working copy")
         del store.table(COPIES)[found[0].id.encode()]
+        erasures.drop(store, found[0].id)
 
     store.transact(drop)
     return found[0]
@@ -173,11 +176,28 @@ def _write_record(store: Store, folder: Path, copy_id: str, joined: bool) -> Non
     write_atomically(folder / RECORD, json.dumps(record).encode())
 
 
-def _register(store: Store, copy_id: str, folder: Path, base: Oid) -> None:
-    """Make the store know the copy `copy_id` in `folder`, whose files agree with it at tree `base`; call
-    inside a transaction."""
+def _register(store: Store, copy_id: str, folder: Path, base: Oid, key: bytes) -> None:
+    """Make the store know the copy `copy_id` in `folder`, whose files agree with it at tree `base` and whose
+    public key is `key`; call inside a transaction."""
     store.refs.set_if_equals(_ref(copy_id), base, None, f"working copy {folder}")
-    store.table(COPIES)[copy_id.encode()] = encode([str(folder), socket.gethostname(), time.time_ns()])
+    store.table(COPIES)[copy_id.encode()] = encode([str(folder), socket.gethostname(), time.time_ns(), key])
+
+
+def _key_of(store: Store, copy_id: str, folder: Path | None = None) -> bytes | None:
+    """The copy's public key as the store has it; with its `folder`, the folder's (made if it has none) when
+    the store has none (a copy made before copies had keys)."""
+    entry = store.table(COPIES).get(copy_id.encode())
+    known = None if entry is None else Copy(copy_id, *decode(entry)).key
+    if known is None and folder is not None:
+        return erasures.public_key(folder) or erasures.new_key(folder)
+    return known
+
+
+def _keep_key(store: Store, copy_id: str, key: bytes | None) -> None:
+    """Record the copy's public key if the store has none; call inside a transaction."""
+    entry = store.table(COPIES).get(copy_id.encode())
+    if key is not None and entry is not None and (copy := Copy(copy_id, *decode(entry))).key is None:
+        store.table(COPIES)[copy_id.encode()] = encode([copy.folder, copy.host, copy.time_ns, key])
 
 
 def _write_base(folder: Path, base: Oid) -> None:
@@ -234,7 +254,12 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
     copy_id, recorded, joining = _copy_record(store, folder)
     sure, made = _ref(copy_id), _ref(copy_id) + NEXT
     first = (_first_base(store) if tracked else None) if joining else None
+    key = erasures.new_key(folder) if joining else _key_of(store, copy_id, folder)
     read = read_folder(store, folder, progress, written=written, digests=digests, scope=scope)
+    # What hard erasures took from this copy's bases, if any: merged against, so the erased text leaves the folder.
+    waiting = None if joining else erasures.waiting_for(store, copy_id, folder, read.get)
+    get = read.get if waiting is None else waiting.get
+    erased = frozenset() if waiting is None else waiting.erased()
     report = SyncReport(folder, read=read.report)
     report.problems = [str(p) for p in read.report.problems]
     ours = read.tree
@@ -253,28 +278,39 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
         if joining and sure_oid is not None:
             raise NotACopy(f"{folder}: its record names a working copy the store already knows; check it out again")
         sure_oid = sure_oid or first or EMPTY_TREE.oid
-        base = _base(store, sure_oid, made_oid, recorded, ours, unread, read.get)
+        stored_sure = _tree(get, sure_oid)
+        base = _base(get, stored_sure if waiting is None else waiting.sure(stored_sure),
+                     made_oid if waiting is None else waiting.next(made_oid), recorded, ours, unread)
         theirs = EMPTY_TREE if theirs_oid is None else store.objects[theirs_oid]
         # A file that was not read (it cannot be, or lies outside the scope) is as the base has it.
         mine = Tree(dict(sorted({**ours.entries, **{p: oid for p, oid in base.entries.items() if unread(p)}}.items())))
-        merge = merge_trees(base, mine, theirs, read.get, labels=labels)
+        merge = merge_trees(base, mine, theirs, get, labels=labels, erased=erased)
         new = {obj.oid: obj for obj in merge.objects}
-        writes = {rel: None if now is None else read.render(rel, now, lambda oid: new.get(oid) or read.get(oid))
+        writes = {rel: None if now is None else read.render(rel, now, lambda oid: new.get(oid) or get(oid))
                   for rel in sorted(mine.entries.keys() | merge.tree.entries.keys())
                   if (now := merge.tree.entries.get(rel)) != mine.entries.get(rel) and not unread(rel)}
+        # The store holds what the folder held (`mine`) from now on: until the files are brought up to date that
+        # is the base to merge them against, so that nothing the store undoes later comes back. A file still
+        # holding erased text is kept only sealed, behind the stand-in the sure base has there.
+        hidden = {} if waiting is None else {p: (stored_sure.entries.get(p), mine.entries.get(p))
+                                             for p in waiting.paths()
+                                             if erasures.held(get, [mine.entries.get(p)], erased)}
+        absorbed = _standing_in(mine, hidden)
 
         def commit() -> None:
-            report.new_objects = read.write(merge.tree, mine) + store.objects.add_many(merge.objects)
+            report.new_objects = read.write(merge.tree, absorbed) + store.objects.add_many(merge.objects)
             if merge.tree.oid != theirs.oid:
                 store.refs.set_if_equals(WORKING, merge.tree.oid, theirs_oid, message or f"sync {folder}")
-            # The store holds what the folder held (`mine`) from now on: until the files are brought up to date
-            # that is the base to merge them against, so that nothing the store undoes later comes back.
             if joining:
-                store.objects.add(mine)
-                _register(store, copy_id, folder, mine.oid)
-            elif mine.oid != sure_oid:
-                store.objects.add(mine)
-                store.refs.set_if_equals(sure, mine.oid, sure_oid, logged=False)
+                store.objects.add(absorbed)
+                _register(store, copy_id, folder, absorbed.oid, key)
+            else:
+                if absorbed.oid != sure_oid:
+                    store.objects.add(absorbed)
+                    store.refs.set_if_equals(sure, absorbed.oid, sure_oid, logged=False)
+                _keep_key(store, copy_id, key)
+            if waiting is not None:
+                erasures.reseal(store, copy_id, key, hidden, get)
             if merge.tree.oid != made_oid:
                 store.refs.set_if_equals(made, merge.tree.oid, made_oid, logged=False)
             if then is not None:
@@ -290,11 +326,12 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
                                                     for rel, data in writes.items() if data is not None}))
 
         workers, jobs = _workers(os.getpid()), []
-        if not writes and then is None and not joining and read.stored() and sure_oid == mine.oid and \
-                theirs.oid == merge.tree.oid == made_oid:  # nothing to commit, nothing to write
+        if not writes and then is None and not joining and waiting is None and read.stored() and \
+                sure_oid == absorbed.oid and theirs.oid == merge.tree.oid == made_oid and \
+                _key_of(store, copy_id) == key:  # nothing to commit, nothing to write
             done: Future = Future()
             done.set_result({})
-            return base, mine, merge, writes, done
+            return base, mine, hidden, merge, writes, done
         try:
             store.transact(commit)
             staging, laid_out = jobs
@@ -305,9 +342,9 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
             if jobs:
                 _drop(jobs[0])
             raise
-        return base, mine, merge, writes, staging
+        return base, mine, hidden, merge, writes, staging
 
-    base, mine, merge, writes, staging = retrying(merge_and_commit)
+    base, mine, hidden, merge, writes, staging = retrying(merge_and_commit)
     if joining:
         _write_record(store, folder, copy_id, joined=True)
     report.tree = merge.tree.oid
@@ -333,29 +370,50 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
         if placed or named != recorded:
             _settling[os.getpid(), folder] = _workers(os.getpid()).submit(_settle, folder, placed, named, read)
     if not up_to_date:  # a file could not be brought up to date: the store keeps the base it has now
+        kept = _standing_in(agreed, {p: hid for p, hid in hidden.items() if agreed.entries.get(p) == hid[1]})
+
         def settle() -> None:  # with the documents of the files kept as read, which the merge replaced
-            store.objects.add_many([agreed, *(read.get(oid) for oid in set(agreed.entries.values())
-                                              if oid not in store.objects)])
-            store.refs.set_if_equals(sure, agreed.oid, store.refs.get(sure), logged=False)
+            store.objects.add_many([kept, *(read.get(oid) for oid in set(kept.entries.values())
+                                            if oid not in store.objects)])
+            store.refs.set_if_equals(sure, kept.oid, store.refs.get(sure), logged=False)
             store.refs.set_if_equals(made, None, store.refs.get(made), logged=False)
 
         store.transact(settle)
+    elif waiting is not None:  # the folder holds no erased text any more: nothing waits for it
+        store.transact(lambda: erasures.drop(store, copy_id))
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _base(store: Store, sure: Oid, made: Oid | None, recorded: bytes | None, ours: Tree,
-          unread: Callable[[str], bool], get: Getter) -> Tree:
+def _tree(get: Getter, oid: Oid) -> Tree:
+    return EMPTY_TREE if oid == EMPTY_TREE.oid else get(oid)
+
+
+def _standing_in(tree: Tree, hidden: Mapping[str, tuple[Oid | None, Oid | None]]) -> Tree:
+    """`tree` with the stand-in at each path `hidden` names (path -> (stand-in, what it hides))."""
+    if not hidden:
+        return tree
+    entries = dict(tree.entries)
+    for path, (stand_in, _) in hidden.items():
+        if stand_in is None:
+            entries.pop(path, None)
+        else:
+            entries[path] = stand_in
+    return Tree(dict(sorted(entries.items())))
+
+
+def _base(get: Getter, sure: Tree, made: Oid | None, recorded: bytes | None, ours: Tree,
+          unread: Callable[[str], bool]) -> Tree:
     """The base to merge a copy's files against: the last sync's result where the folder names it (its
     files were all brought up to it), else the sure base, taking the last sync's result for each file
     that holds what that sync brought into it (put in place before the sync was stopped, or saved since
-    by an editor that had read it there); `get` reads the folder's documents."""
+    by an editor that had read it there); `get` reads the store's and the folder's objects."""
     if made is not None and recorded == made:
-        return store.objects[made]
-    base: Tree = EMPTY_TREE if sure == EMPTY_TREE.oid else store.objects[sure]
+        return get(made)
+    base = sure
     if made is None:
         return base
-    result: Tree = store.objects[made]
+    result: Tree = get(made)
     entries = dict(base.entries)
     for path in base.entries.keys() | result.entries.keys():
         was, now, have = base.entries.get(path), result.entries.get(path), ours.entries.get(path)

@@ -1,14 +1,17 @@
 """The MCP tools: each a thin call into `cortex.api`, its schema typed from its signature and its description (the
 docstring) written for the model that calls it. `server.py` registers them according to the server's scope."""
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import anyio.from_thread
 from mcp.server.mcpserver import Context
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from ..api import DurationError, ExtractiveSummarizer, Identity, RetentionPolicy, Turn, memory_path, parse_duration
 from ..errors import UserError
+from ..memory.conversation.orglog import utterance_from
+from ..memory.layout import log_path
 from ..words import memory_summary
 from . import activity, shapes
 from .session import Session
@@ -28,8 +31,19 @@ Run = Annotated[str, Field(description="A run within the session (optional)")]
 UNDONE = ("Every write is a commit to the versioned store: `diff` shows it, and `rollback` (or `cortex rollback` "
           "by a person) undoes it.")
 READ = ("search", "show", "find", "query", "memory_inspect", "recent_activity", "diff", "log", "get_context")
-WRITE = ("memory_add", "memory_forget", "memory_compact", "snapshot", "add_turn")
-COMMITS = ("memory_add", "memory_forget", "memory_compact", "rollback")  # writes to the Org files: UNDONE holds
+WRITE = ("memory_add", "memory_forget", "memory_compact", "snapshot", "add_turn", "memory_turns")
+COMMITS = ("memory_add", "memory_forget", "memory_compact", "rollback",  # writes to the Org files: UNDONE holds
+           "memory_turns")
+
+
+class SaidTurn(BaseModel):
+    """One turn of a conversation, for `memory_turns`."""
+
+    speaker: str = Field(description="Who said it, by their own name (the agent: its id)")
+    text: str = Field(description="What they said, whole")
+    at: str | None = Field(None, description="When, as 2026-11-20T14:05 (default: now)")
+    tools: list[str] = Field([], description="Tools the turn invoked")
+    artifacts: list[str] = Field([], description="Artifacts (files, links) it showed")
 
 
 class Tools:
@@ -193,6 +207,22 @@ class Tools:
         with self.cx.conversations() as memory:
             memory.add_turn(who, Turn(user_message, assistant_response))
             return {"stored": True, "tokens": memory.estimate_tokens(who)}
+
+    def memory_turns(self, session: SessionId,
+                     turns: Annotated[list[SaidTurn], Field(min_length=1, max_length=500,
+                                                            description="The turns, in the order they were said")],
+                     title: Annotated[str | None, Field(description="The title of the session's entry, if these "
+                                                                    "turns start one (default Conversation)")] = None,
+                     agent: AgentName = None) -> Json:
+        """Log turns of a conversation (any number of speakers) in an agent's daily log: one headline
+        "** Speaker: first line" per turn, the rest of the turn its body, in the session's entry of the day's log
+        (the session's later turns join it). The conversation becomes searchable memory, under each speaker's name."""
+        agent, now = self.session.agent(agent), datetime.now()
+        said = [utterance_from(turn.model_dump(), f"turns[{n}]") for n, turn in enumerate(turns)]
+        with self.session.writing(f"memory_turns to {agent}"):
+            self.cx.memory.record_session(agent, said, title, session=session, now=now)
+        return {"logged": len(said), "session": " ".join(session.split()),
+                "logs": sorted({log_path(agent, (u.at or now).date()) for u in said})}
 
     def rollback(self, ref: Annotated[str, Field(description="The snapshot to return to: HEAD, HEAD~1, an oid "
                                                              "prefix from log or from a write's `before`")],

@@ -107,6 +107,22 @@ def memory_forget(session, agent, item, *, hard=False, yes=False):
     return session.cortex.memory.forget(agent, item, hard=hard)
 
 
+@form
+def memory_turn(repl, agent, session, speaker, text, *, at=None, title=None):
+    """Log one turn of a conversation in an agent's daily log, and show the session's entry as it is now.
+
+    (memory-turn "assistant" "s-42" "Dana" "When is the next deploy?") adds the headline
+    "** Dana: When is the next deploy?" to the entry of session s-42 in today's log (a new entry, titled
+    :title or "Conversation", when the session has none there yet); :at "2026-11-20 14:05" says when.
+    """
+    # `repl` is the REPL session: `session` is the conversation's, as its log names it.
+    from ..api import Utterance
+    from ..memory.conversation.orglog import session_entry
+
+    path = repl.cortex.memory.record_session(agent, [Utterance(speaker, text, at)], title, session=session)
+    return OrgText(session_entry(repl.cortex.show(path), session), path)
+
+
 def _confirmed(session, yes: bool, question: str) -> bool:
     """Whether an erasure that cannot be undone may go ahead: :yes True, or the person says so."""
     if yes:
@@ -118,6 +134,22 @@ def _confirmed(session, yes: bool, question: str) -> bool:
 
 
 # --- conversation memory ----------------------------------------------------------------------
+
+
+@form
+def add_turn(repl, tenant, user, session, message, response, *, run=""):
+    """Keep one exchange in the conversation memory of an identity, as MCP's add_turn does, and show what the
+    identity's next LLM call would see.
+
+    (add-turn "acme" "dana" "s-42" "When is the next deploy?" "Tuesday, after the standup.");
+    :run names a run within the session. (turns "acme" "dana" "s-42") shows it again.
+    """
+    from ..api import Identity, Turn
+
+    who = Identity(tenant, user, session, run)
+    with repl.cortex.conversations() as memory:
+        memory.add_turn(who, Turn(message, response))
+        return memory.get_llm_context(who)
 
 
 @form
