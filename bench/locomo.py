@@ -7,9 +7,9 @@ the turns that answer them ("D3:12": session 3, turn 12). Only the development h
 conversations DEV names; the others are held out to judge the result and are never read here. Its data is not
 part of cortex (its licence is non-commercial): PATH is where you keep it.
 
-Each conversation is one agent's memory, kept as cortex keeps conversations: a daily log per day
-(agents/<conversation>/logs/YYYY-MM-DD.org), one level-1 session entry `* HH:MM — Session N` per session with
-its :SESSION: and :PEOPLE:, one level-2 headline `** Speaker: first line of the turn` per turn (a shared
+Each conversation is one agent's memory, logged by `record_session` as cortex keeps conversations: a daily log
+per day (agents/<conversation>/logs/YYYY-MM-DD.org), one level-1 session entry `* HH:MM — Session N` per session
+with its :SESSION: and :PEOPLE:, one level-2 headline `** Speaker: first line of the turn` per turn (a shared
 photo's caption as a line of the body). Questions are asked through `Cortex.search(q, agent=<conversation>)`;
 BM25 alone and the cosine alone rank the same items under the same filter. A question's recall@k is the share
 of its evidence turns in the top k (LoCoMo's own metric); MRR is the reciprocal rank of the first of them.
@@ -33,7 +33,7 @@ from _common import REPO  # noqa: F401  (puts the repository first on sys.path)
 import numpy as np
 
 import cortex.api as cx
-from cortex.memory.conversation.orglog import escape_org_text
+from cortex.memory.conversation.orglog import Utterance
 from cortex.search.fusion import METHODS
 from cortex.search.service import Filters
 
@@ -69,27 +69,17 @@ def turn_text(turn: dict) -> str:
     return text
 
 
-def write_logs(org: Path, sample: dict) -> dict[tuple[str, tuple[int, ...]], str]:
-    """Write one conversation's daily logs under `org`; return each turn's (path, position) -> dia_id."""
+def write_logs(c, sample: dict) -> dict[tuple[str, tuple[int, ...]], tuple[str, str]]:
+    """Log one conversation's sessions with `record_session`, as cortex keeps conversations; return each turn's
+    (path, position) -> (dia_id, speaker)."""
     agent, conversation = sample["sample_id"], sample["conversation"]
-    people = f"{conversation['speaker_a']}, {conversation['speaker_b']}"
-    days: dict[str, list[str]] = defaultdict(list)
-    where: dict[tuple[str, tuple[int, ...]], str] = {}
+    entries: dict[str, int] = defaultdict(int)  # session entries in each day's log so far
+    where: dict[tuple[str, tuple[int, ...]], tuple[str, str]] = {}
     for number, when, turns in sessions(conversation):
-        path = f"agents/{agent}/logs/{when:%Y-%m-%d}.org"
-        entry = len(days[path])
-        lines = [f"* {when:%H:%M} — Session {number}", ":PROPERTIES:", f":SESSION:  {agent}-{number}",
-                 f":PEOPLE:   {people}", ":END:"]
-        for n, turn in enumerate(turns):
-            first, _, rest = turn_text(turn).partition("\n")
-            lines.append(f"** {turn['speaker']}: {' '.join(first.split())}")
-            if rest.strip():
-                lines.append(escape_org_text(rest))
-            where[(path, (entry, n))] = turn["dia_id"]
-        days[path].append("\n".join(lines) + "\n")
-    for path, entries in days.items():
-        (org / path).parent.mkdir(parents=True, exist_ok=True)
-        (org / path).write_text("".join(entries), encoding="utf-8")
+        path = c.memory.record_session(agent, [Utterance(t["speaker"], turn_text(t), at=when) for t in turns],
+                                       title=f"Session {number}", session=f"{agent}-{number}")
+        where.update(((path, (entries[path], n)), (turn["dia_id"], turn["speaker"])) for n, turn in enumerate(turns))
+        entries[path] += 1
     return where
 
 
@@ -135,17 +125,19 @@ def main() -> None:
     samples = development_half(args.path)
     work = Path(tempfile.mkdtemp(prefix="cortex-locomo-"))
     try:
-        org = work / "org"
-        where: dict[tuple[str, tuple[int, ...]], str] = {}
-        for sample in samples:
-            where.update(write_logs(org, sample))
-        with cx.open(work / "store", org) as c:
+        logged: dict[tuple[str, tuple[int, ...]], tuple[str, str]] = {}
+        with cx.open(work / "store", work / "org") as c:
             started = time.perf_counter()
-            c.ingest()
+            for sample in samples:
+                logged.update(write_logs(c, sample))
             status = c.build_search()
-            print(f"{len(samples)} conversations, {len(where):,} turns, {status.items:,} items "
-                  f"(ingested and embedded in {time.perf_counter() - started:.1f} s)")
+            print(f"{len(samples)} conversations, {len(logged):,} turns, {status.items:,} items "
+                  f"(logged, ingested and embedded in {time.perf_counter() - started:.1f} s)")
             index = c._search_index
+            first = {(i.path, i.position): i.text for i in index.items.values()}
+            if stray := [at for at, (_, speaker) in logged.items() if not first.get(at, "").startswith(speaker + ":")]:
+                raise SystemExit(f"turns not where they were logged: {stray[:3]}")
+            where = {at: dia for at, (dia, _) in logged.items()}
             scores: dict[str, Scores] = defaultdict(Scores)
             asked = 0
             started = time.perf_counter()

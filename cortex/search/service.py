@@ -299,7 +299,7 @@ _DAY = r"(\d{4})-(\d{2})-(\d{2})"
 _ACTIVE = re.compile(rf"<{_DAY}(?:[ \t][^>\n]*)?>")  # an active Org timestamp
 _DATED_TITLE = re.compile(rf"[<\[]?{_DAY}(?:[ \t][^\]>\n]*)?[\]>]?(?:[ \t]+[^\W\d_]+)?")  # 2023-05-08 Monday
 _LOG_FILE = re.compile(rf"(?:^|/){_DAY}\.org$")
-_SPEAKER = re.compile(r"([^\W\d_][\w .'-]{0,60}?):[ \t]")  # "Caroline: ...", "Jean-Pierre Dubois: ..."
+_SPEAKER = re.compile(r"([^\s:,][^:,\n]{0,99}?):(?:[ \t]|$)")  # "Caroline: ...", a turn's speaker (orglog)
 
 
 def _day(match: re.Match | None) -> str | None:
