@@ -17,7 +17,7 @@ SEARCH_BUDGET = 2.5  # seconds a search spends embedding items without a vector 
 @click.option("--type", "type_", type=click.Choice(["fact", "procedure", "pattern", "log"]),
               help="Only this memory type.")
 @click.option("--source", type=click.Choice(["memory", "notes"]), help="Agent memory files or other Org files.")
-@click.option("--path", help="Only files whose path starts so (relative to the Org root): notes/, agents/a/logs/2023-05.")
+@click.option("--path", help="Only files whose path starts so (from the Org root): notes/, agents/a/logs/2023-05.")
 @click.option("--tag", help="Only headlines with this tag.")
 @click.option("--todo", help="Only headlines with this TODO keyword.")
 @click.option("--speaker", help="Only the turns this person said in conversations.")

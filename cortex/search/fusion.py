@@ -67,12 +67,12 @@ class Hit:
     keyword: float        # BM25 score of the query's words
     exact: float          # BM25 score of the query's exact terms (identifiers, names)
     title: bool           # the item's title holds every word of the query
-    vector_norm: float    # the meaning side as fused: cosine (+ neighbours'), 1/(k + rank) (rrf), coverage / best (keyword)
+    vector_norm: float    # the meaning side as fused: cosine (+ neighbours'), 1/(k + rank) (rrf), words / best
     keyword_norm: float   # the keyword side as fused: words past the floor + exact evidence; 1/(k + rank) (rrf)
     method: str = "weighted"
     weights: Weights = Weights()
     coverage: float = 0.0  # the share of the query's weight the item's words (and its neighbours') hold
-    evidence: float = 0.0  # exact evidence: 1 if the title holds the query, else the share of its weight exact terms hold
+    evidence: float = 0.0  # 1 if the title holds the query, else the share of its weight the exact terms hold
     near: tuple[float, float] = (0.0, 0.0)  # what the neighbouring turns added: cosine, BM25
     date: float = 0.0      # the bonus for a date within the period the query names
     period: str = ""       # that period, as the query named it

@@ -399,10 +399,14 @@ def _among(get: Callable[[bytes], OrgObject], parents: Parents,
         found = _positions(children, wanted)
         if len(found) * 8 > len(children):  # many: count the identical ones before each in one pass
             seen: Counter = Counter()
-            before = [seen.update((oid,)) or seen[oid] - 1 for oid in children]
+            earlier = []
+            for oid in children:
+                earlier.append(seen[oid])
+                seen[oid] += 1
+        else:
+            earlier = {n: children[:n].count(children[n]) for n in found}
         for n in found:
-            earlier = before[n] if len(found) * 8 > len(children) else children[:n].count(children[n])
-            yield (*position, n), (*twin, earlier), get(children[n])
+            yield (*position, n), (*twin, earlier[n]), get(children[n])
 
 
 def _positions(children: tuple[Oid, ...], wanted: set[bytes]) -> list[int]:
@@ -698,9 +702,11 @@ class SearchIndex:
             admitted = self.items.keys() if mask is None else mask
             with_vectors = {key for key in admitted if key not in without}
             share = len(with_vectors) / (len(with_vectors) + len(without))
-            fused = self._fused(query, limit, with_vectors, fusion, weights, query_vector, layout) if with_vectors else []
+            fused = (self._fused(query, limit, with_vectors, fusion, weights, query_vector, layout)
+                     if with_vectors else [])
+            by_words = self._by_words(query, limit, without, layout)
             placed = [((n + 0.5) / share, r) for n, r in enumerate(fused)]
-            placed += [((n + 0.5) / (1 - share), r) for n, r in enumerate(self._by_words(query, limit, without, layout))]
+            placed += [((n + 0.5) / (1 - share), r) for n, r in enumerate(by_words)]
             placed.sort(key=lambda pair: pair[0])  # stable: on a tie, the fused result first
             return Results([r for _, r in placed[:limit]], status)
 
