@@ -599,6 +599,8 @@ class Cortex:
         from .search.fusion import Weights
         from .search.service import BACKGROUND_WAIT, Filters, SearchIndex, preload_model
 
+        if fusion != "keyword":  # the model's session is made while the definitions and the indexes load
+            preload_model()
         if agent is not None:
             check_agent_id(agent)
         if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= 50:
@@ -612,8 +614,6 @@ class Cortex:
             raise UserError(f"a search budget is a number of seconds, at least 0; got {budget}")
         config = self._search_config()
         fusion = fusion or config.fusion.value
-        if fusion != "keyword":  # the model's session is made while the indexes load
-            preload_model()
         weights = Weights(config.vector_weight if vector_weight is None else vector_weight,
                           config.keyword_weight if keyword_weight is None else keyword_weight)
         filters = Filters(source=source, agent=agent, type=type, path=path, tag=tag, todo=todo, speaker=speaker,
