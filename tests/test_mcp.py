@@ -189,6 +189,8 @@ def test_search_builds_its_index_with_progress_and_filters(full):
     facts = full.call("search", query="deploy", agent="assistant", type="fact")["results"]
     assert facts and {(h["agent"], h["type"]) for h in facts} == {("assistant", "fact")}
     assert "E1042" in full.call("search", query="E1042", as_of="HEAD")["results"][0]["text"]
+    dated = full.call("search", query="release fix", since="2026-11-20", until="2026-11-20")["results"]
+    assert dated and {h["date"] for h in dated} == {"2026-11-20"}
 
 
 def test_show_find_and_query(full):

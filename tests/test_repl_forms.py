@@ -111,6 +111,8 @@ def test_search_filters_and_explains_its_scores(repl):
     assert [row[2] for row in notes[1:]] == ["notes/projects.org:37"]
     assert repl('(search "deploy" :type "opinion")').startswith("error: unknown memory type 'opinion'")
     assert repl('(search "zzqx" :path "nowhere/")') == "no results\n"
+    dated = rows(repl('(search "release fix" :since "2026-11-20" :until "2026-11-20" :path "agents/assistant/l")'))
+    assert dated[1:] and all(row[2].startswith("agents/assistant/logs/2026-11-20.org:") for row in dated[1:] if row[2])
 
 
 def test_search_as_of_a_snapshot_and_show_its_text_there(repl, org):
