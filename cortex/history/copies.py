@@ -255,7 +255,7 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
     sure, made = _ref(copy_id), _ref(copy_id) + NEXT
     first = (_first_base(store) if tracked else None) if joining else None
     key = erasures.new_key(folder) if joining else _key_of(store, copy_id, folder)
-    read = read_folder(store, folder, progress, written=written, digests=digests, scope=scope)
+    read = read_folder(store, folder, progress, marker, written, digests, scope)
     # What hard erasures took from this copy's bases, if any: merged against, so the erased text leaves the folder.
     waiting = None if joining else erasures.waiting_for(store, copy_id, folder, read.get)
     get = read.get if waiting is None else waiting.get
@@ -357,9 +357,11 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
                          if mine.entries.get(p) != base.entries.get(p) and not unread(p))
     report.merged = sorted(merge.files)
     report.conflicts = list(merge.conflicts)
-    if marker is not None:
-        report.marked = sorted(rel for rel in {*report.sent, *writes} if marker in (
-            writes[rel] or b"" if rel in writes else _bytes_of(folder / rel)))
+    if marker is not None:  # a file parsed now was looked at as it was read (through its layout, if large)
+        parsed, found = set(read.report.parsed), set(read.report.marked)
+        report.marked = sorted(rel for rel in {*report.sent, *writes} if (
+            marker in (writes[rel] or b"") if rel in writes else rel in found if rel in parsed else
+            marker in _bytes_of(folder / rel)))
     staged, placed, agreed = staging.result(), [], None
     try:
         agreed = _bring_up_to_date(folder, mine, merge.tree, writes, staged, placed, read, report, unread)
