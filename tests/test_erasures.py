@@ -174,6 +174,7 @@ def test_copies_record_their_public_key_and_older_ones_get_one_at_their_next_syn
         [copy] = copies.working_copies(s)
         assert copy.key == erasures.public_key(a) and len(copy.key) == 32
         assert oct((a / erasures.KEY).stat().st_mode & 0o777) == "0o600"
+        assert (a / ".cortex" / ".gitignore").read_text().endswith("\n*\n")  # a notes repository never takes it
         s.transact(lambda: s.table(COPIES).__setitem__(copy.id.encode(), encode(decode(
             s.table(COPIES)[copy.id.encode()])[:3])))
         sync(s, a)

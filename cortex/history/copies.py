@@ -174,6 +174,8 @@ def _write_record(store: Store, folder: Path, copy_id: str, joined: bool) -> Non
     copy's first sync registers it in its commit)."""
     record = {"copy": copy_id, "host": socket.gethostname(), "store": store.id, "joined": joined}
     write_atomically(folder / RECORD, json.dumps(record).encode())
+    if not (ignored := folder / RECORD.parent / ".gitignore").exists():  # a notes repository never takes the key
+        write_atomically(ignored, b"# cortex's record of this working copy, and its private key\n*\n")
 
 
 def _register(store: Store, copy_id: str, folder: Path, base: Oid, key: bytes) -> None:

@@ -53,8 +53,9 @@ def new_key(folder: Path) -> bytes:
     """Make the working copy in `folder` a key pair: the private key into its `.cortex/key` (readable by its
     owner only), the public key returned, for the store to seal what waits for the copy to."""
     private = X25519PrivateKey.generate()
-    write_atomically(folder / KEY, private.private_bytes_raw())
+    os.close(os.open(folder / KEY, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))  # its mode before its bytes
     os.chmod(folder / KEY, 0o600)
+    write_atomically(folder / KEY, private.private_bytes_raw())  # (keeps the mode)
     return private.public_key().public_bytes_raw()
 
 
