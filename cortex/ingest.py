@@ -17,7 +17,7 @@ from __future__ import annotations
 import errno
 import os
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from weakref import WeakKeyDictionary
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -424,14 +424,15 @@ class FolderRead:
         return not (batch.objects or batch.new_stats or batch.doc_cache or batch.seen.keys() - {
             os.fsencode(os.path.join(self.root, rel)) for rel in self.tree.entries})
 
-    def write(self, *trees: Tree) -> int:
-        """Store what reading parsed that the stored `trees` reach, and nothing else: a document read and
-        replaced in them, and what only it holds, is left out (a sync may drop text the store erased), and
-        so are its cache entries; call inside a transaction. ReadCollected if a gc has collected an object
-        the reading reused meanwhile."""
+    def write(self, *trees: Tree, made: Iterable[OrgObject] = ()) -> int:
+        """Store what reading parsed that the stored `trees` reach (through the objects `made` for them too),
+        and nothing else: a document read and replaced in them, and what only it holds, is left out (a sync
+        may drop text the store erased), and so are its cache entries; call inside a transaction.
+        ReadCollected if a gc has collected an object the reading reused meanwhile."""
         if any(oid not in self.batch.store.objects for oid in self.batch.reused):
             raise ReadCollected(f"{self.root}: a gc collected objects this read of the folder reused; read it again")
         kept = {oid for tree in trees for oid in tree.entries.values()}
+        kept.update(child for obj in made for child in getattr(obj, "children", ()))
         leaving = {oid for oid in self.tree.entries.values() if oid not in kept}
         here = {os.fsencode(os.path.join(self.root, rel)) for rel in self.tree.entries}
         here |= {os.fsencode(os.path.join(self.root, problem.path)) for problem in self.report.problems}

@@ -102,6 +102,19 @@ def test_a_hard_purge_removes_the_agent_from_every_copy_but_what_was_changed_sin
         assert "Reviews take" not in (b / reviewer).read_text().split("two days")[1]
 
 
+def test_what_a_copy_added_under_a_purged_section_stays_without_what_the_purge_erased(store_side, tmp_path):
+    a = tmp_path / "a"
+    with open_store(store_side) as s:
+        check_out(s, a)
+    reviewer = a / "agents/reviewer/memory.org"
+    reviewer.write_text(reviewer.read_text() + "** Added in the folder since.\n")
+    forget(store_side, hard_purge=True)
+    with open_store(store_side) as s:
+        [conflict] = sync(s, a).conflicts
+        text = reviewer.read_text()
+        assert conflict.kind == "erased" and "Added in the folder since." in text and "Reviews take" not in text
+
+
 def test_a_sync_stopped_after_it_committed_the_erasure_still_takes_the_text_out(store_side, store_at, tmp_path):
     a = tmp_path / "a"
     with open_store(store_side) as s:
@@ -161,6 +174,7 @@ def test_copies_record_their_public_key_and_older_ones_get_one_at_their_next_syn
         [copy] = copies.working_copies(s)
         assert copy.key == erasures.public_key(a) and len(copy.key) == 32
         assert oct((a / erasures.KEY).stat().st_mode & 0o777) == "0o600"
+        assert (a / ".cortex" / ".gitignore").read_text().endswith("\n*\n")  # a notes repository never takes it
         s.transact(lambda: s.table(COPIES).__setitem__(copy.id.encode(), encode(decode(
             s.table(COPIES)[copy.id.encode()])[:3])))
         sync(s, a)

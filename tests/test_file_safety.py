@@ -29,7 +29,7 @@ from cortex.objects import Snapshot, Tree
 from cortex.paths import path_problem
 from cortex.query import render_file
 
-from conftest import fill_disk
+from conftest import EXAMPLES, fill_disk
 
 PROJECTS = "notes/projects.org"
 READING = "notes/reading.org"
@@ -493,7 +493,7 @@ def test_leftovers_of_a_killed_index_save_are_removed_when_the_index_is_loaded(c
 
 def test_a_full_disk_under_the_org_root_is_one_line_and_loses_nothing(small_disk, tmp_path):
     org = small_disk / "org"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "org", org)
+    shutil.copytree(EXAMPLES, org)
     store = tmp_path / "store"  # the store has room: only the Org files' disk is full
     with cx.open(store, org) as c:
         c.ingest()

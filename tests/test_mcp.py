@@ -23,7 +23,7 @@ from cortex.cli import main as cortex_main
 from cortex.memory.conversation import Utterance, read_session
 from cortex.mcp.tools import COMMITS, READ, WRITE
 
-from conftest import REPO
+from conftest import EXAMPLES, REPO
 
 CORTEX = str(Path(sys.executable).parent / "cortex")
 
@@ -84,7 +84,7 @@ def connected(transport, log: Path):
 def prepared(folder: Path) -> tuple[Path, Path]:
     """A store over a copy of the bundled Org examples, ingested and snapshotted (its search index not built)."""
     org, store = folder / "org", folder / "store"
-    shutil.copytree(REPO / "org", org)
+    shutil.copytree(EXAMPLES, org)
     with cx.open(store, org) as c:
         c.ingest()
         c.snapshot("start")

@@ -13,9 +13,11 @@ from nbclient import NotebookClient
 
 from cortex.hashing import hash_bytes
 
+from conftest import EXAMPLES
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "tour.ipynb"
-ORG = REPO / "org"
+ORG = EXAMPLES
 SECONDS = 60
 
 

@@ -43,7 +43,7 @@ from ..retry import retrying
 from ..words import counted
 from . import erasures
 from .checkout import holds, holds_bytes
-from .merge import Conflict, Getter, conflicts_in, merge_trees
+from .merge import Conflict, Getter, conflicts_in, merge_documents, merge_trees
 
 RECORD = Path(".cortex") / "copy"
 BASE = Path(".cortex") / "base"
@@ -174,6 +174,8 @@ def _write_record(store: Store, folder: Path, copy_id: str, joined: bool) -> Non
     copy's first sync registers it in its commit)."""
     record = {"copy": copy_id, "host": socket.gethostname(), "store": store.id, "joined": joined}
     write_atomically(folder / RECORD, json.dumps(record).encode())
+    if not (ignored := folder / RECORD.parent / ".gitignore").exists():  # a notes repository never takes the key
+        write_atomically(ignored, b"# cortex's record of this working copy, and its private key\n*\n")
 
 
 def _register(store: Store, copy_id: str, folder: Path, base: Oid, key: bytes) -> None:
@@ -255,11 +257,12 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
     sure, made = _ref(copy_id), _ref(copy_id) + NEXT
     first = (_first_base(store) if tracked else None) if joining else None
     key = erasures.new_key(folder) if joining else _key_of(store, copy_id, folder)
-    read = read_folder(store, folder, progress, written=written, digests=digests, scope=scope)
+    read = read_folder(store, folder, progress, marker, written, digests, scope)
     # What hard erasures took from this copy's bases, if any: merged against, so the erased text leaves the folder.
     waiting = None if joining else erasures.waiting_for(store, copy_id, folder, read.get)
     get = read.get if waiting is None else waiting.get
-    erased = frozenset() if waiting is None else waiting.erased()
+    made_now = store.refs.get(made)  # (only this copy's syncs move it, and they take turns)
+    erased = frozenset() if waiting is None else waiting.erased(made_now)
     report = SyncReport(folder, read=read.report)
     report.problems = [str(p) for p in read.report.problems]
     ours = read.tree
@@ -293,12 +296,13 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
         # is the base to merge them against, so that nothing the store undoes later comes back. A file still
         # holding erased text is kept only sealed, behind the stand-in the sure base has there.
         hidden = {} if waiting is None else {p: (stored_sure.entries.get(p), mine.entries.get(p))
-                                             for p in waiting.paths()
+                                             for p in waiting.paths(made_now)
                                              if erasures.held(get, [mine.entries.get(p)], erased)}
         absorbed = _standing_in(mine, hidden)
 
         def commit() -> None:
-            report.new_objects = read.write(merge.tree, absorbed) + store.objects.add_many(merge.objects)
+            report.new_objects = read.write(merge.tree, absorbed, made=merge.objects) + \
+                store.objects.add_many(merge.objects)
             if merge.tree.oid != theirs.oid:
                 store.refs.set_if_equals(WORKING, merge.tree.oid, theirs_oid, message or f"sync {folder}")
             if joining:
@@ -355,9 +359,11 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
                          if mine.entries.get(p) != base.entries.get(p) and not unread(p))
     report.merged = sorted(merge.files)
     report.conflicts = list(merge.conflicts)
-    if marker is not None:
-        report.marked = sorted(rel for rel in {*report.sent, *writes} if marker in (
-            writes[rel] or b"" if rel in writes else _bytes_of(folder / rel)))
+    if marker is not None:  # a file parsed now was looked at as it was read (through its layout, if large)
+        parsed, found = set(read.report.parsed), set(read.report.marked)
+        report.marked = sorted(rel for rel in {*report.sent, *writes} if (
+            marker in (writes[rel] or b"") if rel in writes else rel in found if rel in parsed else
+            marker in _bytes_of(folder / rel)))
     staged, placed, agreed = staging.result(), [], None
     try:
         agreed = _bring_up_to_date(folder, mine, merge.tree, writes, staged, placed, read, report, unread)
@@ -365,9 +371,12 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
         for file in staged.values():  # not put in place: an error stopped the sync
             file.drop()
         up_to_date = agreed is not None and agreed.oid == merge.tree.oid
-        # As the sync returns: the renames made durable, then (the files all up to date) the base named.
+        # As the sync returns: the renames made durable, then (the files all up to date) the base named. When
+        # erased text was taken out of the folder, before the sync returns: the store then forgets what waited.
         named = merge.tree.oid if up_to_date else None
-        if placed or named != recorded:
+        if waiting is not None and up_to_date:
+            _settle(folder, placed, named, read)
+        elif placed or named != recorded:
             _settling[os.getpid(), folder] = _workers(os.getpid()).submit(_settle, folder, placed, named, read)
     if not up_to_date:  # a file could not be brought up to date: the store keeps the base it has now
         kept = _standing_in(agreed, {p: hid for p, hid in hidden.items() if agreed.entries.get(p) == hid[1]})
@@ -379,8 +388,12 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
             store.refs.set_if_equals(made, None, store.refs.get(made), logged=False)
 
         store.transact(settle)
-    elif waiting is not None:  # the folder holds no erased text any more: nothing waits for it
-        store.transact(lambda: erasures.drop(store, copy_id))
+    elif waiting is not None:  # the folder holds no erased text any more (durably): nothing waits for it
+        def settled() -> None:
+            store.refs.set_if_equals(sure, merge.tree.oid, store.refs.get(sure), logged=False)
+            erasures.drop(store, copy_id)
+
+        store.transact(settled)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -417,8 +430,8 @@ def _base(get: Getter, sure: Tree, made: Oid | None, recorded: bytes | None, our
     entries = dict(base.entries)
     for path in base.entries.keys() | result.entries.keys():
         was, now, have = base.entries.get(path), result.entries.get(path), ours.entries.get(path)
-        if unread(path) or now == was or not (have == now or None not in (was, now, have) and _brought(
-                get(was), get(now), get(have))):
+        if unread(path) or now == was or not (have == now or None not in (now, have) and _brought(
+                get, was, now, have)):
             continue
         if now is None:
             entries.pop(path, None)
@@ -427,12 +440,12 @@ def _base(get: Getter, sure: Tree, made: Oid | None, recorded: bytes | None, our
     return Tree(dict(sorted(entries.items())))
 
 
-def _brought(was: Document, now: Document, have: Document) -> bool:
-    """Whether `have` holds every change from `was` to `now` (compared by top-level subtree): then it was made
-    from `now`, or from what the sync read and the changes the store made since, so `now` is its base."""
-    came, went = set(now.children) - set(was.children), set(was.children) - set(now.children)
-    kept = set(have.children)
-    return came <= kept and kept.isdisjoint(went) and (now.preamble == was.preamble or have.preamble == now.preamble)
+def _brought(get: Getter, was: Oid | None, now: Oid, have: Oid) -> bool:
+    """Whether the document `have` already holds every change from `was` (None: no file) to `now`, so that
+    merging them into it changes nothing: then it was made from `now` (or from `was` and what the store
+    changed since), and `now` is its base."""
+    merged = merge_documents(Document(preamble="") if was is None else get(was), get(have), get(now), get)
+    return merged.clean and merged.document.oid == have
 
 
 def conflicts(store: Store, folder: str | os.PathLike | None = None) -> list[Conflict]:

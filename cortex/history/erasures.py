@@ -53,8 +53,9 @@ def new_key(folder: Path) -> bytes:
     """Make the working copy in `folder` a key pair: the private key into its `.cortex/key` (readable by its
     owner only), the public key returned, for the store to seal what waits for the copy to."""
     private = X25519PrivateKey.generate()
-    write_atomically(folder / KEY, private.private_bytes_raw())
+    os.close(os.open(folder / KEY, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))  # its mode before its bytes
     os.chmod(folder / KEY, 0o600)
+    write_atomically(folder / KEY, private.private_bytes_raw())  # (keeps the mode)
     return private.public_key().public_bytes_raw()
 
 
@@ -95,27 +96,29 @@ class Waiting:
         """The next base `oid` (as the store holds it) as it was."""
         return self.bases.get(oid, oid)
 
-    def changes(self) -> Iterator[tuple[str, Oid | None, Oid | None]]:
-        """(path, document the store has, document as it was) for each file the erasures changed."""
+    def changes(self, made: Oid | None) -> Iterator[tuple[str, Oid | None, Oid | None]]:
+        """(path, document the store has, document as it was) for each file the erasures changed in the sure
+        base and in the next one, `made` (as the store has it now)."""
         for path, (stand_in, real) in self.overlay.items():
             yield path, stand_in, real
-        for after, before in self.bases.items():
-            now, then = self.get(after).entries, self.get(before).entries
+        if (before := self.bases.get(made)) is not None:
+            now, then = self.get(made).entries, self.get(before).entries
             for path in now.keys() | then.keys():
                 if now.get(path) != then.get(path):
                     yield path, now.get(path), then.get(path)
 
-    def erased(self) -> frozenset[Oid]:
-        """The headlines (by oid) the bases held before the erasures and do not now."""
-        held, kept = set(), set()
-        for _, now, then in self.changes():
-            held.update(headlines(self.get, then))
-            kept.update(headlines(self.get, now))
-        return frozenset(held - kept)
+    def erased(self, made: Oid | None) -> frozenset[Oid]:
+        """The headlines (by oid) the bases held before the erasures whose own text they do not hold now
+        (`made`: the next base): an item taken out, not the section that held it."""
+        erased: set[Oid] = set()
+        for _, now, then in self.changes(made):
+            kept = {self.get(oid).raw for oid in headlines(self.get, now)}
+            erased.update(oid for oid in headlines(self.get, then) if self.get(oid).raw not in kept)
+        return frozenset(erased)
 
-    def paths(self) -> set[str]:
-        """The files the erasures changed."""
-        return {path for path, _, _ in self.changes()}
+    def paths(self, made: Oid | None) -> set[str]:
+        """The files the erasures changed (`made`: the next base, as the store has it now)."""
+        return {path for path, _, _ in self.changes(made)}
 
 
 def headlines(get: Getter, doc: Oid | None) -> Iterator[Oid]:

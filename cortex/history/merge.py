@@ -494,7 +494,7 @@ class _Merge:
         if po == len(b) == len(o) and not self.leads_to_move(t):
             return t
         head, (bm, om, tm), tail = _middle(b, o, t, (po, so), (pt, st))
-        to_o, to_t = self.pair(bm, om, loose=True), self.pair(bm, tm, loose=True)
+        to_o, to_t = self.pair(bm, om, loose=True), self.pair(bm, tm, loose=True, gone=self.erased)
         # A token names one headline across the versions: base entries first, then additions.
         o_tok, t_tok = [None] * len(om), [None] * len(tm)
         for i, j in to_o.items():
@@ -569,8 +569,34 @@ class _Merge:
         if kept is None:  # deleted on both sides
             return ()
         label = self.labels[0] if z is None else self.labels[1]
-        kind = "erased" if z is None and x in self.erased else f"{deleter}-deleted"
-        return (self.survivor(kept, kind, label, within),)
+        if z is None and self.erased:  # kept as ours changed it, without the erased text it did not change
+            kind = "erased" if x in self.erased else "theirs-deleted"
+            return (self.survivor(self.unerased(kept), kind, label, within),)
+        return (self.survivor(kept, f"{deleter}-deleted", label, within),)
+
+    def unerased(self, oid: Oid) -> Oid:
+        """The subtree `oid` (not itself erased) without the erased headlines under it: the headline and the
+        headlines ours changed or added, each with what it holds that was not erased."""
+        done: dict[Oid, Oid | None] = {}
+        stack = [oid]
+        while stack:  # children before parents, without recursion: files nest thousands deep
+            top = stack[-1]
+            if top in done:
+                stack.pop()
+                continue
+            if top in self.erased:
+                done[top] = None
+                stack.pop()
+                continue
+            headline = self.get(top)
+            waiting = [child for child in headline.children if child not in done]
+            if waiting:
+                stack.extend(waiting)
+                continue
+            children = tuple(kept for child in headline.children if (kept := done[child]) is not None)
+            done[top] = top if children == headline.children else self.make(replace(headline, children=children))
+            stack.pop()
+        return done[oid]
 
     def moved_here(self, moved: _Moved, y: Oid | None, z: Oid | None, within: _Within | None) -> Task:
         """A headline one side moved here from another list, merged with the other side's version."""
@@ -724,12 +750,13 @@ class _Merge:
         headline, _document = orgfile.parse(setup + raw).objects
         return headline
 
-    def pair(self, xs: list, ys: list, *, loose: bool) -> dict[int, int]:
+    def pair(self, xs: list, ys: list, *, loose: bool, gone: frozenset[Oid] = frozenset()) -> dict[int, int]:
         """Pair entries of two lists of siblings that are one headline: index in `xs` -> index in `ys`.
 
         Equal oids first, then equal :ID:, then equal titles keeping their body, then their children;
         `loose` then pairs those keeping their body (a retitle); then equal titles in order; last,
-        `loose` pairs those keeping their children. Two different :ID:s never pair.
+        `loose` pairs those keeping their children. Two different :ID:s never pair, and an entry of
+        `xs` that is `gone` (erased from `ys`) pairs only with itself.
         """
         pairs: dict[int, int] = {}
         waiting: dict[object, deque[int]] = defaultdict(deque)
@@ -739,7 +766,7 @@ class _Merge:
             if waiting.get(x):
                 pairs[i] = waiting[x].popleft()
         paired = set(pairs.values())
-        rest_x = [i for i in range(len(xs)) if i not in pairs]
+        rest_x = [i for i in range(len(xs)) if i not in pairs and xs[i] not in gone]
         rest_y = [j for j in range(len(ys)) if j not in paired]
         if not (rest_x and rest_y):
             return pairs
