@@ -144,10 +144,11 @@ def _keep(parts: Iterable[str]) -> list[str]:
 def tokenize(text: str) -> list[str]:
     """Index terms of `text`: stemmed lower-case words, stopwords dropped, identifiers kept whole.
 
-    An identifier (E1234, 2.3.1, #482, max_retry_count, ConnectionPool, summary-latest.json, Wen-Li,
-    --dry-run) yields itself, lower-cased and unstemmed (a leading `v` of a version dropped), plus its
-    stemmed word parts, so both `max_retry_count` and "retry count" find it. A path or slash list
-    also yields each of its parts (/var/log/x.json gives x.json; E7301/E7302 gives e7301 and e7302).
+    An identifier (E1234, 2.3.1, #482, max_retry_count, ConnectionPool, summary-latest.json, --dry-run)
+    or words joined by hyphens (Wen-Li, mid-March) yield themselves, lower-cased and unstemmed (a leading
+    `v` of a version dropped), plus their stemmed word parts, so both `max_retry_count` and "retry count"
+    find it. A path or slash list also yields each of its parts (/var/log/x.json gives x.json;
+    E7301/E7302 gives e7301 and e7302).
     """
     terms = _Terms(text)
     return terms.identifiers + terms.joined + _stem(terms.words)
@@ -163,7 +164,8 @@ def exact_terms(query: str) -> list[str]:
     """The terms of `query` that must match exactly: its identifiers and the words of personal names.
 
     A name is two or more capitalised words in a row (Priya Raman, Siobhan O'Neill) or a capitalised
-    hyphenated word (Wen-Li); a single capitalised word may just start a sentence, so it is not one.
+    hyphenated word (Wen-Li); a single capitalised word may just start a sentence, so it is not one, nor
+    is a capitalised filler word before one ("Would Caroline").
     """
     terms = _Terms(query, names=True)
     return _distinct(terms.identifiers + terms.joined_names + _stem(terms.names))
