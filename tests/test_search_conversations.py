@@ -2,7 +2,9 @@
 turns stay distinct, sessions do not crowd turns, neighbouring turns count and come along, periods filter and
 raise."""
 
+import re
 from datetime import date
+from decimal import Decimal
 
 import pytest
 
@@ -106,6 +108,8 @@ def test_a_period_filters_and_a_named_period_raises(searched):
     assert all(r.item.date for r in searched.search("budget", since="2023-01-01", limit=10))
     named = searched.search("what happened with the kids in July 2023?", agent="pal", limit=1)[0]
     assert named.item.date == "2023-07-02" and "date (within July 2023)" in named.explain()
+    total, *parts = re.findall(r"(?:^fused |= |\) \+ )(\d+\.\d+)", named.explain())
+    assert len(parts) == 3 and sum(map(Decimal, parts)) == Decimal(total)  # the printed terms add up
     with pytest.raises(UserError, match="not a date"):
         searched.search("x", since="last tuesday")
 

@@ -95,7 +95,7 @@ class Hit:
             evidence = "no exact match"
         sides = ("bm25", "exact") if self.method == "keyword" else ("vector", "keyword")
         if self.method == "weighted":
-            meaning = f"{w.vector:g} × {cosine}"
+            meaning = f"{w.vector:g} × ({cosine})" if self.near[0] else f"{w.vector:g} × {cosine}"
             exact = (f"{w.keyword:g} × ({WORDS_SCALE:g} × max(0, {self.coverage:.2f} - {WORDS_FLOOR:g}) "
                      f"+ {EXACT_SHARE:g} × {self.evidence:.2f}): {words}; {evidence}")
         elif self.method == "rrf":
