@@ -8,8 +8,8 @@ import pytest
 
 from cortex.errors import UserError
 from cortex.search.embedders import CachedEmbedder, MiniLMEmbedder
-from cortex.search.fusion import (DATE_BONUS, EXACT_SHARE, METHODS, RRF_K, WORDS_FLOOR, WORDS_SCALE, Candidates,
-                                  Weights, fuse, hybrid_search)
+from cortex.search.fusion import (DATE_BONUS, EXACT_SHARE, METHODS, NEIGHBOUR, RRF_K, WORDS_FLOOR, WORDS_SCALE,
+                                  Candidates, Weights, fuse, hybrid_search)
 from cortex.search.keyword import KeywordIndex
 from cortex.search.vector import VectorIndex
 
@@ -73,9 +73,9 @@ def test_a_title_holding_every_query_word_counts_as_exact_evidence():
 def test_neighbouring_turns_and_a_named_period_raise_an_item():
     plain = candidates([0.50, 0.49, 0.45], [0.6, 0.6, 0.6], [0.0, 0.0, 0.0])
     assert [hit.key for hit in fuse(plain)] == [0, 1, 2]
-    near = fuse(candidates([0.50, 0.49, 0.45], [0.6, 0.6, 0.6], [0.0, 0.0, 0.0],
-                           near_vector=np.array([0.0, 0.3, 0.0]), near_keyword=np.array([0.0, 0.8, 0.0])))
-    assert near[0].key == 1 and near[0].near == pytest.approx((0.03, 0.4))
+    near = fuse(candidates([0.50, 0.49, 0.45], [0.6, 0.6, 0.6], [0.0, 0.0, 0.0], near=np.array([0.0, 0.8, 0.0])))
+    assert near[0].key == 1 and near[0].near == pytest.approx(NEIGHBOUR * 0.8)
+    assert near[0].coverage == pytest.approx(0.6 + NEIGHBOUR * 0.8)
     dated = fuse(candidates([0.50, 0.49, 0.45], [0.6, 0.6, 0.6], [0.0, 0.0, 0.0],
                             dated=np.array([False, False, True]), period="May 2023"))
     assert dated[0].key == 2 and dated[0].date == DATE_BONUS and "date (within May 2023)" in dated[0].explain()

@@ -9,8 +9,9 @@ measured on a fixed scale: the share of the query's weight (the sum of its terms
 1 for an item of average length holding every term once, counted only past WORDS_FLOOR: one or two shared
 words add nothing, most of the query's words add much. Exact terms (identifiers, numbers, names) add the share
 of the query's weight they hold, or 1 when the item's title holds every query word. The meaning side is the
-cosine itself, on its own fixed scale. A turn of a conversation is ranked with its neighbours (an answer is
-read with its question), and a period the query names raises what is dated within it.
+cosine itself, on its own fixed scale. A turn of a conversation gains a share of its better neighbouring turn's
+BM25 (an answer is read with the question it answers), and a period the query names raises what is dated
+within it.
 
 Methods: `weighted` sums the sides with weights (0.5 / 0.5 by default); `rrf` is reciprocal-rank fusion
 (k = 60) of the same two sides, each weighted; `keyword` uses no vectors, with the words side (over its best)
@@ -34,9 +35,9 @@ from cortex.search.vector import VectorIndex
 METHODS = ("weighted", "rrf", "keyword")
 RRF_K = 60
 WORDS_FLOOR = 0.4   # the share of the query's weight an item's words must hold before they count
-WORDS_SCALE = 2.0   # what holding every query word once adds past the floor: 2 x (1 - 0.4) = 1.2
+WORDS_SCALE = 3.0   # what holding every query word once adds past the floor: 3 x (1 - 0.4) = 1.8
 EXACT_SHARE = 1.0   # exact evidence on the keyword side, beside the words
-NEIGHBOURS = (0.1, 0.5)  # what each neighbouring turn's cosine and BM25 add to a turn's own
+NEIGHBOUR = 0.7     # the share of its better neighbouring turn's BM25 a turn's own gains
 DATE_BONUS = 0.2    # for an item dated within a period the query names
 
 
@@ -73,7 +74,7 @@ class Hit:
     weights: Weights = Weights()
     coverage: float = 0.0  # the share of the query's weight the item's words (and its neighbours') hold
     evidence: float = 0.0  # 1 if the title holds the query, else the share of its weight the exact terms hold
-    near: tuple[float, float] = (0.0, 0.0)  # what the neighbouring turns added: cosine, BM25
+    near: float = 0.0      # the BM25 its better neighbouring turn added
     date: float = 0.0      # the bonus for a date within the period the query names
     period: str = ""       # that period, as the query named it
 
@@ -83,10 +84,8 @@ class Hit:
         parts = [round(w.vector * self.vector_norm, digits), round(w.keyword * self.keyword_norm, digits),
                  round(self.date, digits)]
         cosine = "no vector" if math.isnan(self.vector) else f"cosine {self.vector:.4f}"
-        if self.near[0]:
-            cosine += f" + neighbours {self.near[0]:.4f}"
         words = f"words hold {self.coverage:.2f} of the query (bm25 {self.keyword:.3f}"
-        words += f" + neighbours {self.near[1]:.3f})" if self.near[1] else ")"
+        words += f" + {NEIGHBOUR:g} × a neighbouring turn's {self.near / NEIGHBOUR:.3f})" if self.near else ")"
         if self.title:
             evidence = "the title holds every query word"
         elif self.exact:
@@ -95,7 +94,7 @@ class Hit:
             evidence = "no exact match"
         sides = ("bm25", "exact") if self.method == "keyword" else ("vector", "keyword")
         if self.method == "weighted":
-            meaning = f"{w.vector:g} × ({cosine})" if self.near[0] else f"{w.vector:g} × {cosine}"
+            meaning = f"{w.vector:g} × {cosine}"
             exact = (f"{w.keyword:g} × ({WORDS_SCALE:g} × max(0, {self.coverage:.2f} - {WORDS_FLOOR:g}) "
                      f"+ {EXACT_SHARE:g} × {self.evidence:.2f}): {words}; {evidence}")
         elif self.method == "rrf":
@@ -117,8 +116,8 @@ class Hit:
 class Candidates:
     """Per-candidate raw scores from both retrievers, aligned by position.
 
-    `weight` is the query's (KeywordIndex.weight); `near_vector` and `near_keyword` sum the cosines and
-    BM25 scores of each candidate's neighbouring turns; `dated` tells the candidates dated within the period
+    `weight` is the query's (KeywordIndex.weight); `near` is the BM25 of each candidate's better neighbouring
+    turn; `dated` tells the candidates dated within the period
     the query names (`period`); a `container` (a session entry holding turns and nothing of its own) is kept
     only when its title holds every query word.
     """
@@ -129,8 +128,7 @@ class Candidates:
     exact: np.ndarray
     title: np.ndarray
     weight: float = 0.0
-    near_vector: np.ndarray | None = None
-    near_keyword: np.ndarray | None = None
+    near: np.ndarray | None = None
     dated: np.ndarray | None = None
     container: np.ndarray | None = None
     period: str = ""
@@ -143,13 +141,12 @@ def fuse(candidates: Candidates, method: str = "weighted", weights: Weights = We
     n = len(c.keys)
     zeros = np.zeros(n)
     cosine = np.nan_to_num(c.vector.astype(np.float64), nan=0.0)
-    near_vector = zeros if c.near_vector is None else NEIGHBOURS[0] * np.nan_to_num(c.near_vector.astype(np.float64))
-    near_keyword = zeros if c.near_keyword is None else NEIGHBOURS[1] * c.near_keyword.astype(np.float64)
+    near = zeros if c.near is None else NEIGHBOUR * c.near.astype(np.float64)
     bm25 = c.keyword.astype(np.float64)
-    coverage = (bm25 + near_keyword) * (1 + K1) / c.weight if c.weight > 0 else zeros
+    coverage = (bm25 + near) * (1 + K1) / c.weight if c.weight > 0 else zeros
     exact = c.exact.astype(np.float64)
     evidence = np.maximum(np.minimum(exact * (1 + K1) / c.weight, 1.0) if c.weight > 0 else zeros, c.title)
-    meaning = cosine + near_vector
+    meaning = cosine
     keyword_side = WORDS_SCALE * np.maximum(coverage - WORDS_FLOOR, 0.0) + EXACT_SHARE * evidence
     date = zeros if c.dated is None else DATE_BONUS * c.dated
     tie = meaning
@@ -172,7 +169,7 @@ def fuse(candidates: Candidates, method: str = "weighted", weights: Weights = We
         order = order[~c.container[order] | c.title[order]]
     return [Hit(int(c.keys[i]), float(score[i]), float(c.vector[i]), float(bm25[i]), float(exact[i]),
                 bool(c.title[i]), float(vector_norm[i]), float(keyword_norm[i]), method, weights,
-                float(coverage[i]), float(evidence[i]), (float(near_vector[i]), float(near_keyword[i])),
+                float(coverage[i]), float(evidence[i]), float(near[i]),
                 float(date[i]), c.period if date[i] else "")
             for i in order[:limit]]
 
@@ -227,18 +224,14 @@ def hybrid_search(query: str, embedder: Embedder, keyword: KeywordIndex, vector:
         cosine = np.concatenate([np.fromiter(near.values(), dtype=np.float32, count=len(near)),
                                  vector.similarity(query_vector, keyword_only)])
     neighbours = [layout.neighbours(key) for key in keys]
-    near_vector = near_keyword = None
+    near = None
     if any(neighbours):
         others = list(dict.fromkeys(other for found in neighbours for other in found))
-        where = {key: n for n, key in enumerate(others)}
-        other_bm25 = keyword.scores(query, others)
-        other_cosine = (np.zeros(len(others)) if query_vector is None
-                        else np.nan_to_num(vector.similarity(query_vector, others)))
-        near_vector = np.array([sum(other_cosine[where[o]] for o in found) for found in neighbours])
-        near_keyword = np.array([sum(other_bm25[where[o]] for o in found) for found in neighbours])
+        other_bm25 = dict(zip(others, keyword.scores(query, others).tolist()))
+        near = np.array([max((other_bm25[o] for o in found), default=0.0) for found in neighbours])
     dated = None if layout.dated is None else np.array([layout.dated(key) for key in keys], dtype=bool)
     candidates = Candidates(np.array(keys, dtype=np.uint64), cosine, keyword.scores(query, keys),
                             keyword.scores(query, keys, identifiers_only=True), keyword.title_matches(query, keys),
-                            keyword.weight(query), near_vector, near_keyword, dated,
+                            keyword.weight(query), near, dated,
                             np.array([layout.container(key) for key in keys], dtype=bool), layout.period)
     return fuse(candidates, method, weights, limit)
