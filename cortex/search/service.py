@@ -775,8 +775,8 @@ class SearchIndex:
 
     def _line(self, item: Item) -> int:
         """The first line of an item's headline in the file as it is now."""
-        if item.path in self.lined:
-            return self.line_of[item.key]
+        if item.path in self.lined and (line := self.line_of.get(item.key)) is not None:
+            return line
         doc = self.store.objects[self.store.objects[self.root].entries[item.path]]
         line = self._line_at(doc, item.position, item.oid)
         if line is None:  # headlines were inserted or removed before it since it was indexed
