@@ -68,11 +68,11 @@ class Hit:
     keyword: float        # BM25 score of the query's words
     exact: float          # BM25 score of the query's exact terms (identifiers, names)
     title: bool           # the item's title holds every word of the query
-    vector_norm: float    # the meaning side as fused: cosine (+ neighbours'), 1/(k + rank) (rrf), words / best
+    vector_norm: float    # the meaning side as fused: cosine, 1/(k + rank) (rrf), words / best (keyword)
     keyword_norm: float   # the keyword side as fused: words past the floor + exact evidence; 1/(k + rank) (rrf)
     method: str = "weighted"
     weights: Weights = Weights()
-    coverage: float = 0.0  # the share of the query's weight the item's words (and its neighbours') hold
+    coverage: float = 0.0  # the share of the query's weight the item's words (and its neighbour's) hold
     evidence: float = 0.0  # 1 if the title holds the query, else the share of its weight the exact terms hold
     near: float = 0.0      # the BM25 its better neighbouring turn added
     date: float = 0.0      # the bonus for a date within the period the query names
@@ -117,9 +117,8 @@ class Candidates:
     """Per-candidate raw scores from both retrievers, aligned by position.
 
     `weight` is the query's (KeywordIndex.weight); `near` is the BM25 of each candidate's better neighbouring
-    turn; `dated` tells the candidates dated within the period
-    the query names (`period`); a `container` (a session entry holding turns and nothing of its own) is kept
-    only when its title holds every query word.
+    turn; `dated` tells the candidates dated within the period the query names (`period`); a `container` (a
+    session entry holding turns and nothing of its own) is kept only when its title holds every query word.
     """
 
     keys: np.ndarray
@@ -146,15 +145,14 @@ def fuse(candidates: Candidates, method: str = "weighted", weights: Weights = We
     coverage = (bm25 + near) * (1 + K1) / c.weight if c.weight > 0 else zeros
     exact = c.exact.astype(np.float64)
     evidence = np.maximum(np.minimum(exact * (1 + K1) / c.weight, 1.0) if c.weight > 0 else zeros, c.title)
-    meaning = cosine
     keyword_side = WORDS_SCALE * np.maximum(coverage - WORDS_FLOOR, 0.0) + EXACT_SHARE * evidence
     date = zeros if c.dated is None else DATE_BONUS * c.dated
-    tie = meaning
+    tie = cosine
     if method == "weighted":
-        vector_norm, keyword_norm = meaning, keyword_side
+        vector_norm, keyword_norm = cosine, keyword_side
     elif method == "rrf":
         ranked = coverage + EXACT_SHARE * evidence
-        vector_norm = 1.0 / (RRF_K + _ranks(meaning))
+        vector_norm = 1.0 / (RRF_K + _ranks(cosine))
         keyword_norm = np.where(ranked > 0, 1.0 / (RRF_K + _ranks(ranked)), 0.0)
         date = date * (1.0 / (RRF_K + 1)) / DATE_BONUS  # as if first in a third list
     elif method == "keyword":
@@ -169,8 +167,7 @@ def fuse(candidates: Candidates, method: str = "weighted", weights: Weights = We
         order = order[~c.container[order] | c.title[order]]
     return [Hit(int(c.keys[i]), float(score[i]), float(c.vector[i]), float(bm25[i]), float(exact[i]),
                 bool(c.title[i]), float(vector_norm[i]), float(keyword_norm[i]), method, weights,
-                float(coverage[i]), float(evidence[i]), float(near[i]),
-                float(date[i]), c.period if date[i] else "")
+                float(coverage[i]), float(evidence[i]), float(near[i]), float(date[i]), c.period if date[i] else "")
             for i in order[:limit]]
 
 
