@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench setup clean tmux
+.PHONY: run test bench setup clean examples tmux
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -38,3 +38,9 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) snapshots/*.mdb snapshots/*.lock snapshots/index
+
+# The tour edits org/ and makes it a working copy of the store in snapshots/: put the bundled examples back
+# (and start the store afresh: it tracked the folder as it was).
+examples:
+	git checkout -- org && git clean -fdxq org
+	rm -rf snapshots/*.mdb snapshots/*.lock snapshots/index

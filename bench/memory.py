@@ -1,5 +1,5 @@
-"""Agent memory: saving one fact at 10k vs 100 items, facts added from many threads at once, compacting 90 daily
-logs, searching one agent."""
+"""Agent memory: saving one fact at 10k vs 100 items, facts added from many threads at once, adding a turn to a
+conversation in a daily log, compacting 90 daily logs, searching one agent."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ import cortex.api as cx
 import cortex.ingest as ingesting
 from cortex.files import write_atomically
 from cortex.memory.agents import MemoryContext
+from cortex.memory.conversation import Utterance
+from cortex.memory.conversation.orglog import session_turns
 from cortex.memory.retention import RetentionPolicy
 
 NOW = datetime(2026, 11, 21, 10, 0)
@@ -101,6 +103,58 @@ def write_logs(folder: Path, days: int) -> None:
         (folder / f"{day}.org").write_text(f"#+TITLE: logger — {day}\n\n" + "\n".join(entries))
 
 
+def conversation_turns(c, org: Path, sessions: int = 100, turns: int = 20, rounds: int = 15) -> None:
+    """Adding one turn to a conversation in the conversation layout, in a day's log of `sessions` sessions of `turns`
+    turns: to the last session's entry (an append), to the first one's (an insert before all the others) and as a
+    new session's first, against appending a session entry with save_context to such a log (the baseline: the same
+    write path, an append)."""
+    for agent in ("talker", "saver"):
+        log = org / f"agents/{agent}/logs/{NOW.date()}.org"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_bytes(seeded_conversations(sessions, turns))
+    kb = log.stat().st_size / 1e3
+    time.sleep(ingesting.RACY_SECONDS)
+    c.ingest(org / "agents")
+    said = count()
+
+    def turn(session: str) -> float:
+        utterance = Utterance("Caroline", f"Turn {next(said)}: a sentence of ordinary length about the weekend.",
+                              NOW)
+        start = time.perf_counter()
+        c.memory.record_session("talker", [utterance], session=session)
+        return time.perf_counter() - start
+
+    def entry() -> float:
+        start = time.perf_counter()
+        c.memory.save_context("saver", MemoryContext(summary="Talked about the weekend.", title="Chat"), now=NOW)
+        return time.perf_counter() - start
+
+    times: dict[str, list[float]] = {"entry": [], "last": [], "first": [], "new": []}
+    for n in range(rounds):  # in turns, so a slow moment of the disk hits them alike
+        times["entry"].append(entry())
+        times["new"].append(turn(f"s-new-{n}"))
+        times["last"].append(turn(f"s-new-{n}"))  # the entry just started, the last in the log
+        times["first"].append(turn("s-0"))
+    entry_s, last_s, first_s, new_s = (statistics.median(times[k]) for k in ("entry", "last", "first", "new"))
+    report(f"save_context appends a session entry to a {kb:.0f} kB log (baseline)", entry_s, entry_s)
+    report("record_session adds a turn to the last session's entry", last_s, entry_s, target="(target ~1)")
+    report(f"record_session adds a turn to the first of {sessions} sessions' entries", first_s, entry_s,
+           target="(an insert: the log hashed whole)")
+    report("record_session starts a new session's entry with a turn", new_s, entry_s,
+           target="(every :SESSION: looked at)")
+
+
+
+def seeded_conversations(sessions: int, turns: int) -> bytes:
+    """A day's log of `sessions` sessions of two people and `turns` turns each, in the conversation layout."""
+    data = None
+    for n in range(sessions):
+        said = [Utterance(("Caroline", "Melanie")[k % 2], f"Turn {k} of session {n}: a sentence of ordinary length "
+                          "about the support group and the weekend.", NOW.replace(hour=n % 24)) for k in range(turns)]
+        data = session_turns(said, session=f"s-{n}", title=f"Session {n}")[0].applied(data, "talker")
+    return data
+
+
 def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="cortex-bench-memory-"))
     org = work / "org"
@@ -123,6 +177,7 @@ def main() -> None:
                target="(temporary file, fsync, rename: the floor)")
         small = save_beside_logs(c, org, small, seconds["small"])
         concurrent_adds(c)
+        conversation_turns(c, org)
 
         logs = org / "agents/logger/logs"
         write_logs(logs, 90)

@@ -5,8 +5,8 @@ is in bench/search_engine.py; what to embed of a section, in bench/embed_quality
   wall-clock time and in CPU time (the build's spread over 2 cores: on a quiet machine its wall-clock ratio
   is about half its CPU one; on a shared one the CPU ratio is the steadier figure);
 - its texts embedded per second vs the raw ONNX model on the same texts: onnxruntime sessions of the model
-  the embedder runs called directly on batches tokenized beforehand, sorted by length and padded per batch,
-  no cortex code;
+  the embedder runs called directly on each text tokenized beforehand, no cortex code; and what running each
+  text alone (its vector never depends on its batch) costs against batches of like lengths;
 - a re-ingest of the unchanged corpus followed by a search: texts embedded (must be 0);
 - the index update after a one-headline edit vs a full rebuild of the index;
 - hybrid query latency p50/p95 over the corpus vs a bare usearch query of the same vectors.
@@ -45,15 +45,16 @@ class Counting:
         return self.inner.embed(texts)
 
 
-def raw_onnx(model, texts: list[str]) -> tuple[float, float]:
-    """Seconds (wall-clock, CPU) the bare model takes over `texts`: tokenized first (untimed), then the same
-    batches and sessions as the embedder (a one-thread session per core) run from a thread pool."""
+def raw_onnx(model, texts: list[str], alone: bool = True) -> tuple[float, float]:
+    """Seconds (wall-clock, CPU) the bare model takes over `texts`: tokenized first (untimed), then run by a
+    one-thread session per core from a thread pool, each text alone as the embedder runs it (`alone`), or in
+    batches of like lengths padded to 1024 tokens, as it ran them before each text's vector was made its own."""
     tokenizer = Tokenizer.from_file(str(model.files()[1]))
     tokenizer.no_padding()
     tokenizer.enable_truncation(model.max_tokens)
     batches = [[]]
     for ids in sorted((encoding.ids for encoding in tokenizer.encode_batch(texts)), key=len):
-        if batches[-1] and (len(batches[-1]) + 1) * len(ids) > model.batch_tokens:
+        if batches[-1] and (alone or (len(batches[-1]) + 1) * len(ids) > 1024):
             batches.append([])
         batches[-1].append(ids)
     feeds = []
@@ -65,6 +66,7 @@ def raw_onnx(model, texts: list[str]) -> tuple[float, float]:
                       "token_type_ids": np.zeros_like(padded)})
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = 1
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = onnxruntime.InferenceSession(model.model(), sess_options=options, providers=["CPUExecutionProvider"])
     session.run(None, feeds[0])
     with ThreadPoolExecutor(2) as pool:
@@ -95,6 +97,7 @@ def main() -> None:
         build, build_cpu = time.perf_counter() - started, time.process_time() - used
         texts = counting.texts
         raw, raw_cpu = raw_onnx(counting.inner, texts)
+        batched, batched_cpu = raw_onnx(counting.inner, texts, alone=False)
         print(f"corpus: {len(files)} files, {len(c._search_index.items):,} items, {len(texts):,} distinct texts "
               f"embedded at {len(texts) / build:,.0f} texts/s ({counting.name})")
         report("corpus index build (cold) vs orgparse parsing the same files", build, parse,
@@ -103,6 +106,8 @@ def main() -> None:
         report("texts/s: index build vs raw ONNX on the same texts", len(texts) / build, len(texts) / raw,
                unit="/s")
         report("  the same per CPU-second", len(texts) / build_cpu, len(texts) / raw_cpu, unit="/s")
+        report("raw ONNX per CPU-second: each text alone vs batches of like lengths", len(texts) / raw_cpu,
+               len(texts) / batched_cpu, unit="/s")
 
         counting.texts.clear()
         c.ingest()

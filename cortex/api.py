@@ -38,7 +38,6 @@ ORG_ROOT_KEY = b"org_root"
 PAST_INDEXES = 8  # search indexes of snapshots and folders a session keeps
 SEARCH_BUDGET = 2.5  # seconds a search asked by a person or an agent embeds before it answers (the rest by words)
 MAX_AGENDA_DAYS = 3660  # ten years: an agenda lists every day it spans
-SYNC_ATTEMPTS = 10  # syncs of a working copy an ingest makes while other copies' syncs keep landing in between
 
 
 # Public names of the features, by the module that defines them: each loads on first use, so that
@@ -47,7 +46,7 @@ _LAZY = {
     ".dsl": ("Definitions", "DslError", "DurationError", "Encoding", "HmacAlgorithm", "JwtSettings",
              "MemoryDefinition", "Provider", "ROW_HEADERS", "Registry", "SignatureScheme", "WebhookDefinition",
              "WebhookFilter", "definition_rows", "load_definitions", "parse_duration"),
-    ".memory.conversation": ("ExtractiveSummarizer", "Identity", "TrajectoryDigest", "Turn"),
+    ".memory.conversation": ("ExtractiveSummarizer", "Identity", "TrajectoryDigest", "Turn", "Utterance"),
     ".memory.layout": ("memory_path",),
     ".memory.retention": ("RetentionPolicy",),
     ".webhooks.secrets": ("resolve_secret",),
@@ -116,6 +115,17 @@ def open(store: str | os.PathLike | None = None, org_root: str | os.PathLike | N
         raise
 
 
+def _ingest_report(store: Store, synced: "history.SyncReport") -> IngestReport:
+    """An ingest's report of a sync of the Org folder: the files it read and parsed, those it sent and the
+    folder no longer holds (removed), those it received, its objects and its conflicts."""
+    entries = store.objects[synced.tree].entries
+    read = synced.read
+    return IngestReport(root=synced.tree, files=read.files, problems=read.problems, parsed=read.parsed,
+                        removed=[p for p in synced.sent if p not in entries], marked=synced.marked,
+                        new_objects=synced.new_objects, seconds=synced.seconds, received=synced.received,
+                        conflicts=synced.conflicts)
+
+
 def store_name(location: str | os.PathLike | None) -> str:
     """How messages name a store: its folder, or its server's URL with any password hidden."""
     if location is None:
@@ -166,37 +176,39 @@ class Cortex:
                digests: dict[str, bytes] | None = None, then=None) -> IngestReport:
         """Ingest an Org file or folder (default: the whole Org root), incrementally.
 
-        The first ingest of a folder makes it the Org root this store tracks. `written` holds
-        bytes just written to some of the files (by path from the Org root), taken as read, and
-        `digests` their hashes when known; `then(report)` runs in the ingest's transaction (see
-        `ingest.ingest`). An Org root that is a working copy is synced first, so that what other copies sent stays.
+        The first ingest of a folder makes it the Org root this store tracks, and a working copy of the
+        store: each ingest syncs it, so that what other writers committed is kept (and written into it),
+        never replaced by its files. `written` holds bytes just written to some of the files (by path
+        from the Org root), taken as read, and `digests` their hashes when known; `then(report)` runs in
+        the ingest's transaction (see `ingest.ingest`).
         """
+        return self._ingest(path, progress, written, digests, then)[0]
+
+    def _ingest(self, path, progress, written, digests, then) -> tuple[IngestReport, "history.SyncReport"]:
+        """`ingest`, and the sync of the Org folder it made."""
         self._folder("ingest")
         if path is not None and Path(path).is_dir() and self.store.refs.get(ingesting.WORKING) is None:
             self.root = self._settle_root(path)
         from .dsl.literate import MARKER  # here, as it loads Hy's reader, which opening a store needs not
 
-        for _ in range(SYNC_ATTEMPTS):
-            # A copy ingests on the state it was synced to: a copy's sync landing in between starts it over.
-            synced = history.sync(self.store, self.root).tree if history.is_copy(self.root) else None
-            try:
-                report = ingesting.ingest(self.store, self.root, None if path is None else Path(path), progress,
-                                          marker=MARKER.encode(), written=written, digests=digests, then=then,
-                                          synced=synced)
-            except ingesting.FolderBehind:
-                continue
-            self._note_literate_definitions(report)
-            return report
-        raise UserError(f"{self.root}: the working state kept changing while this working copy was ingested "
-                        f"({SYNC_ATTEMPTS} times); ingest again")
+        scope = "." if path is None else ingesting.relative_path(self.root, Path(path))  # (outside: a UserError)
+        if not self.root.is_dir() or not (self.root / scope).exists():
+            raise UserError(f"{self.root / scope}: no such file or folder")
+        # The Org folder is a working copy: a sync keeps what other writers committed meanwhile (writing it into
+        # the folder) and sends the folder's edits, of the files under `path`.
+        synced = history.sync(self.store, self.root, tracked=True, progress=progress, marker=MARKER.encode(),
+                              written=written, digests=digests, then=then, scope=scope,
+                              message=f"ingest {scope}{ingesting.SYNCED}")
+        self._note_literate_definitions(synced.sent + synced.received, synced.marked)
+        return _ingest_report(self.store, synced), synced
 
-    def _note_literate_definitions(self, report: IngestReport) -> None:
-        """Remember which ingested Org files hold cortex definition blocks."""
+    def _note_literate_definitions(self, changed: list[str], marked: list[str]) -> None:
+        """Remember which of the Org files `changed` hold cortex definition blocks (those `marked`)."""
         literate = self.store.table(LITERATE)
-        for path in report.marked:
+        for path in marked:
             if path.encode() not in literate:
                 literate[path.encode()] = b""
-        for path in set(report.parsed + report.removed) - set(report.marked):
+        for path in set(changed) - set(marked):
             if path.encode() in literate:
                 del literate[path.encode()]
 
@@ -352,28 +364,30 @@ class Cortex:
         state and HEAD, which working copies receive when they sync)."""
         if self.root is None:
             return history.rollback_state(self.store, ref, keep=keep, force=force)
-        return history.rollback(self.store, self.root, ref, keep=keep, force=force)
+        if self.root.is_dir():  # synced first: what store-side writers committed is an edit it must not lose
+            self.ingest()
+        report = history.rollback(self.store, self.root, ref, keep=keep, force=force)
+        self.ingest()  # and after: the folder's base is the state it was rolled back to
+        return report
 
     def checkout(self, folder: str | os.PathLike) -> "history.SyncReport":
         """Write the working state into a new (or empty) folder, a working copy that `sync` keeps in step.
 
-        The Org folder this store tracks becomes a working copy too (once another copy syncs, ingesting it
-        as before would replace what that copy sent): its ingests sync it first from then on.
+        The Org folder this store tracks is synced first, so that the new copy holds its edits.
         """
-        if self.root is not None and self.root.is_dir() and not history.is_copy(self.root):
+        if self.root is not None and self.root.is_dir():
             self.ingest()
-            history.adopt(self.store, self.root)
         return history.check_out(self.store, folder)
 
-    def sync(self, folder: str | os.PathLike | None = None) -> "history.SyncReport | IngestReport":
+    def sync(self, folder: str | os.PathLike | None = None) -> "history.SyncReport":
         """Merge a working copy's edits and the store's changes both ways (default folder: the Org folder).
 
-        The Org folder this store tracks is its own working copy: syncing it ingests it.
+        The Org folder this store tracks is a working copy too: syncing it ingests it.
         """
         folder = Path(os.path.abspath(folder)) if folder is not None else self._folder("sync with no folder named")
-        if history.is_copy(folder) or folder != self.root:
+        if folder != self.root:
             return history.sync(self.store, folder)
-        return self.ingest()
+        return self._ingest(None, None, None, None, None)[1]
 
     def copies(self) -> list["history.Copy"]:
         """The working copies of this store (folder, machine, when made), oldest first."""
@@ -584,31 +598,51 @@ class Cortex:
 
     def search(self, query: str, *, limit: int = 10, agent: str | None = None, type: str | None = None,
                source: str | None = None, path: str | None = None, tag: str | None = None,
-               todo: str | None = None, as_of: str | int | None = None, fusion: str | None = None,
+               todo: str | None = None, speaker: str | None = None, since=None, until=None, context: int = 0,
+               as_of: str | int | None = None, fusion: str | None = None,
                vector_weight: float | None = None, keyword_weight: float | None = None,
-               budget: float | None = None, progress=None, within: str | None = None):
+               budget: float | None = None, progress=None, today=None, within: str | None = None):
         """Hybrid search over the working state (or snapshot `as_of`), filtered, with explainable scores;
         `within`: only the files under this folder (`agents/assistant/`), in indexes of their own, so that no
         score depends on a file outside it.
 
-        Weights and fusion default to the first `defmemory :search`, else 0.7 / 0.3 weighted.
+        `path` is a prefix of the files' paths; `speaker` keeps the turns one person said; `since` and `until`
+        keep the items dated within those days (a daily log's day, a dated heading's, an active timestamp's;
+        dates or text: "2023-05-01", "today", "-7d"), and a period the query itself names ("in May 2023",
+        "last week", relative to `today`) raises the items dated within it. `context` brings each result that
+        is a turn of a conversation that many turns before and after it (`before`, `after`).
+        Weights and fusion default to the first `defmemory :search`, else 0.5 / 0.5 weighted.
         Items without a vector yet are embedded first for up to `budget` seconds (default: all of them;
         while a background build runs, only a moment's wait for it); those still without one are found
         by their words. `progress(done, total)` hears of the embedding; the results' `status` says how
         many items had a vector (`cortex.search.service.Results`).
         """
+        from dataclasses import replace
+        from datetime import date
+
         from .memory.layout import check_agent_id
         from .search.fusion import Weights
-        from .search.service import BACKGROUND_WAIT, Filters, SearchIndex
+        from .search.service import BACKGROUND_WAIT, Filters, SearchIndex, preload_model
 
+        if fusion != "keyword":  # the model's session is made while the definitions and the indexes load
+            preload_model()
         if agent is not None:
             check_agent_id(agent)
+        if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= 50:
+            raise UserError(f"search context is a number of turns from 0 to 50; got {context!r}")
+        if today is not None or since is not None or until is not None:
+            from .orgquery.dates import parse_when
+
+            today = date.today() if today is None else parse_when(today, date.today())
+            since, until = (None if day is None else parse_when(day, today) for day in (since, until))
         if budget is not None and not budget >= 0:
             raise UserError(f"a search budget is a number of seconds, at least 0; got {budget}")
         config = self._search_config()
+        fusion = fusion or config.fusion.value
         weights = Weights(config.vector_weight if vector_weight is None else vector_weight,
                           config.keyword_weight if keyword_weight is None else keyword_weight)
-        filters = Filters(source=source, agent=agent, type=type, path=path, tag=tag, todo=todo)
+        filters = Filters(source=source, agent=agent, type=type, path=path, tag=tag, todo=todo, speaker=speaker,
+                          since=since, until=until)
         index = self._search_index
         if as_of is not None or within is not None:
             tree = self.state(as_of, within)
@@ -621,8 +655,11 @@ class Cortex:
         if budget is None and index.building:
             budget = BACKGROUND_WAIT
         index.build(budget, progress)
-        return index.search(query, limit=limit, filters=filters, fusion=fusion or config.fusion.value,
-                            weights=weights)
+        results = index.search(query, limit=limit, filters=filters, fusion=fusion, weights=weights, today=today)
+        if context:
+            results[:] = [replace(r, **dict(zip(("before", "after"), index.context(r.item, context))))
+                          for r in results]
+        return results
 
     def build_search(self, progress=None, budget: float | None = None):
         """Bring the search indexes in line with the working state and embed every item still without a
@@ -658,7 +695,9 @@ class Cortex:
 
         from .dsl import DslError, MemorySearchConfig
 
-        if not ((self.root is not None and self.definitions_path.exists()) or len(self.registry.memories)):
+        # the registry is made by the first definition evaluated here: none made means none defined
+        if not ((self.root is not None and self.definitions_path.exists())
+                or ("registry" in self.__dict__ and len(self.registry.memories))):
             return MemorySearchConfig()
         try:
             memories = self.definitions().memories

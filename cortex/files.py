@@ -284,6 +284,23 @@ def remove_stale(folder: Path, now: float | None = None) -> None:
             pass
 
 
+def remove_tree(folder: Path) -> None:
+    """Remove a folder and everything under it, however deeply nested (`shutil.rmtree` recurses), never
+    following a link."""
+    stack, emptied = [os.fspath(folder)], []
+    while stack:
+        directory = stack.pop()
+        emptied.append(directory)
+        with os.scandir(directory) as listing:
+            for entry in listing:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                else:
+                    os.unlink(entry.path)
+    for directory in reversed(emptied):
+        os.rmdir(directory)
+
+
 @contextmanager
 def folder_lock(folder: Path, timeout: float, busy: Callable[[], Exception]) -> Iterator[None]:
     """Hold the advisory lock (flock) of `folder` for the block, waiting at most `timeout` seconds (then

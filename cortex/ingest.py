@@ -17,7 +17,7 @@ from __future__ import annotations
 import errno
 import os
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from weakref import WeakKeyDictionary
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,12 +30,14 @@ from .errors import CortexError, RefConflict, UserError, located
 from .files import is_leftover, remove_leftovers
 from .hashing import OID_SIZE, Oid, hash_bytes
 from .objects import EMPTY_TREE, OrgObject, Tree
-from .paths import ORG_SUFFIX, agent_folder_of, path_problem
+from .paths import MAX_DEPTH, ORG_SUFFIX, agent_folder_of, path_problem
 from .reads import ORG_FILE, TooLarge, read_file_bounded
 from .retry import retrying
 from .words import counted
 
 WORKING = "working"
+INGESTED_WHOLE = "ingest ."  # how the working state's reflog names an ingest of the whole Org folder
+SYNCED = ", synced"  # and ends its name of the ingest of a folder that is a working copy (a sync)
 DOCS_BY_BYTES = "ingest.docs"
 SUBTREES = "ingest.subtrees"
 STATS = "ingest.stats"  # absolute path -> the file's stat and bytes' hash when last read
@@ -77,6 +79,8 @@ class IngestReport:
     problems: list[Problem] = field(default_factory=list)
     new_objects: int = 0
     seconds: float = 0.0
+    received: list[str] = field(default_factory=list)  # files the sync before it wrote: what the store had new
+    conflicts: list = field(default_factory=list)  # what that sync left in conflict (`history.merge.Conflict`)
 
     @property
     def unchanged(self) -> int:
@@ -84,9 +88,11 @@ class IngestReport:
         return self.files - len(self.parsed) - len(self.problems)
 
     def __str__(self) -> str:
-        return (f"{counted(self.files, 'file')}: {len(self.parsed)} parsed, {self.unchanged} unchanged, "
-                f"{len(self.removed)} removed, {len(self.problems)} skipped; "
-                f"{counted(self.new_objects, 'new object')} in {self.seconds * 1000:.0f} ms")
+        received = f"{len(self.received)} received from the store, " if self.received else ""
+        lines = [f"{counted(self.files, 'file')}: {len(self.parsed)} parsed, {self.unchanged} unchanged, "
+                 f"{len(self.removed)} removed, {len(self.problems)} skipped; {received}"
+                 f"{counted(self.new_objects, 'new object')} in {self.seconds * 1000:.0f} ms"]
+        return "\n".join(lines + [f"  conflict {c}" for c in self.conflicts])
 
 
 def working_tree(store: Store) -> Tree:
@@ -110,16 +116,21 @@ class FolderScan:
 def scan_folder(folder: str | os.PathLike, root: str | os.PathLike | None = None) -> FolderScan:
     """Every Org file under `folder` by relative POSIX path, skipping hidden ones, in a stable order: a
     folder's files by name, then its subfolders by name. Links to folders are not followed, links to
-    files only to files inside `root` (default: `folder`); a link that loops or breaks is skipped."""
+    files only to files inside `root` (default: `folder`); a link that loops or breaks is skipped, and so
+    is a folder deeper than a tree may name (`paths.MAX_DEPTH`)."""
     scan = FolderScan()
     real_root = Path(os.path.realpath(root if root is not None else folder))
-
-    def visit(directory: str, prefix: str) -> None:
+    stack = [(os.fspath(folder), "")]  # folders to visit, the next on top: nesting costs no recursion
+    while stack:
+        directory, prefix = stack.pop()
+        if prefix.count("/") > MAX_DEPTH:
+            scan.skipped.append(Problem(prefix.rstrip("/"), f"a folder deeper than {MAX_DEPTH} levels: not read"))
+            continue
         try:
             with os.scandir(directory) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
         except OSError:  # unreadable or gone: as if empty, like os.walk
-            return
+            continue
         for entry in entries:
             if entry.name.startswith("."):
                 if is_leftover(directory, entry.name):
@@ -131,11 +142,8 @@ def scan_folder(folder: str | os.PathLike, root: str | os.PathLike | None = None
                     scan.paths.append(prefix + entry.name)
                 elif problem:
                     scan.skipped.append(Problem(prefix + entry.name, problem))
-        for entry in entries:
-            if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False):
-                visit(entry.path, prefix + entry.name + "/")
-
-    visit(os.fspath(folder), "")
+        stack.extend((entry.path, prefix + entry.name + "/") for entry in reversed(entries)
+                     if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False))
     return scan
 
 
@@ -181,7 +189,7 @@ def relative_path(root: Path, path: Path) -> str:
 def ingest(store: Store, root: Path, target: Path | None = None, progress: Progress | None = None,
            marker: bytes | None = None, written: Mapping[str, bytes] | None = None,
            digests: Mapping[str, bytes] | None = None, then: "Callable[[IngestReport], None] | None" = None,
-           synced: Oid | None = None) -> IngestReport:
+           ) -> IngestReport:
     """Bring the working state in line with the Org files under `target` (default: all of `root`).
 
     The report lists the parsed files whose bytes contain `marker`, so a caller that looks
@@ -191,21 +199,15 @@ def ingest(store: Store, root: Path, target: Path | None = None, progress: Progr
     without hashing them whole (it extended a hash). `then(report)` runs in the ingest's write
     transaction once the working state is set: its writes land with the ingest's or neither
     does (it may run again when the ingest starts over). Other writers may ingest other files
-    of the root meanwhile. `synced`: the working state a working copy's sync just brought the
-    root up to; FolderBehind if the working state has moved on since (the folder would undo it).
+    of the root meanwhile.
     """
     root = Path(os.path.abspath(root))
     target = root if target is None else Path(os.path.abspath(target))
-    return retrying(lambda: _ingest_once(store, root, target, progress, marker, written or {}, digests or {}, then,
-                                         synced))
+    return retrying(lambda: _ingest_once(store, root, target, progress, marker, written or {}, digests or {}, then))
 
 
 class ReadCollected(CortexError):
     """A gc collected objects a folder's read reused (from the parse caches) before it was committed."""
-
-
-class FolderBehind(CortexError):
-    """The working state moved on after a working copy was synced: sync it again before ingesting."""
 
 
 class _CollectedMeanwhile(RefConflict):
@@ -217,17 +219,15 @@ class _CollectedMeanwhile(RefConflict):
 
 def _ingest_once(store: Store, root: Path, target: Path, progress: Progress | None, marker: bytes | None,
                  written: Mapping[str, bytes], digests: Mapping[str, bytes],
-                 then: "Callable[[IngestReport], None] | None", synced: Oid | None) -> IngestReport:
+                 then: "Callable[[IngestReport], None] | None") -> IngestReport:
     started = time.perf_counter()
     scope = relative_path(root, target)
     if not target.exists():
         raise UserError(f"{target}: no such file or folder")
     folder = target.is_dir()
     files, skipped = _files_under(root, target, scope, folder)
-    in_scope = _scope_test(scope, folder)
+    in_scope = scope_test(scope, folder)
     base_oid = store.refs.get(WORKING)
-    if synced is not None and base_oid != synced:
-        raise FolderBehind(f"{root}: the working state changed since the folder was synced")
     base = _tree(store, base_oid)
     scoped = _within(base, in_scope)
     report = IngestReport(root=base_oid or EMPTY_TREE.oid, files=len(files) + len(skipped),
@@ -361,7 +361,7 @@ def _read(batch: "_Batch", root: Path, files: list[str], report: IngestReport, p
             report.problems.append(Problem(rel, exc.reason, exc.line))
             continue
         if stat is not None:
-            batch.read(path, stat, read_at, digest)
+            batch.read(path, stat, read_at, digest, entries[rel])
         if changed:
             report.parsed.append(rel)
             if marker is not None and batch.contains(path, data, marker):
@@ -429,13 +429,27 @@ class FolderRead:
         an edit of them re-parses only what it touched."""
         self.batch.relayout(os.path.join(self.root, rel), data, layout)
 
-    def write(self, tree: Tree) -> int:
-        """Store what reading parsed that the stored `tree` names (a document read and replaced in it is left
-        out: nothing names it); call inside a transaction. ReadCollected if a gc has collected an object the
-        reading reused meanwhile."""
+    def stored(self) -> bool:
+        """Whether the store already holds everything this read found: nothing was parsed, no stat is new."""
+        batch = self.batch
+        return not (batch.objects or batch.new_stats or batch.doc_cache or batch.seen.keys() - {
+            os.fsencode(os.path.join(self.root, rel)) for rel in self.tree.entries})
+
+    def write(self, *trees: Tree, made: Iterable[OrgObject] = ()) -> int:
+        """Store what reading parsed that the stored `trees` reach (through the objects `made` for them too),
+        and nothing else: a document read and replaced in them, and what only it holds, is left out (a sync
+        may drop text the store erased), and so are its cache entries; call inside a transaction.
+        ReadCollected if a gc has collected an object the reading reused meanwhile."""
         if any(oid not in self.batch.store.objects for oid in self.batch.reused):
             raise ReadCollected(f"{self.root}: a gc collected objects this read of the folder reused; read it again")
-        return self.batch.write(leaving=set(self.tree.entries.values()) - set(tree.entries.values()))
+        kept = {oid for tree in trees for oid in tree.entries.values()}
+        kept.update(child for obj in made for child in getattr(obj, "children", ()))
+        leaving = {oid for oid in self.tree.entries.values() if oid not in kept}
+        here = {os.fsencode(os.path.join(self.root, rel)) for rel in self.tree.entries}
+        here |= {os.fsencode(os.path.join(self.root, problem.path)) for problem in self.report.problems}
+        for gone in self.batch.seen.keys() - here:  # files no longer there
+            del self.batch.stats[gone]
+        return self.batch.write(leaving, reached_from=kept if leaving else None)
 
 
 def note_written(store: Store, documents: Mapping[bytes, Oid]) -> None:
@@ -458,14 +472,20 @@ def _stored_entries(store: Store, documents: Mapping[bytes, Oid], leaving: Colle
     return ((digest, oid) for digest, oid in documents.items() if oid not in leaving and oid in store.objects)
 
 
-def read_folder(store: Store, root: Path) -> FolderRead:
-    """Every Org file under `root` as a tree of documents, parsing only what changed, without moving any ref."""
+def read_folder(store: Store, root: Path, progress: Progress | None = None, marker: bytes | None = None,
+                written: Mapping[str, bytes] | None = None, digests: Mapping[str, bytes] | None = None,
+                scope: str = ".") -> FolderRead:
+    """Every Org file under `root` (or under `scope`, a path from it) as a tree of documents, parsing only
+    what changed, without moving any ref (see `ingest` for the rest)."""
     root = Path(os.path.abspath(root))
-    files, skipped = _files_under(root, root, ".")
+    target = root / scope
+    folder = target.is_dir()
+    files, skipped = _files_under(root, target, scope, folder)
     report = IngestReport(root=EMPTY_TREE.oid, files=len(files) + len(skipped), problems=list(skipped))
     with store.reading():
-        batch = _Batch(store, _layouts.setdefault(store, {}), EMPTY_TREE, os.path.join(root, ""))
-        tree = Tree(dict(sorted(_read(batch, root, files, report).items())))
+        under = os.path.join(target, "") if folder else os.fspath(target)
+        batch = _Batch(store, _layouts.setdefault(store, {}), EMPTY_TREE, under)
+        tree = Tree(dict(sorted(_read(batch, root, files, report, progress, marker, written, digests).items())))
     report.root = tree.oid
     return FolderRead(root, tree, report, batch)
 
@@ -475,7 +495,7 @@ def _within(tree: Tree, in_scope: Callable[[str], bool]) -> dict[str, Oid]:
     return {path: oid for path, oid in tree.entries.items() if in_scope(path)}
 
 
-def _scope_test(scope: str, folder: bool) -> Callable[[str], bool]:
+def scope_test(scope: str, folder: bool) -> Callable[[str], bool]:
     """Whether a path of the working state lies in an ingest's scope: the root, a folder, or one file."""
     if scope == ".":
         return lambda path: True
@@ -515,7 +535,7 @@ class _Batch:
         # The stat entries of every file under `under` (a folder, or one file; None: no files read), in one
         # scan rather than a lookup per file: on a database server each lookup is a round trip.
         self.seen = {} if under is None else dict(self.stats.items(os.fsencode(under)))
-        self.new_stats: dict[bytes, bytes] = {}
+        self.new_stats: dict[bytes, tuple[bytes, Oid]] = {}  # path -> its stat entry, and the document read
         self.docs = store.table(DOCS_BY_BYTES)
         self.subtrees = store.table(SUBTREES)
         self.objects: dict[Oid, OrgObject] = {}
@@ -543,10 +563,10 @@ class _Batch:
             self.digests[path] = digest
         return known
 
-    def read(self, path: str, stat: os.stat_result, read_at: int, digest: bytes) -> None:
-        """Note that the bytes of the file at `path` hashed to `digest` when it had `stat`."""
+    def read(self, path: str, stat: os.stat_result, read_at: int, digest: bytes, document: Oid) -> None:
+        """Note that the bytes of the file at `path` hashed to `digest` (parsed as `document`) when it had `stat`."""
         if max(stat.st_mtime_ns, stat.st_ctime_ns) < read_at - RACY_SECONDS * 10**9:
-            self.new_stats[os.fsencode(path)] = encode([*_signature(stat), digest])
+            self.new_stats[os.fsencode(path)] = encode([*_signature(stat), digest]), document
 
     def document(self, path: str, data: bytes, digest: bytes) -> tuple[Oid, bool]:
         """The document oid for a file's bytes (whose hash is `digest`), and whether it had to be parsed.
@@ -639,14 +659,29 @@ class _Batch:
     def add(self, obj: OrgObject) -> None:
         self.objects.setdefault(obj.oid, obj)
 
-    def write(self, leaving: Collection[Oid] = ()) -> int:
-        """Write everything gathered but the objects `leaving`; call inside a transaction."""
-        new = self.store.objects.add_raw((oid, obj.encoded) for oid, obj in self.objects.items() if oid not in leaving)
+    def write(self, leaving: Collection[Oid] = (), reached_from: Collection[Oid] | None = None) -> int:
+        """Write everything gathered but the documents `leaving`; with `reached_from`, only the objects
+        those documents reach (and the cache and stat entries of what is written); call inside a transaction."""
+        objects = self.objects if reached_from is None else self._reached(reached_from)
+        new = self.store.objects.add_raw((oid, obj.encoded) for oid, obj in objects.items() if oid not in leaving)
         self.docs.update((digest, oid) for digest, oid in self.doc_cache.items() if oid not in leaving)
         self.docs.update(_stored_entries(self.store, self.written, leaving))
-        self.subtrees.update(self.subtree_cache)
-        self.stats.update(self.new_stats)
+        self.subtrees.update((key, oid) for key, oid in self.subtree_cache.items()
+                             if oid in objects or oid not in self.objects)
+        self.stats.update((path, entry) for path, (entry, document) in self.new_stats.items()
+                          if document not in leaving)
         return new
+
+    def _reached(self, roots: Collection[Oid]) -> dict[Oid, OrgObject]:
+        """The objects gathered that the documents `roots` reach (through objects gathered)."""
+        reached: dict[Oid, OrgObject] = {}
+        stack = [oid for oid in roots if oid in self.objects]
+        while stack:
+            oid = stack.pop()
+            if oid not in reached:
+                reached[oid] = obj = self.objects[oid]
+                stack.extend(child for child in getattr(obj, "children", ()) if child in self.objects)
+        return reached
 
 
 def _signature(stat: os.stat_result) -> tuple:
@@ -655,12 +690,23 @@ def _signature(stat: os.stat_result) -> tuple:
 
 
 def forget_collected(store: Store, collected: set[bytes]) -> None:
-    """Drop cache entries that name collected objects; call inside gc's transaction."""
+    """Drop cache entries that name collected objects, and the stat entries of files whose bytes they named
+    (a hash of a file's bytes would confirm a guess of them); call inside gc's transaction."""
+    gone: set[bytes] = set()
     for name in (DOCS_BY_BYTES, SUBTREES):
         table = store.table(name)
         for key, oid in table.items():
             if oid in collected:
                 del table[key]
+                gone.add(key)
+    stats = store.table(STATS)
+    for path, entry in stats.items() if gone else ():
+        try:
+            digest = decode(entry)[-1]
+        except (TypeError, ValueError, IndexError):
+            digest = None
+        if digest is None or digest in gone:
+            del stats[path]
 
 
 class NotOrgText(UserError):

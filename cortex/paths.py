@@ -12,6 +12,8 @@ import re
 ORG_SUFFIX = ".org"
 AGENTS = "agents"  # the folder of agents' memory: agents/<agent-id>/ holds one agent's files
 MAX_NAME_BYTES = 255  # the longest file name ext4, APFS and NTFS accept
+MAX_DEPTH = 64  # folders a path may pass through: deeper is no one's notes, and costs every walk of the tree
+MAX_PATH_BYTES = 1024  # a quarter of Linux's PATH_MAX, leaving room for the Org root's own path
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
@@ -26,6 +28,10 @@ def path_problem(path: object) -> str | None:
         return "is absolute"
     if "\\" in path:
         return "holds a backslash"
+    if len(path.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
+        return f"is longer than {MAX_PATH_BYTES} bytes"
+    if path.count("/") > MAX_DEPTH:
+        return f"lies deeper than {MAX_DEPTH} folders"
     for name in path.split("/"):
         if name in ("", ".", ".."):
             return "is not normalised (empty, '.' or '..' part)" if name != ".." else "climbs out with '..'"

@@ -4,12 +4,12 @@
 (require cortex.dsl.macros [defmemory defwebhook])
 
 ;; The assistant's memory: Org files under org/agents/<agent-id>/, daily logs kept
-;; for three months, recall ranked mostly by meaning and partly by exact words.
+;; for three months, recall ranked by meaning and by words alike.
 (defmemory agent-memory
   :store org
   :path "org/agents"
   :retention "90d"
-  :search {:vector-weight 0.7 :keyword-weight 0.3})
+  :search {:vector-weight 0.5 :keyword-weight 0.5})
 
 ;; Newly opened pull requests go to the assistant for a first review.
 (defwebhook github-events

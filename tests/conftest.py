@@ -1,9 +1,13 @@
 """Shared fixtures: a copy of the bundled Org examples and an open cortex over it."""
 
+import atexit
 import gc
+import io
 import os
 import shutil
 import subprocess
+import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -13,6 +17,26 @@ import cortex.api as cx
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus"
+
+
+def _examples() -> Path:
+    """The bundled Org examples as the repository has them staged: the README's tour edits `org/` (and makes
+    it a working copy of its store), so the tests take their own copy of what git holds, once a session;
+    outside a git checkout, `org/` as it is, without its working-copy record."""
+    target = Path(tempfile.mkdtemp(prefix="cortex-examples-"))
+    atexit.register(shutil.rmtree, target, True)
+    tree = subprocess.run(["git", "-C", str(REPO), "write-tree"], capture_output=True, text=True)
+    archive = tree.returncode == 0 and subprocess.run(["git", "-C", str(REPO), "archive", tree.stdout.strip(), "org"],
+                                                       capture_output=True)
+    if archive and archive.returncode == 0:
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(target, filter="data")
+    else:
+        shutil.copytree(REPO / "org", target / "org", ignore=shutil.ignore_patterns(".cortex"))
+    return target / "org"
+
+
+EXAMPLES = _examples()  # the bundled examples, as committed: every test copies these, never the user's org/
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -27,9 +51,9 @@ def user_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def org(tmp_path) -> Path:
-    """A private copy of the bundled `org/` folder."""
+    """A private copy of the bundled Org examples."""
     target = tmp_path / "org"
-    shutil.copytree(REPO / "org", target)
+    shutil.copytree(EXAMPLES, target)
     return target
 
 

@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 import cortex.api as cx
 
-from conftest import REPO
+from conftest import EXAMPLES
 
 CORTEX = str(Path(sys.executable).parent / "cortex")
 
@@ -81,7 +81,7 @@ def connected(transport, log: Path):
 def prepared(folder: Path) -> tuple[Path, Path]:
     """A store over a copy of the bundled Org examples, ingested and snapshotted (its search index not built)."""
     org, store = folder / "org", folder / "store"
-    shutil.copytree(REPO / "org", org)
+    shutil.copytree(EXAMPLES, org)
     with cx.open(store, org) as c:
         c.ingest()
         c.snapshot("start")

@@ -15,9 +15,10 @@ from cortex.cli.app import cli
 from cortex.errors import CortexError
 from cortex.mcp.server import CortexServer
 from cortex.mcp.session import Session
+from cortex.mcp.tools import SaidTurn
 from cortex.repl import eval_source
 
-from conftest import REPO
+from conftest import EXAMPLES
 from linear import finishes
 
 LONG = "x" * 100_000
@@ -82,7 +83,7 @@ CASES = [(name, param.name, value) for name, command in commands() for param in 
 def store(tmp_path_factory):
     """A store over the bundled examples, a port nothing can listen at (taken), and the examples' secrets."""
     folder = tmp_path_factory.mktemp("bad")
-    shutil.copytree(REPO / "org", folder / "org")
+    shutil.copytree(EXAMPLES, folder / "org")
     with cx.open(folder / "store", folder / "org") as c:
         c.ingest()
         c.snapshot("start")
@@ -175,7 +176,8 @@ def tools(store, tmp_path_factory):
 
 
 TOOL_VALUES = {
-    "search": {"query": TEXT, "as_of": REF, "agent": TEXT}, "show": {"target": TEXT + REF, "as_of": REF},
+    "search": {"query": TEXT, "as_of": REF, "agent": TEXT, "speaker": TEXT, "since": DAY, "until": DAY},
+    "show": {"target": TEXT + REF, "as_of": REF},
     "find": {"text": TEXT, "prop": TEXT}, "query": {"query": QUERY, "as_of": REF},
     "memory_inspect": {"agent": TEXT}, "recent_activity": {"since": TEXT + DAY + REF + ["0001-01-01T00:00+14:00"]},
     "diff": {"from_ref": REF, "to_ref": REF}, "log": {},  # (a number only, which the SDK checks)
@@ -183,12 +185,18 @@ TOOL_VALUES = {
     "memory_add": {"agent": TEXT, "text": ["\udcff", "(" * 10_000]}, "memory_forget": {"item": TEXT, "agent": TEXT},
     "memory_compact": {"max_age": DURATION, "agent": TEXT}, "snapshot": {"message": ["\udcff"]},
     "add_turn": {"tenant": TEXT, "user_message": ["\udcff"]}, "rollback": {"ref": REF},
+    "memory_turns": {"session": TEXT, "title": TEXT, "agent": TEXT,
+                     "turns": [[SaidTurn(speaker=speaker, text=text, at=at)] for speaker, text, at in (
+                         (LONG, "x", None), ("\udcff", "x", None), ("ada", "\udcff", None),
+                         ("ada", "x", "+99999999999d"), ("ada", "x", "99999-01-01"), ("", "x", None), ("ada", "", None),
+                         ("a\nb", "x", None))]},
 }
 NEEDED = {"search": {"query": "deploy"}, "show": {"target": "task-rotate-secrets"}, "query": {"query": "+ops"},
           "memory_forget": {"item": "no-such", "agent": "assistant"}, "memory_compact": {"agent": "assistant"},
           "memory_add": {"text": "x", "agent": "assistant"}, "recent_activity": {"since": "1d"},
           "rollback": {"ref": "HEAD"}, "get_context": {"tenant": "acme", "user": "u", "session": "s"},
-          "add_turn": {"tenant": "acme", "user": "u", "session": "s", "user_message": "m", "assistant_response": "r"}}
+          "add_turn": {"tenant": "acme", "user": "u", "session": "s", "user_message": "m", "assistant_response": "r"},
+          "memory_turns": {"session": "s-1", "agent": "assistant", "turns": [SaidTurn(speaker="ada", text="hi")]}}
 TOOL_CASES = [(tool, argument, value) for tool, arguments in TOOL_VALUES.items() for argument, values in
               arguments.items() for value in values]
 

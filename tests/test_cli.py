@@ -104,6 +104,8 @@ def test_search_shows_the_matching_item(run):
     run("ingest")
     out = run("search", "which region hosts staging?", "-n", "1", "--agent", "assistant").output
     assert "agents/assistant/memory.org:4" in out and "Facts — The staging cluster lives in eu-west-1." in out
+    logged = run("search", "release fix", "--path", "agents/assistant/logs/2026-11", "--since", "2026-11-01").output
+    assert "agents/assistant/logs/2026-11-20.org" in logged and "memory.org" not in logged
 
 
 def test_a_search_before_the_vectors_are_built_answers_and_says_what_is_missing(tmp_path, org, monkeypatch):

@@ -71,7 +71,7 @@ def test_rendered_forms_put_one_keyword_on_each_line():
   :filter {:json-path "$.event.type" :equals "app_mention"})"""
     assert render_definition(MemoryDefinition("m")) == (
         '(defmemory m\n  :store org\n  :path "org/agents"\n  :retention "90d"\n'
-        "  :search {:vector-weight 0.7 :keyword-weight 0.3})")
+        "  :search {:vector-weight 0.5 :keyword-weight 0.5})")
 
 
 def test_add_appends_after_everything_else_untouched():
@@ -109,7 +109,7 @@ def test_replace_indents_continuation_lines_under_an_indented_form():
     source = ";; nested\n  (defmemory m)\n"
     result = replace_definition(source, "m", MemoryDefinition("m", retention=timedelta(days=5)))
     assert result == (';; nested\n  (defmemory m\n    :store org\n    :path "org/agents"\n    :retention "5d"\n'
-                      "    :search {:vector-weight 0.7 :keyword-weight 0.3})\n")
+                      "    :search {:vector-weight 0.5 :keyword-weight 0.5})\n")
 
 
 def test_replace_refuses_a_missing_name_and_an_edit_that_breaks_the_file():

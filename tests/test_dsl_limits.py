@@ -235,7 +235,7 @@ def test_search_falls_back_to_the_default_weights_when_the_definitions_file_is_b
     assert message == ("search uses its default weights, as the definitions have problems: "
                        f"{org / 'definitions.hy'}:2:36: unknown provider gitlab; did you mean github? "
                        "(one of github, stripe, slack, standard, custom, jwt)")
-    assert hits[0].score == pytest.approx(0.7 * hits[0].vector_norm + 0.3 * hits[0].keyword_norm)
+    assert hits[0].score == pytest.approx(0.5 * hits[0].vector_norm + 0.5 * hits[0].keyword_norm)
 
 
 def test_search_warns_once_however_often_it_runs(cortex, org):

@@ -47,7 +47,7 @@ def test_the_example_file_defines_one_memory_and_two_webhooks():
     defs = load_definitions(EXAMPLE)
     assert defs.memories == (
         MemoryDefinition("agent-memory", StoreKind.ORG, "org/agents", timedelta(days=90),
-                         MemorySearchConfig(0.7, 0.3, Fusion.WEIGHTED)),
+                         MemorySearchConfig(0.5, 0.5, Fusion.WEIGHTED)),
     )
     github, stripe = defs.webhooks
     assert github == WebhookDefinition(
@@ -62,7 +62,7 @@ def test_unset_fields_take_their_defaults():
     defs = parse_definitions('(defmemory m)\n(defwebhook w :path "/w" :provider slack :secret "s")')
     assert defs.memories[0] == MemoryDefinition("m")
     assert defs.memories[0].retention == timedelta(days=90)
-    assert defs.memories[0].search == MemorySearchConfig(0.7, 0.3, Fusion.WEIGHTED)
+    assert defs.memories[0].search == MemorySearchConfig(0.5, 0.5, Fusion.WEIGHTED)
     assert defs.webhooks[0] == WebhookDefinition("w", "/w", Provider.SLACK, secret="s")
 
 
@@ -266,7 +266,7 @@ def test_show_rows_describe_each_definition_and_never_print_an_inline_secret():
     rows = definition_rows(defs)
     assert rows == [
         ("memory", "m", "d.hy:1:1",
-         "store org · path org/agents · retention 2w · search 0.7 vector + 0.3 keyword (weighted)"),
+         "store org · path org/agents · retention 2w · search 0.5 vector + 0.5 keyword (weighted)"),
         ("webhook", "w", "d.hy:2:1", "POST /w · provider slack · secret (inline) · agent bot"),
     ]
     assert definition_rows(Definitions()) == []

@@ -18,6 +18,7 @@ from cortex.codec import encode
 from cortex.hashing import Oid, hash_bytes
 from cortex.history import PURGES, SNAPSHOTS, SUMMARIES, fsck as history_fsck
 from cortex.history.copies import COPIES
+from cortex.history.erasures import ERASURES
 from cortex.history.fsck import TABLE_CHECKS
 from cortex.ingest import DOCS_BY_BYTES, STATS, SUBTREES
 from cortex.memory.conversation.conformance import WHO, make_turn
@@ -84,12 +85,13 @@ def stocked(cortex, org, hashing_search, monkeypatch):
     cortex.conversations().add_turn(WHO, make_turn(1))
     delivery(cortex)
     cortex.checkout(org.parent / "copy")
+    cortex.memory.forget("assistant", "mem-assistant-dark-mode", hard=True)  # waits for the copy, sealed
     return cortex
 
 
 def test_fsck_knows_the_tables_by_their_owners_names():
     assert {DOCS_BY_BYTES, SUBTREES, STATS, SNAPSHOTS, SUMMARIES, PURGES, EMBEDDINGS, cx.CONFIG, cx.LITERATE,
-            CONVERSATION, DELIVERIES, BODIES, SEEN, COPIES} == set(TABLE_CHECKS)
+            CONVERSATION, DELIVERIES, BODIES, SEEN, COPIES, ERASURES} == set(TABLE_CHECKS)
 
 
 def test_a_store_every_feature_wrote_to_is_clean(stocked):

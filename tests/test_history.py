@@ -297,7 +297,7 @@ def test_gc_without_snapshots_keeps_the_newest_working_reflog_entries(cortex, or
         cortex.ingest()
     assert len(cortex.store.refs.reflog("working")) == 5
     cortex.gc(keep_last=2)
-    assert [e.message for e in cortex.store.refs.reflog("working")] == ["ingest .", "ingest ."]
+    assert [e.message for e in cortex.store.refs.reflog("working")] == ["ingest ., synced", "ingest ., synced"]
     assert cortex.show(PROJECTS) == (org / PROJECTS).read_text()
     assert cortex.fsck() == []
     cortex.gc(keep_last=None)  # no rule: nothing expires

@@ -1,6 +1,7 @@
 """Ingest: folders into the store, incrementally, surviving bad files and a killed process."""
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -11,6 +12,11 @@ import pytest
 import cortex.api as cx
 import cortex.ingest as ingesting
 from cortex.ingest import WORKING
+
+
+def unadopted(org, tmp_path):
+    """A copy of the Org folder `org` that no store tracks yet (it is a working copy of the one that does)."""
+    return shutil.copytree(org, tmp_path / "fresh-org", ignore=shutil.ignore_patterns(".cortex"))
 
 
 def test_ingest_records_every_org_file(cortex, org):
@@ -110,7 +116,7 @@ def test_edits_of_a_large_file_store_what_a_fresh_ingest_would(cortex, org, tmp_
         path.write_text(path.read_text().replace(old, new))
         report = cortex.ingest()
         assert report.parsed == ["big.org"] and report.new_objects <= 5
-    with cx.open(tmp_path / "fresh", org) as fresh:
+    with cx.open(tmp_path / "fresh", unadopted(org, tmp_path)) as fresh:
         fresh.ingest()
         assert fresh.working().entries["big.org"] == cortex.working().entries["big.org"]
     assert cortex.show("big.org") == path.read_text()
@@ -131,7 +137,7 @@ def test_an_edit_after_its_last_version_was_collected_parses_again(cortex, org, 
     path.write_text(original.replace("topic 2999.", "the last topic."))
     assert cortex.ingest().parsed == ["big.org"]
     assert cortex.show("big.org") == path.read_text()
-    with cx.open(tmp_path / "fresh", org) as fresh:
+    with cx.open(tmp_path / "fresh", unadopted(org, tmp_path)) as fresh:
         fresh.ingest()
         assert fresh.working().entries["big.org"] == cortex.working().entries["big.org"]
 

@@ -13,13 +13,14 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import date
 from pathlib import Path
 
 import pytest
 
 import cortex.api as cx
 from cortex.errors import RefConflict
-from cortex.memory.conversation import Identity
+from cortex.memory.conversation import Identity, read_session
 from cortex.retry import retrying
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,6 +64,11 @@ with cx.open(store, root) as c:
         elif role == "turns":
             turns.add_turn(Identity("acme", "ada", "shared"), Turn(f"{name} asks {n}", f"answer {n}"))
             done(f"{name} asks {n}")
+        elif role == "log":  # a turn of one conversation in an agent's daily log
+            from cortex.memory.conversation import Utterance
+            said = f"{name} says {n}"
+            c.memory.record_session(args[0], [Utterance(name, said, "2026-11-20 16:45")], session="shared")
+            done(said)
     if role == "turns":
         turns.close()
 """
@@ -120,6 +126,10 @@ def assert_present(c, role: str, written: list[str], agent: str | None = None) -
     elif role == "memory":
         facts = {item.title for item in c.memory.load_context(agent).facts}
         assert set(written) <= facts, f"memory items lost: {set(written) - facts}"
+    elif role == "log":  # each turn once, in the order its writer logged them
+        said = [u.text for u in read_session(c.show(f"agents/{agent}/logs/2026-11-20.org"), "shared",
+                                             date(2026, 11, 20))]
+        assert [s for s in said if s in written] == written and len(set(said)) == len(said)
 
 
 def assert_sound(store_at: str, root: Path) -> None:
@@ -139,13 +149,14 @@ def test_concurrent_writers_lose_no_write(store_at, root, tmp_path):
         "ann": ("memory", 4, "ann"),  # an agent of its own
         "bob-1": ("memory", 4, "bob"), "bob-2": ("memory", 4, "bob"),  # one agent from two processes
         "talker-1": ("turns", 10), "talker-2": ("turns", 10),  # one conversation from two processes
+        "Caroline": ("log", 5, "bob"), "Melanie": ("log", 5, "bob"),  # one session of bob's log from two
     }
     procs = start(store_at, root, tmp_path / "barrier", writers)
     written = {name: acknowledged(proc) for name, proc in procs.items()}
     assert all(len(written[name]) == spec[1] for name, spec in writers.items())
     with cx.open(store_at, root) as c:
         for name, (role, _, *args) in writers.items():
-            assert_present(c, role, written[name], *args[:1] if role == "memory" else ())
+            assert_present(c, role, written[name], *args[:1] if role in ("memory", "log") else ())
         turns = c.conversations("truncation")
         said = [turn.user_message for turn in turns.flush(Identity("acme", "ada", "shared"))]
         turns.close()

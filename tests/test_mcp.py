@@ -1,6 +1,7 @@
 """`cortex mcp` as a client uses it: the server runs as a subprocess (`cortex mcp ...`) and the tests talk to it
 with the `mcp` SDK's own client, over stdio and over streamable HTTP on loopback."""
 
+from datetime import date, datetime
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import cortex.api as cx
 from cortex.backends import open_store
 from cortex.backends.base import ENGINE_TABLES
 from cortex.cli import main as cortex_main
+from cortex.memory.conversation import Utterance, read_session
 from cortex.mcp.tools import COMMITS, READ, WRITE
 
 from mcp_client import Refused, http_server, prepared, stdio_server
@@ -72,6 +74,8 @@ def test_search_finds_by_meaning_and_filters(full):
     facts = full.call("search", query="deploy", agent="assistant", type="fact")["results"]
     assert facts and {(h["agent"], h["type"]) for h in facts} == {("assistant", "fact")}
     assert "E1042" in full.call("search", query="E1042", as_of="HEAD")["results"][0]["text"]
+    dated = full.call("search", query="release fix", since="2026-11-20", until="2026-11-20")["results"]
+    assert dated and {h["date"] for h in dated} == {"2026-11-20"}
 
 
 def test_show_find_and_query(full):
@@ -265,3 +269,34 @@ def test_rollback_with_read_only_is_refused_at_start(full, capsys):
     with pytest.raises(SystemExit):
         cli(capsys, "mcp", "--read-only", "--allow-rollback", "--store", str(full.store))
     assert "--allow-rollback needs writes" in capsys.readouterr().err
+
+
+# --- conversations in the daily log -----------------------------------------------------------
+
+
+def test_memory_turns_logs_a_conversation_under_its_speakers_names(full, bound):
+    day, at = date(2026, 11, 20), datetime(2026, 11, 20, 9, 30)
+    logged = full.call("memory_turns", agent="helpdesk", session="s-7", title="Printer trouble", turns=[
+        {"speaker": "Caroline", "text": "The printer on floor 2 jams.\nEvery morning.", "at": "2026-11-20T09:30"},
+        {"speaker": "helpdesk", "text": "Logged as ticket 4411.", "at": "2026-11-20T09:30", "tools": ["tickets"]}])
+    assert logged == {"logged": 2, "session": "s-7", "logs": ["agents/helpdesk/logs/2026-11-20.org"]}
+    full.call("memory_turns", agent="helpdesk", session="s-7",
+              turns=[{"speaker": "Melanie", "text": "Mine too.", "at": "2026-11-20T09:41"}])
+    text = (full.org / "agents/helpdesk/logs/2026-11-20.org").read_text()
+    assert "* 09:30 — Printer trouble\n" in text and ":PEOPLE:   Caroline, helpdesk, Melanie\n" in text
+    assert read_session(text, "s-7", day) == [
+        Utterance("Caroline", "The printer on floor 2 jams.\nEvery morning.", at),
+        Utterance("helpdesk", "Logged as ticket 4411.", at, ("tickets",)),
+        Utterance("Melanie", "Mine too.", at.replace(minute=41))]
+    hit = full.call("search", query="printer jams every morning", agent="helpdesk", limit=1)["results"][0]
+    assert hit["outline"].endswith("Caroline: The printer on floor 2 jams.")
+    refused = full.call("memory_turns", agent="helpdesk", session="s-7",
+                        turns=[{"speaker": "Ann", "text": "fine"}, {"speaker": "Dr: Who", "text": "x"}])
+    assert isinstance(refused, Refused) and "turns[1]: turn speaker 'Dr: Who': holds ':'" in refused
+    assert (full.org / "agents/helpdesk/logs/2026-11-20.org").read_text() == text  # nothing of it written
+    assert "cannot reach another agent's memory" in bound.call(
+        "memory_turns", agent="helpdesk", session="s-7", turns=[{"speaker": "Eve", "text": "Not my agent."}])
+    assert bound.call("memory_turns", session="s-b", turns=[{"speaker": "Dana", "text": "Hello.",
+                                                             "at": "2026-11-20T09:30"}])["logs"] == [
+        "agents/assistant/logs/2026-11-20.org"]
+    assert "** Dana: Hello." in (bound.org / "agents/assistant/logs/2026-11-20.org").read_text()

@@ -118,6 +118,9 @@ def probes(client) -> list[tuple[str, object]]:
     found += [("get_context", {"tenant": t, "user": u, "session": "s-1", "strategy": s})
               for t, u in (("other", "eve"), ("acme", "ada"), ("acme", "eve"))
               for s in ("truncation", "rolling_summary")]
+    found += [("memory_turns", {"session": "s-1", "turns": [{"speaker": "eve", "text": "x"}], "agent": "reviewer"}),
+              ("search", {"query": "card", "speaker": "eve", "context": 3}),
+              ("search", {"query": "card", "since": "2000-01-01", "until": "2100-01-01"})]
     found += [("add_turn", {"tenant": "other", "user": "eve", "session": "s-1", "user_message": "x",
                             "assistant_response": "y"}), ("snapshot", {"message": "probe"}),
               ("rollback", {"ref": past})]

@@ -7,6 +7,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
+from cortex.cli import main
 from cortex.cli.memory import memory_group
 from cortex.errors import NotFound
 
@@ -45,7 +46,7 @@ def test_add_then_inspect(run, org):
     assert shown.stdout == (org / "agents/assistant/memory.org").read_text()
     assert shown.stderr == "assistant: 3 facts, 2 procedures, 1 learned pattern; 1 daily log, 2026-11-20\n"
     found = run("search", "assistant", "when are the keys rotated?").stdout.splitlines()
-    assert re.match(r"0\.\d{3}  agents/assistant/memory\.org:\d+: Procedures / Rotate the keys", found[0])
+    assert re.match(r"\d\.\d{3}  agents/assistant/memory\.org:\d+: Procedures / Rotate the keys", found[0])
     assert "** Rotate the keys every quarter.\n:PROPERTIES:\n" in shown.stdout and ":SOURCE:   cli\n" in shown.stdout
 
 
@@ -82,3 +83,64 @@ def test_purge_asks_first(run, org, tmp_path):
     again = run("add", "reviewer", "x")
     assert again.exit_code == 0
     assert run("purge", "reviewer", "--yes").output.endswith("purged reviewer\n")
+
+
+def test_turn_logs_a_conversation_in_the_daily_log(run, org, tmp_path):
+    said = run("turn", "assistant", "When is the next deploy?", "--session", "s-42", "--speaker", "Dana",
+               "--at", "2026-11-20 14:05", "--title", "Deploy questions")
+    assert said.output == "logged 1 turn of session s-42 in agents/assistant/logs/2026-11-20.org\n"
+    turns = tmp_path / "turns.jsonl"
+    turns.write_text('{"speaker": "assistant", "text": "Tuesday.\\nAfter the standup.", "tools": ["calendar"]}\n'
+                     '\n{"text": "And E1042?", "at": "2026-11-20 14:09"}\n')
+    more = run("turn", "assistant", "--session", "s-42", "--file", str(turns), "--speaker", "Dana",
+               "--at", "2026-11-20 14:06")
+    assert more.output == "logged 2 turns of session s-42 in agents/assistant/logs/2026-11-20.org\n"
+    log = (org / "agents/assistant/logs/2026-11-20.org").read_text()
+    assert log.endswith("""
+* 14:05 — Deploy questions
+:PROPERTIES:
+:SESSION:  s-42
+:PEOPLE:   Dana, assistant
+:END:
+** Dana: When is the next deploy?
+** assistant: Tuesday.
+:PROPERTIES:
+:TIME:     14:06
+:TOOLS:    calendar
+:END:
+After the standup.
+** Dana: And E1042?
+:PROPERTIES:
+:TIME:     14:09
+:END:
+""")
+    piped = run("turn", "assistant", "--session", "s-43", "--file", "-",
+                input='{"speaker": "Eve", "text": "Up late?", "at": "2026-11-21T00:01"}\n')
+    assert piped.output == "logged 1 turn of session s-43 in agents/assistant/logs/2026-11-21.org\n"
+    assert "** Eve: Up late?" in (org / "agents/assistant/logs/2026-11-21.org").read_text()
+
+
+@pytest.mark.parametrize("lines, problem", [
+    ('{"speaker": "Ann", "text": "ok"}\n{"speaker": "Ann", "text": ', "turns.jsonl:2:28: not JSON (Expecting value)"),
+    ('{"speaker": "Ann", "txt": "ok"}\n', "turns.jsonl:1: unknown key 'txt'; a turn has speaker, text, at"),
+    ('{"text": "ok"}\n', "turns.jsonl:1: no 'speaker'"),
+    ('["Ann", "ok"]\n', "turns.jsonl:1: a turn is an object"),
+    ('{"speaker": "Ann", "text": "ok", "at": "soon"}\n', "turns.jsonl:1: turn time 'soon': not a date and time"),
+    ("\n\n", "turns.jsonl: no turn in it"),
+])
+def test_turn_mistakes_are_one_line_errors_and_write_nothing(tmp_path, org, capsys, lines, problem):
+    (tmp_path / "turns.jsonl").write_text(lines)
+    before = (org / "agents/assistant/logs/2026-11-20.org").read_text()
+    with pytest.raises(SystemExit) as failed:
+        main(["memory", "turn", "assistant", "--session", "s", "--file", str(tmp_path / "turns.jsonl"),
+              "--store", str(tmp_path / "store"), "--org", str(org)])
+    err = capsys.readouterr().err
+    assert failed.value.code == 1 and err.startswith(f"cortex: {tmp_path / problem}") and err.count("\n") == 1
+    assert (org / "agents/assistant/logs/2026-11-20.org").read_text() == before
+    assert [p.name for p in (org / "agents/assistant/logs").iterdir()] == ["2026-11-20.org"]
+
+
+def test_turn_takes_text_or_a_file_and_names_the_speaker(run):
+    assert "--speaker: name who said TEXT" in run("turn", "assistant", "hi", "--session", "s").output
+    assert "give the turn's TEXT or --file" in run("turn", "assistant", "--session", "s").output
+    assert run("turn", "assistant", "hi", "--speaker", "Dana").exit_code == 2  # --session is required

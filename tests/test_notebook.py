@@ -13,9 +13,11 @@ from nbclient import NotebookClient
 
 from cortex.hashing import hash_bytes
 
+from conftest import EXAMPLES
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "tour.ipynb"
-ORG = REPO / "org"
+ORG = EXAMPLES
 SECONDS = 60
 
 
@@ -157,5 +159,6 @@ def test_conversation_is_recorded_in_the_daily_log(tour):
     assert output(nb, "conversation").startswith("truncation | 2 turns")
     logs = sorted((work / "org" / "agents" / "assistant" / "logs").glob("*.org"))
     entry = output(nb, "record-session")
-    assert entry.startswith("* ") and "Deploy questions" in entry and ":TURNS:    2" in entry
+    assert entry.startswith("* ") and "Deploy questions" in entry and ":PEOPLE:   Ada, assistant" in entry
+    assert "\n** Ada: When is the next deploy?\n** assistant: Tuesday, after the standup.\n" in entry
     assert any(entry.strip() in log.read_text(encoding="utf-8") for log in logs)

@@ -19,6 +19,8 @@ from cortex.cli.app import cli
 from cortex.dsl import load_definitions
 from cortex.repl.core import Session
 
+from conftest import EXAMPLES
+
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.org").read_text()
 BLOCK = re.compile(r"^#\+begin_src (\w+)([^\n]*)\n(.*?)^#\+end_src", re.M | re.S)
@@ -56,7 +58,7 @@ def example_secrets() -> dict[str, str]:
 @pytest.fixture
 def walk(tmp_path, monkeypatch):
     """A folder as a newcomer's: a copy of org/, a store, a home, and the example secrets."""
-    shutil.copytree(REPO / "org", tmp_path / "org")
+    shutil.copytree(EXAMPLES, tmp_path / "org")
     tangle(tmp_path)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -79,6 +81,8 @@ def test_the_tour_runs_form_by_form(walk):
         session.close()
     shown = out.getvalue()
     assert "Rotate the webhook secrets" in shown and "signature_mismatch" in shown
+    assert "** assistant: Tuesday, after the standup." in shown  # (memory-turn ...) showed the session's entry
+    assert len(re.findall(r"truncation: 1 turn, .*\n.*\n0 .*Is the fix for E1042 out\?", shown)) == 2  # and turns
     assert re.search(r"added\s+notes/projects\.org\s+An idea from the tour", shown)  # (diff) showed the edit
     assert (walk / "org" / "notes" / "projects.org").read_text().endswith("* An idea from the tour\n")  # undone back
 
@@ -125,7 +129,7 @@ def test_every_command_has_help_and_is_shown():
 
 
 def test_make_run_gives_every_secret_the_bundled_definitions_and_the_tour_name():
-    named = set(re.findall(r"secret://env/(\w+)", (REPO / "org" / "definitions.hy").read_text() + README))
+    named = set(re.findall(r"secret://env/(\w+)", (EXAMPLES / "definitions.hy").read_text() + README))
     exported = {line[1].partition("=")[0] for block in blocks("sh") for line in command_lines(block)
                 if line[0] == "export"}
     assert named - {"NAME"} <= example_secrets().keys() | exported

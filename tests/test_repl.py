@@ -18,6 +18,8 @@ from cortex.repl.core import Session, is_complete
 from cortex.repl.orglexer import OrgLexer
 from cortex.repl.registry import FORMS, form
 
+from conftest import EXAMPLES
+
 REPO = Path(__file__).resolve().parents[1]
 PROJECTS = "notes/projects.org"
 
@@ -249,7 +251,7 @@ def tokens(text, **options):
 
 
 def test_org_lexer_marks_what_a_reader_looks_for():
-    text = (REPO / "org" / PROJECTS).read_text()
+    text = (EXAMPLES / PROJECTS).read_text()
     found = tokens(text, todo_keywords=["TODO", "NEXT", "WAITING"], done_keywords=["DONE", "CANCELLED"])
     assert (Comment.Preproc, "#+TITLE:") in found
     assert (Generic.Heading, "*") in found and (Generic.Heading, "Memory store") in found
@@ -276,7 +278,7 @@ def test_org_lexer_blocks_links_and_words_that_only_look_like_keywords():
 
 
 def test_org_lexer_keeps_every_character():
-    for path in sorted((REPO / "org").rglob("*.org")):
+    for path in sorted(EXAMPLES.rglob("*.org")):
         text = path.read_text()
         assert "".join(v for _, v in lex(text, OrgLexer(stripnl=False, ensurenl=False))) == text
 

@@ -106,11 +106,13 @@ def test_search_filters_and_explains_its_scores(repl):
     found = [row for row in table[1:] if row[0].isdigit()]
     assert found and all(row[2].startswith("agents/assistant/") for row in found)
     explained = [line.strip() for line in shown.splitlines() if line.strip().startswith("fused ")]
-    assert len(explained) == len(found) and "by weighted (vector 0.7, keyword 0.3)" in explained[0]
+    assert len(explained) == len(found) and "by weighted (vector 0.5, keyword 0.5)" in explained[0]
     notes = rows(repl('(search "deploy" :source "notes" :todo "WAITING")'))
     assert [row[2] for row in notes[1:]] == ["notes/projects.org:37"]
     assert repl('(search "deploy" :type "opinion")').startswith("error: unknown memory type 'opinion'")
     assert repl('(search "zzqx" :path "nowhere/")') == "no results\n"
+    dated = rows(repl('(search "release fix" :since "2026-11-20" :until "2026-11-20" :path "agents/assistant/l")'))
+    assert dated[1:] and all(row[2].startswith("agents/assistant/logs/2026-11-20.org:") for row in dated[1:] if row[2])
 
 
 def test_search_as_of_a_snapshot_and_show_its_text_there(repl, org):
@@ -227,6 +229,35 @@ def test_turns_shows_the_conversation_of_an_identity(repl):
     assert repl('(len (. (turns "acme" "ada" "s-42" :budget-tokens 20) turns))') == "1\n"
     assert repl('(turns "acme" "ada" "s-other")').splitlines()[1] == "no turns"
     assert "identity is missing user" in repl('(turns "acme" "" "s-42")')
+
+
+def test_add_turn_keeps_an_exchange_that_turns_then_shows(repl):
+    shown = repl('(add-turn "acme" "dana" "s-42" "When is the next deploy?" "Tuesday, after the standup.")')
+    assert shown.splitlines()[0].startswith("truncation: 1 turn, ") and "Tuesday, after the standup." in shown
+    assert "When is the next deploy?" in repl('(turns "acme" "dana" "s-42")').splitlines()[2]
+    assert "identity is missing tenant" in repl('(add-turn "" "dana" "s-42" "x" "y")')
+
+
+def test_memory_turn_logs_a_turn_and_shows_its_session_entry(repl, org):
+    repl('(memory-turn "assistant" "s-42" "Dana" "Is the fix for E1042 out?" :at "2026-11-20 17:00" :title "Fix")')
+    shown = repl('(memory-turn "assistant" "s-42" "assistant" "Yes: release 2.3.1.\nSince Tuesday." '
+                 ':at "2026-11-20 17:02")')
+    assert shown == """\
+* 17:00 — Fix
+:PROPERTIES:
+:SESSION:  s-42
+:PEOPLE:   Dana, assistant
+:END:
+** Dana: Is the fix for E1042 out?
+** assistant: Yes: release 2.3.1.
+:PROPERTIES:
+:TIME:     17:02
+:END:
+Since Tuesday.
+"""
+    assert (org / ASSISTANT_LOGS / "2026-11-20.org").read_text().endswith(shown)
+    refused = repl('(memory-turn "assistant" "s-42" "Smith, Ann" "x")')
+    assert refused.startswith("error: turn speaker 'Smith, Ann': holds ','") and refused.count("\n") == 1
 
 
 # --- definitions ----------------------------------------------------------------------------------

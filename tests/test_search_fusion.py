@@ -8,7 +8,8 @@ import pytest
 
 from cortex.errors import UserError
 from cortex.search.embedders import CachedEmbedder, MiniLMEmbedder
-from cortex.search.fusion import METHODS, RRF_K, Candidates, Weights, fuse, hybrid_search
+from cortex.search.fusion import (DATE_BONUS, EXACT_SHARE, METHODS, NEIGHBOUR, RRF_K, WORDS_FLOOR, WORDS_SCALE,
+                                  Candidates, Weights, fuse, hybrid_search)
 from cortex.search.keyword import KeywordIndex
 from cortex.search.vector import VectorIndex
 
@@ -19,24 +20,34 @@ EVAL_SETS = {
 }
 
 
-def candidates(vector, keyword, exact, title=None):
+def candidates(vector, keyword, exact, title=None, weight=1.9, **more):
     return Candidates(np.arange(len(vector), dtype=np.uint64), np.array(vector, dtype=np.float32),
                       np.array(keyword, dtype=np.float32), np.array(exact, dtype=np.float32),
-                      np.array(title or [False] * len(vector)))
+                      np.array(title or [False] * len(vector)), weight, **more)
 
 
 def test_weighted_fusion_keeps_every_number():
-    hits = fuse(candidates([0.80, 0.78, 0.20], [1.0, 6.0, 9.0], [0.0, 4.0, 2.0]))
-    assert [hit.key for hit in hits] == [1, 0, 2]
+    # weight 1.9 = (1 + K1): a BM25 of 1 holds the whole query, one of 0.5 half of it
+    hits = fuse(candidates([0.80, 0.78, 0.20], [0.1, 1.0, 0.9], [0.0, 0.5, 0.25]))
+    assert [hit.key for hit in hits] == [1, 2, 0]
     best = hits[0]
-    assert (best.vector, best.keyword, best.exact) == pytest.approx((0.78, 6.0, 4.0))
-    assert (best.vector_norm, best.keyword_norm) == pytest.approx((0.78, 1.0))
-    assert best.score == pytest.approx(0.7 * 0.78 + 0.3 * 1.0)
-    assert hits[2].keyword_norm == pytest.approx(0.5)
+    assert (best.vector, best.keyword, best.exact) == pytest.approx((0.78, 1.0, 0.5))
+    assert (best.coverage, best.evidence) == pytest.approx((1.0, 0.5))
+    assert best.vector_norm == pytest.approx(0.78)
+    assert best.keyword_norm == pytest.approx(WORDS_SCALE * (1.0 - WORDS_FLOOR) + EXACT_SHARE * 0.5)
+    assert best.score == pytest.approx(0.5 * best.vector_norm + 0.5 * best.keyword_norm)
+    assert hits[1].evidence == pytest.approx(0.25)
+
+
+def test_words_count_only_past_a_floor():
+    # an item holding a third of the query's words (one shared word) gains nothing over a paraphrase
+    hits = fuse(candidates([0.50, 0.48, 0.40], [0.0, 1 / 3, 0.8], [0.0, 0.0, 0.0]))
+    assert [hit.key for hit in hits] == [2, 0, 1]
+    assert hits[2].keyword_norm == 0.0 and hits[2].coverage == pytest.approx(1 / 3)
 
 
 def test_weights_shift_the_balance():
-    both = candidates([0.80, 0.60], [0.0, 3.0], [0.0, 3.0])
+    both = candidates([0.80, 0.60], [0.0, 1.0], [0.0, 3.0])
     assert [hit.key for hit in fuse(both)] == [1, 0]
     assert [hit.key for hit in fuse(both, weights=Weights(vector=1.0, keyword=0.0))] == [0, 1]
     with pytest.raises(UserError, match="non-negative"):
@@ -54,15 +65,26 @@ def test_weights_must_be_finite_numbers(weight):
 
 
 def test_a_title_holding_every_query_word_counts_as_exact_evidence():
-    hits = fuse(candidates([0.70, 0.62, 0.60], [1.0, 2.0, 1.5], [0.0, 0.0, 0.0], [False, True, False]))
+    hits = fuse(candidates([0.70, 0.62, 0.60], [0.1, 0.2, 0.15], [0.0, 0.0, 0.0], [False, True, False]))
     assert [hit.key for hit in hits] == [1, 0, 2]
-    assert hits[0].title and hits[0].keyword_norm == 1.0 and hits[1].keyword_norm == 0.0
+    assert hits[0].title and hits[0].evidence == 1.0 and hits[1].evidence == 0.0
 
 
-def test_without_identifiers_the_cosine_decides():
-    hits = fuse(candidates([0.50, 0.49], [0.0, 8.0], [0.0, 0.0]))
-    assert [hit.key for hit in hits] == [0, 1]
-    assert all(hit.keyword_norm == 0.0 for hit in hits)
+def test_neighbouring_turns_and_a_named_period_raise_an_item():
+    plain = candidates([0.50, 0.49, 0.45], [0.6, 0.6, 0.6], [0.0, 0.0, 0.0])
+    assert [hit.key for hit in fuse(plain)] == [0, 1, 2]
+    near = fuse(candidates([0.50, 0.49, 0.45], [0.6, 0.6, 0.6], [0.0, 0.0, 0.0], near=np.array([0.0, 0.8, 0.0])))
+    assert near[0].key == 1 and near[0].near == pytest.approx(NEIGHBOUR * 0.8)
+    assert near[0].coverage == pytest.approx(0.6 + NEIGHBOUR * 0.8)
+    dated = fuse(candidates([0.50, 0.49, 0.45], [0.6, 0.6, 0.6], [0.0, 0.0, 0.0],
+                            dated=np.array([False, False, True]), period="May 2023"))
+    assert dated[0].key == 2 and dated[0].date == DATE_BONUS and "date (within May 2023)" in dated[0].explain()
+
+
+def test_a_container_shows_only_when_its_title_holds_the_query():
+    hits = fuse(candidates([0.9, 0.5, 0.8], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [False, False, True],
+                           container=np.array([True, False, True])))
+    assert [hit.key for hit in hits] == [2, 1]
 
 
 def test_reciprocal_rank_fusion_weighs_each_list():
@@ -76,9 +98,9 @@ def test_reciprocal_rank_fusion_weighs_each_list():
 
 
 def test_keyword_fusion_ranks_by_bm25_and_exact_evidence_alone():
-    hits = fuse(candidates([0.9, np.nan, np.nan], [4.0, 8.0, 6.0], [0.0, 0.0, 3.0]), method="keyword")
-    assert [hit.key for hit in hits] == [2, 1, 0]  # 0.7 * 6/8 + 0.3 * 1 beats 0.7 * 8/8
-    assert hits[1].vector_norm == 1.0 and hits[0].keyword_norm == 1.0
+    hits = fuse(candidates([0.9, np.nan, np.nan], [0.4, 0.8, 0.6], [0.0, 0.0, 0.3]), method="keyword")
+    assert [hit.key for hit in hits] == [2, 1, 0]  # 0.5 * 6/8 + 0.5 * 0.3 beats 0.5 * 8/8
+    assert hits[1].vector_norm == 1.0 and hits[0].keyword_norm == pytest.approx(0.3)
     tied = fuse(candidates([0.9, 0.1], [2.0, 5.0], [1.0, 1.0]), method="keyword", weights=Weights(0.0, 1.0))
     assert [hit.key for hit in tied] == [1, 0]  # equal exact evidence: BM25, not the cosine, breaks the tie
 
@@ -206,10 +228,12 @@ def test_explain_shows_the_method_and_weights_and_adds_up(named, embedder, metho
 
 
 def ranks(rankings, n_queries):
-    """1-based rank of query i's own memory (key i) in each ranking; 0 if absent."""
+    """1-based rank of query i's own memory (key i) in each ranking of (key, score) pairs, 0 if absent; an item
+    scoring the same counts as ranked before it (keys list the memories first: a tie must not favour them)."""
     out = []
-    for i, keys in zip(range(n_queries), rankings):
-        out.append(keys.index(i) + 1 if i in keys else 0)
+    for i, ranking in zip(range(n_queries), rankings):
+        scores = dict(ranking)
+        out.append(sum(score >= scores[i] for score in scores.values()) if i in scores else 0)
     return np.array(out)
 
 
@@ -229,9 +253,9 @@ def test_hybrid_is_at_least_as_good_as_either_retriever(name, embedder):
     keyword, vector = build(embedder, texts)
     n = len(texts)
     query_vectors = embedder.embed(queries)
-    by_vector = [[key for key, _ in vector.search(v, n)] for v in query_vectors]
-    by_keyword = [[key for key, _ in keyword.search(q, n)] for q in queries]
-    by_hybrid = [[hit.key for hit in hybrid_search(q, embedder, keyword, vector, limit=n)]
+    by_vector = [vector.search(v, n) for v in query_vectors]
+    by_keyword = [keyword.search(q, n) for q in queries]
+    by_hybrid = [[(hit.key, hit.score) for hit in hybrid_search(q, embedder, keyword, vector, limit=n)]
                  for q in queries]
     vector_q, keyword_q, hybrid_q = (quality(ranks(r, len(queries)))
                                      for r in (by_vector, by_keyword, by_hybrid))

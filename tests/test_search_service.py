@@ -38,8 +38,9 @@ def test_finds_by_meaning_and_by_identifier(cortex):
     assert top(cortex.search("credentials that leaked must be replaced", limit=1)) == [
         (PROJECTS, "Rotate the webhook secrets")]
     hit = cortex.search("E1042", limit=1)[0]
-    assert "E1042" in hit.text and hit.exact > 0 and hit.keyword_norm == 1.0
-    assert hit.score == pytest.approx(0.7 * hit.vector_norm + 0.3 * hit.keyword_norm)
+    assert "E1042" in hit.text and hit.exact > 0 and hit.hit.evidence == 1.0
+    w = hit.hit.weights
+    assert hit.score == pytest.approx(w.vector * hit.vector_norm + w.keyword * hit.keyword_norm)
 
 
 def test_a_search_right_after_an_edit_sees_it_and_embeds_only_the_edit(tmp_path, org, counting):
@@ -113,7 +114,8 @@ def test_time_travel_and_rollback(cortex, org):
 
 def test_rrf_and_weights(cortex):
     rrf = cortex.search("E1042", fusion="rrf", limit=3)
-    assert rrf[0].score == pytest.approx(0.7 * rrf[0].vector_norm + 0.3 * rrf[0].keyword_norm)
+    w = rrf[0].hit.weights
+    assert rrf[0].score == pytest.approx(w.vector * rrf[0].vector_norm + w.keyword * rrf[0].keyword_norm)
     words = cortex.search("E1042", fusion="keyword", limit=3)  # no vectors at all: BM25 and the exact evidence
     assert words and all(not r.has_vector for r in words) and "by keyword" in words[0].explain()
     vector_only = cortex.search("E1042", vector_weight=1.0, keyword_weight=0.0, limit=3)

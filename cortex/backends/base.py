@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import struct
 import time
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
@@ -473,6 +475,17 @@ class Store:
                 f"this store was written by cortex format {decode(stored)}; this version reads up to "
                 f"{FORMAT_VERSION}: upgrade cortex to open it"
             )
+
+    @cached_property
+    def id(self) -> str:
+        """This store's identity, a random name made on its first use: working copies record it."""
+        def made() -> bytes:
+            if (found := self.engine.get(META, b"id")) is not None:
+                return found
+            self.engine.put(META, b"id", new := uuid.uuid4().hex.encode())
+            return new
+
+        return (self.engine.get(META, b"id") or self.engine.transact(made)).decode()
 
     def table(self, name: str) -> Table:
         """The named table (created on first write)."""

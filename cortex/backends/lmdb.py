@@ -342,14 +342,36 @@ class LmdbEngine(Engine):
         return any(len(row) == 3 and row[0] == str(os.getpid()) and row[2] != "-" for row in rows)
 
     def _rewrite(self) -> None:
-        """Copy the live pages to a scratch folder, then swap the copy in for the data file."""
+        """Copy the live entries to a new data file in a scratch folder, then swap it in for the data file.
+
+        Entry by entry, onto fresh pages: a copy of the live pages (LMDB's own compacting copy) would carry
+        the bytes of deleted entries left in the unused part of a page that still holds others."""
         map_size = self.env.info()["map_size"]
         try:
             scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=self.path))
         except OSError as exc:
             raise self._failure(exc, ABANDONED) from None
         try:
-            self.env.copy(str(scratch), compact=True)
+            # Its room taken first: LMDB reads back the pages it writes through its map, and a page the full
+            # disk refused would kill the process (SIGBUS) rather than fail the write.
+            page = self.env.stat()["psize"]
+            used = (self.env.info()["last_pgno"] + 1) * page
+            room = os.statvfs(scratch)
+            if room.f_bavail * room.f_frsize < used + 4 * page:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            copy = lmdb.open(str(scratch), map_size=map_size, max_dbs=len(ENGINE_TABLES) + 1)
+            try:
+                with open(scratch / "data.mdb", "r+b") as data:
+                    os.posix_fallocate(data.fileno(), 0, used)
+                with self.env.begin() as source, copy.begin(write=True) as target:
+                    for name in ENGINE_TABLES:
+                        into = copy.open_db(name.encode(), txn=target)
+                        target.cursor(into).putmulti(source.cursor(self._dbs[name]), append=True)
+                copy.sync(True)
+                live = (copy.info()["last_pgno"] + 1) * copy.stat()["psize"]
+            finally:
+                copy.close()
+            os.truncate(scratch / "data.mdb", live)  # (what was taken and not used)
             self.env.close()
             try:
                 os.replace(scratch / "data.mdb", self.path / "data.mdb")

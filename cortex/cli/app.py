@@ -73,7 +73,9 @@ _QUOTED_VALUE = re.compile(r"'([^'\n]{%d,})'|\"([^\"\n]{%d,})\"" % (QUOTED + 1, 
 
 
 def _shortened(message: str) -> str:
-    """click's message with each long value it quotes cut to a short prefix (`quoted`)."""
+    """click's message on one line (a value's line breaks escaped), each long value it quotes cut to a short
+    prefix (`quoted`)."""
+    message = message.replace("\r", "\\r").replace("\n", "\\n")
     return _QUOTED_VALUE.sub(lambda m: quoted(m[1] if m[1] is not None else m[2]), message)
 
 

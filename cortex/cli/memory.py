@@ -1,10 +1,13 @@
-"""`cortex memory`: inspect, search, compact, purge, forget, list and add to agents' memory."""
+"""`cortex memory`: inspect, search, compact, purge, forget, list and add to agents' memory, log conversations."""
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
+
 import click
 
-from ..errors import NotFound
+from ..errors import NotFound, UserError, located
 from ..words import counted, memory_summary, quoted
 from .common import Commands, console, duration, err_console, short, table, with_cortex
 from .search import note_status, searched
@@ -129,6 +132,51 @@ def list_(cx):
     for agent, stats in cx.memory.get_storage_stats().items():
         t.add_row(agent, str(stats.files), str(stats.bytes), str(stats.items), str(stats.logs))
     console.print(t)
+
+
+@memory_group.command()
+@click.argument("agent")
+@click.argument("text", required=False)
+@click.option("--session", required=True, help="The conversation the turns belong to (its :SESSION:).")
+@click.option("--speaker", help="Who said TEXT, by their own name (with --file: of a line that names nobody).")
+@click.option("--at", help="When, as 2026-11-20 14:05 (with --file: of a line that says not); default now.")
+@click.option("--title", help="The title of the session's entry, if these turns start one (default Conversation).")
+@click.option("--file", "file_", type=click.File("r", encoding="utf-8"),
+              help='Turns as JSON lines, {"speaker": ..., "text": ..., "at": ...} each; - reads stdin.')
+@with_cortex
+def turn(cx, agent, text, session, speaker, at, title, file_):
+    """Log a turn of a conversation in AGENT's daily log: TEXT said by --speaker, or the turns of --file.
+
+    Each turn is one headline, "** Speaker: first line", in the session's entry of its day's log, the rest of
+    the turn its body; a session's later turns join its entry (README.org, Conversations).
+    """
+    from ..memory.conversation.orglog import utterance_from
+    from ..memory.layout import log_path
+
+    if (text is None) == (file_ is None):
+        raise click.UsageError("give the turn's TEXT or --file, one of the two")
+    if text is not None and speaker is None:
+        raise click.UsageError("--speaker: name who said TEXT")
+    now = datetime.now()
+    if file_ is None:
+        said = [utterance_from({"text": text}, "TEXT", speaker, at)]
+    else:
+        said = [utterance_from(_json_line(file_.name, n, line), f"{file_.name}:{n}", speaker, at)
+                for n, line in enumerate(file_, 1) if line.strip()]
+        if not said:
+            raise UserError(f"{file_.name}: no turn in it (one JSON object a line)")
+    cx.memory.record_session(agent, said, title, session=session, now=now)
+    days = sorted({(u.at or now).date() for u in said})
+    console.print(f"logged {counted(len(said), 'turn')} of session {' '.join(session.split())} in "
+                  f"{', '.join(log_path(agent, day) for day in days)}", markup=False)
+
+
+def _json_line(name: str, n: int, line: str):
+    """One line of a turns file, read as JSON; a UserError saying where when it is not."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise UserError(located(name, n, f"not JSON ({exc.msg}): {line.strip()[:40]!r}", exc.pos + 1)) from None
 
 
 @memory_group.command()

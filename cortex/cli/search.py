@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from rich.markup import escape
 
 from .common import console, err_console, progress_bar, table, with_cortex
 
@@ -15,24 +16,35 @@ from .common import console, err_console, progress_bar, table, with_cortex
 @click.option("--type", "type_", type=click.Choice(["fact", "procedure", "pattern", "log"]),
               help="Only this memory type.")
 @click.option("--source", type=click.Choice(["memory", "notes"]), help="Agent memory files or other Org files.")
-@click.option("--path", help="Only files under this path (relative to the Org root).")
+@click.option("--path", help="Only files whose path starts so (from the Org root): notes/, agents/a/logs/2023-05.")
 @click.option("--tag", help="Only headlines with this tag.")
 @click.option("--todo", help="Only headlines with this TODO keyword.")
+@click.option("--speaker", help="Only the turns this person said in conversations.")
+@click.option("--since", help="Only items dated on or after this day: 2023-05-01, today, -7d.")
+@click.option("--until", help="Only items dated on or before this day.")
+@click.option("--context", type=click.IntRange(0, 50), default=0, help="Show this many turns around each turn found.")
 @click.option("--as-of", "as_of", help="Search a snapshot (oid, prefix, HEAD~N, position) instead of now.")
 @click.option("--fusion", type=click.Choice(["weighted", "rrf", "keyword"]), help="Default: the DSL's, else weighted.")
 @click.option("--explain", is_flag=True, help="Show the raw and normalised scores behind each rank.")
 @with_cortex
-def search(cx, query, limit, agent, type_, source, path, tag, todo, as_of, fusion, explain):
-    """Find memory by meaning and by exact words (identifiers, error codes, versions)."""
+def search(cx, query, limit, agent, type_, source, path, tag, todo, speaker, since, until, context, as_of, fusion,
+           explain):
+    """Find memory by meaning and by exact words (identifiers, error codes, versions); a period the query names
+    ("in May 2023", "last week") raises what is dated within it."""
     results = searched(cx.search, query=query, limit=limit, agent=agent, type=type_, source=source, path=path,
-                       tag=tag, todo=todo, as_of=as_of, fusion=fusion)
+                       tag=tag, todo=todo, speaker=speaker, since=since, until=until, context=context, as_of=as_of,
+                       fusion=fusion)
     if not results:
         err_console.print("no results")
     t = table("#", "score", "file:line", "outline", "id")
     for n, r in enumerate(results):  # numbered from 0, as in the REPL
+        for turn in r.before:
+            t.add_row("", "", "", f"[dim]{escape(turn.outline[-1])}[/]", "")
         t.add_row(str(n), f"{r.score:.3f}", f"{r.path}:{r.line}", r.heading, r.id or "")
+        for turn in r.after:
+            t.add_row("", "", "", f"[dim]{escape(turn.outline[-1])}[/]", "")
         if explain:
-            t.add_row("", "", "", f"[dim]{r.explain()}[/]", "")
+            t.add_row("", "", "", f"[dim]{escape(r.explain())}[/]", "")
     if results:
         console.print(t)
     note_status(results)

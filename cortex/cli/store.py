@@ -20,7 +20,10 @@ def ingest(cx, path):
         report = cx.ingest(path, progress=progress)
     for problem in report.problems:
         err_console.print(f"[yellow]skipped[/] {problem}")
-    console.print(str(report))
+    console.print(str(report), markup=False, highlight=False)
+    if report.conflicts:
+        err_console.print("conflicts: both versions are in the files, the other tagged :CONFLICT:; keep one, "
+                          "delete the other, and ingest again (`cortex conflicts` lists them)")
     try:
         with progress_bar("indexing for search") as progress:
             cx.build_search(lambda done, total: progress(done, total, "embedding for search"))

@@ -65,8 +65,8 @@ class SourceLocation:
 class MemorySearchConfig:
     """How an agent memory ranks what it recalls."""
 
-    vector_weight: float = 0.7
-    keyword_weight: float = 0.3
+    vector_weight: float = 0.5
+    keyword_weight: float = 0.5
     fusion: Fusion = Fusion.WEIGHTED
 
 

@@ -6,15 +6,16 @@ per headline (`merge`), commits the result by compare-and-swap, then writes what
 into the folder. Nothing is overwritten unseen: each file is replaced only while it still holds
 the bytes the merge read, so an editor's save during a sync is kept for the next one.
 
-The base is kept per file: a file that could not be brought up to date keeps, as its base, the
-version the store has now absorbed, so the next sync merges only what was saved meanwhile. The
-folder names its copy in `.cortex/copy`, and in `.cortex/base` the base its files were last brought
-up to. Two refs hold a copy's bases (gc keeps them): `copies/<id>`, a base the store is sure of, and
-`copies/<id>/next`, the one the last sync made, committed with its merge (one commit per sync). The
-folder's base is trusted only when it is that one, as it is written after the files are (durably,
-as the sync returns); otherwise the sure base serves, which is never newer than the files. A sync
-killed at any point leaves the store at a committed state and every file whole; the next sync
-completes it, as merging what both sides already share changes nothing.
+The base is never older than what the store already holds of the folder: a sync commits, with its
+merge, the folder's files as it read them as the copy's sure base (`copies/<id>`), and the merge's
+result as the base its files are about to be brought up to (`copies/<id>/next`). The folder names
+its copy in `.cortex/copy`, and in `.cortex/base` the base its files were last brought up to, written
+once they all are (durably, as the sync returns): the next sync trusts it only when it names the
+`next` one. Otherwise (a sync stopped before it placed every file, a save landing on a placed file,
+a base record that could not be written) it merges against the sure base, taking `next`'s version
+of each file that holds it. So what the store undoes after a sync (a forgotten item) is never sent
+back as the folder's own edit. A sync killed at any point leaves the store at a committed state and
+every file whole; the next sync completes it, as merging what both sides already share changes nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -34,13 +36,15 @@ from ..codec import decode, encode
 from ..errors import UserError
 from ..files import ChangedMeanwhile, Staged, folder_lock, remove_under, write_atomically
 from ..hashing import OID_SIZE, Oid, hash_bytes
-from ..ingest import WORKING, FolderRead, ReadCollected, note_written, read_folder, working_tree
-from ..objects import EMPTY_TREE, Tree
+from ..ingest import INGESTED_WHOLE, SYNCED, WORKING, FolderRead, IngestReport, Progress, ReadCollected, note_written, \
+    read_folder, scope_test, working_tree
+from ..objects import EMPTY_TREE, Document, Tree
 from ..retry import retrying
-from ..reads import TooLarge, read_bounded
+from ..reads import ORG_FILE, TooLarge, read_bounded
 from ..words import brief, counted, quoted
+from . import erasures
 from .checkout import holds, holds_bytes
-from .merge import Conflict, conflicts_in, merge_trees
+from .merge import Conflict, Getter, conflicts_in, merge_documents, merge_trees
 
 RECORD = Path(".cortex") / "copy"
 BASE = Path(".cortex") / "base"
@@ -72,8 +76,20 @@ class SyncReport:
     kept: list[str] = field(default_factory=list)  # files saved during the sync: merged next time
     conflicts: list[Conflict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # files that could not be read
+    marked: list[str] = field(default_factory=list)  # files sent or received that hold the marker asked for
+    read: IngestReport | None = field(default=None, repr=False)  # how the folder was read
     tree: Oid | None = None  # the working state this sync left
+    new_objects: int = 0
     seconds: float = 0.0
+
+    def followed_by(self, later: "SyncReport") -> "SyncReport":
+        """What this sync and a `later` one of the same folder did together."""
+        def both(name: str) -> list:
+            return sorted({*getattr(self, name), *getattr(later, name)})
+
+        return replace(later, sent=both("sent"), received=both("received"), merged=both("merged"),
+                       kept=both("kept"), marked=both("marked"), conflicts=self.conflicts + later.conflicts,
+                       new_objects=self.new_objects + later.new_objects, seconds=self.seconds + later.seconds)
 
     def __str__(self) -> str:
         lines = [f"{self.folder}: {len(self.sent)} sent, {len(self.received)} received, "
@@ -89,10 +105,17 @@ def is_copy(folder: str | os.PathLike) -> bool:
     return (Path(folder) / RECORD).exists()
 
 
-def adopt(store: Store, folder: str | os.PathLike) -> None:
-    """Record a folder whose files the working state holds now (just ingested) as a working copy of it."""
-    _record(store, Path(os.path.abspath(folder)), store.refs.get(WORKING) or store.objects.add(EMPTY_TREE),
-            f"adopt {folder}")
+def _first_base(store: Store) -> Oid | None:
+    """The base of the Org folder the store tracks when it is made a working copy: the working state its last
+    whole ingest made, if that came after every sync of it (a store from before the folder was a copy),
+    else none (the empty tree: what each side holds is merged as added on both, a difference kept as a
+    conflict). Its files are never copied over the working state: what others committed since is kept."""
+    for entry in reversed(store.refs.reflog(WORKING)):
+        if entry.message == INGESTED_WHOLE:
+            return entry.new if entry.new is not None and entry.new in store.objects else None
+        if entry.message.endswith(SYNCED) or entry.message.startswith("sync "):
+            return None
+    return None
 
 
 def check_out(store: Store, folder: str | os.PathLike) -> SyncReport:
@@ -109,8 +132,7 @@ def check_out(store: Store, folder: str | os.PathLike) -> SyncReport:
             raise UserError(f"{folder}: inside the working copy {copy.folder}, whose syncs would take the new "
                             "copy's files for its own; check out into a folder beside it")
     folder.mkdir(parents=True, exist_ok=True)
-    # Recorded first, with an empty base: a checkout killed halfway is completed by `sync`.
-    _record(store, folder, store.objects.add(EMPTY_TREE), f"checkout into {folder}")
+    _write_record(store, folder, uuid.uuid4().hex, joined=False)  # first: a checkout killed halfway, `sync` completes
     return sync(store, folder)
 
 
@@ -122,6 +144,7 @@ class Copy:
     folder: str
     host: str
     time_ns: int
+    key: bytes | None = field(default=None, repr=False)  # its public key (None: made before copies had one)
 
 
 def working_copies(store: Store) -> list[Copy]:
@@ -142,21 +165,43 @@ def forget_copy(store: Store, copy_id: str) -> Copy:
             if (base := store.refs.get(ref)) is not None:
                 store.refs.set_if_equals(ref, None, base, "forgot the working copy")
         del store.table(COPIES)[found[0].id.encode()]
+        erasures.drop(store, found[0].id)
 
     store.transact(drop)
     return found[0]
 
 
-def _record(store: Store, folder: Path, base: Oid, message: str) -> None:
-    """Make `folder` a working copy whose files agree with the store at tree `base`."""
-    copy_id = uuid.uuid4().hex
+def _write_record(store: Store, folder: Path, copy_id: str, joined: bool) -> None:
+    """Name in `folder` the working copy it is of `store`; `joined`: the store knows it (before that, the
+    copy's first sync registers it in its commit)."""
+    record = {"copy": copy_id, "host": socket.gethostname(), "store": store.id, "joined": joined}
+    write_atomically(folder / RECORD, json.dumps(record).encode())
+    if not (ignored := folder / RECORD.parent / ".gitignore").exists():  # a notes repository never takes the key
+        write_atomically(ignored, b"# cortex's record of this working copy, and its private key\n*\n")
 
-    def register() -> None:
-        store.refs.set_if_equals(_ref(copy_id), base, None, message)
-        store.table(COPIES)[copy_id.encode()] = encode([str(folder), socket.gethostname(), time.time_ns()])
 
-    store.transact(register)
-    write_atomically(folder / RECORD, json.dumps({"copy": copy_id, "host": socket.gethostname()}).encode())
+def _register(store: Store, copy_id: str, folder: Path, base: Oid, key: bytes) -> None:
+    """Make the store know the copy `copy_id` in `folder`, whose files agree with it at tree `base` and whose
+    public key is `key`; call inside a transaction."""
+    store.refs.set_if_equals(_ref(copy_id), base, None, f"working copy {folder}")
+    store.table(COPIES)[copy_id.encode()] = encode([str(folder), socket.gethostname(), time.time_ns(), key])
+
+
+def _key_of(store: Store, copy_id: str, folder: Path | None = None) -> bytes | None:
+    """The copy's public key as the store has it; with its `folder`, the folder's (made if it has none) when
+    the store has none (a copy made before copies had keys)."""
+    entry = store.table(COPIES).get(copy_id.encode())
+    known = None if entry is None else Copy(copy_id, *decode(entry)).key
+    if known is None and folder is not None:
+        return erasures.public_key(folder) or erasures.new_key(folder)
+    return known
+
+
+def _keep_key(store: Store, copy_id: str, key: bytes | None) -> None:
+    """Record the copy's public key if the store has none; call inside a transaction."""
+    entry = store.table(COPIES).get(copy_id.encode())
+    if key is not None and entry is not None and (copy := Copy(copy_id, *decode(entry))).key is None:
+        store.table(COPIES)[copy_id.encode()] = encode([copy.folder, copy.host, copy.time_ns, key])
 
 
 def _write_base(folder: Path, base: Oid) -> None:
@@ -176,11 +221,18 @@ def _write_base(folder: Path, base: Oid) -> None:
         pass
 
 
-def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> SyncReport:
+def sync(store: Store, folder: str | os.PathLike, label: str | None = None, *, tracked: bool = False,
+         progress: Progress | None = None, marker: bytes | None = None, written: Mapping[str, bytes] | None = None,
+         digests: Mapping[str, bytes] | None = None, then: Callable[[IngestReport], None] | None = None,
+         scope: str = ".", message: str | None = None) -> SyncReport:
     """Merge a working copy's edits into the store and the store's changes into it (see the module).
 
-    Syncs of one folder take turns (on its machine): one that read the folder before another brought it
-    up to date would take that other's writes for edits of its own."""
+    `tracked`: the folder is the Org folder the store tracks, made a working copy here if it is not one
+    yet. The folder is read as `ingest.ingest` reads it (`progress`, `written`, `digests`), and the
+    report lists the files changed that hold `marker`; `then(report of the read)` runs in the sync's
+    commit, which the working state's log names `message`. Only the files under `scope` (a path from the
+    folder) are read, sent and received; the others wait for a sync that reads them. Syncs of one folder take turns (on its machine): one that read the folder before another
+    brought it up to date would take that other's writes for edits of its own."""
     folder = Path(os.path.abspath(folder))
 
     def busy() -> CopyBusy:
@@ -189,48 +241,87 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None) -> S
     with folder_lock(folder, SYNC_WAIT, busy):
         if (settling := _settling.pop((os.getpid(), folder), None)) is not None:
             settling.result()  # the last sync here names its base first, so that this one merges no more
+        if tracked and _record_of(store, folder) is None:  # not a copy yet (or one this store forgot)
+            _write_record(store, folder, uuid.uuid4().hex, joined=False)
         for _ in range(READS):
             try:
-                return _sync(store, folder, label)
+                return _sync(store, folder, label, progress, marker, written, digests, then, tracked, scope, message)
             except ReadCollected:  # nothing was committed: the folder is read again
                 continue
         raise UserError(f"{folder}: a gc kept collecting what this sync read ({READS} times); sync again")
 
 
-def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
+def _sync(store: Store, folder: Path, label: str | None, progress: Progress | None, marker: bytes | None,
+          written: Mapping[str, bytes] | None, digests: Mapping[str, bytes] | None,
+          then: Callable[[IngestReport], None] | None, tracked: bool, scope: str, message: str | None) -> SyncReport:
     started = time.perf_counter()
-    copy_id, recorded = _copy_record(store, folder)
+    copy_id, recorded, joining = _copy_record(store, folder)
     sure, made = _ref(copy_id), _ref(copy_id) + NEXT
-    report = SyncReport(folder)
-    read = read_folder(store, folder)
+    first = (_first_base(store) if tracked else None) if joining else None
+    key = erasures.new_key(folder) if joining else _key_of(store, copy_id, folder)
+    read = read_folder(store, folder, progress, marker, written, digests, scope)
+    # What hard erasures took from this copy's bases, if any: merged against, so the erased text leaves the folder.
+    waiting = None if joining else erasures.waiting_for(store, copy_id, folder, read.get)
+    get = read.get if waiting is None else waiting.get
+    made_now = store.refs.get(made)  # (only this copy's syncs move it, and they take turns)
+    erased = frozenset() if waiting is None else waiting.erased(made_now)
+    report = SyncReport(folder, read=read.report)
     report.problems = [str(p) for p in read.report.problems]
     ours = read.tree
     unreadable = {p.path for p in read.report.problems}
+    in_scope = scope_test(scope, (folder / scope).is_dir())
+
+    def unread(path: str) -> bool:  # as the base has it: its edits wait for a sync that reads it
+        return path in unreadable or not in_scope(path)
+
     labels = (label or folder.name or str(folder), "store")
 
     def merge_and_commit():
         sure_oid, made_oid, theirs_oid = store.refs.get(sure), store.refs.get(made), store.refs.get(WORKING)
-        if sure_oid is None:
+        if sure_oid is None and not joining:
             raise NotACopy(f"{folder}: this working copy was forgotten during the sync; nothing was changed")
-        base_oid = recorded if recorded is not None and recorded == made_oid else sure_oid
-        base = store.objects[base_oid]
+        if joining and sure_oid is not None:
+            raise NotACopy(f"{folder}: its record names a working copy the store already knows; check it out again")
+        sure_oid = sure_oid or first or EMPTY_TREE.oid
+        stored_sure = _tree(get, sure_oid)
+        base = _base(get, stored_sure if waiting is None else waiting.sure(stored_sure),
+                     made_oid if waiting is None else waiting.next(made_oid), recorded, ours, unread)
         theirs = EMPTY_TREE if theirs_oid is None else store.objects[theirs_oid]
-        # A file that cannot be read now is as the base has it: its edits wait for a readable file.
-        mine = Tree({**ours.entries, **{p: base.entries[p] for p in unreadable if p in base.entries}})
-        merge = merge_trees(base, mine, theirs, read.get, labels=labels)
+        # A file that was not read (it cannot be, or lies outside the scope) is as the base has it.
+        mine = Tree(dict(sorted({**ours.entries, **{p: oid for p, oid in base.entries.items() if unread(p)}}.items())))
+        merge = merge_trees(base, mine, theirs, get, labels=labels, erased=erased)
         new = {obj.oid: obj for obj in merge.objects}
-        writes = {rel: None if now is None else read.render(rel, now, lambda oid: new.get(oid) or read.get(oid))
+        writes = {rel: None if now is None else read.render(rel, now, lambda oid: new.get(oid) or get(oid))
                   for rel in sorted(mine.entries.keys() | merge.tree.entries.keys())
-                  if (now := merge.tree.entries.get(rel)) != mine.entries.get(rel) and rel not in unreadable}
+                  if (now := merge.tree.entries.get(rel)) != mine.entries.get(rel) and not unread(rel)}
+        # The store holds what the folder held (`mine`) from now on: until the files are brought up to date that
+        # is the base to merge them against, so that nothing the store undoes later comes back. A file still
+        # holding erased text is kept only sealed, behind the stand-in the sure base has there.
+        hidden = {} if waiting is None else {p: (stored_sure.entries.get(p), mine.entries.get(p))
+                                             for p in waiting.paths(made_now)
+                                             if erasures.held(get, [mine.entries.get(p)], erased)}
+        absorbed = _standing_in(mine, hidden)
 
         def commit() -> None:
-            read.write(merge.tree)
-            store.objects.add_many(merge.objects)
+            report.new_objects = read.write(merge.tree, absorbed, made=merge.objects) + \
+                store.objects.add_many(merge.objects)
             if merge.tree.oid != theirs.oid:
-                store.refs.set_if_equals(WORKING, merge.tree.oid, theirs_oid, f"sync {folder}")
-            if base_oid != sure_oid:
-                store.refs.set_if_equals(sure, base_oid, sure_oid, logged=False)
-            store.refs.set_if_equals(made, merge.tree.oid, made_oid, logged=False)
+                store.refs.set_if_equals(WORKING, merge.tree.oid, theirs_oid, message or f"sync {folder}")
+            if joining:
+                store.objects.add(absorbed)
+                _register(store, copy_id, folder, absorbed.oid, key)
+            else:
+                if absorbed.oid != sure_oid:
+                    store.objects.add(absorbed)
+                    store.refs.set_if_equals(sure, absorbed.oid, sure_oid, logged=False)
+                _keep_key(store, copy_id, key)
+            if waiting is not None:
+                erasures.reseal(store, copy_id, key, hidden, get)
+            if merge.tree.oid != made_oid:
+                store.refs.set_if_equals(made, merge.tree.oid, made_oid, logged=False)
+            if then is not None:
+                read.report.root = merge.tree.oid
+                then(read.report)
             # Last, for workers to take up while the commit waits for the disk (a worker started sooner would
             # take the interpreter from this thread at every write, as the store lends it): the new files'
             # bytes written beside them and synced to disk (renamed over the old ones after), and their
@@ -241,6 +332,12 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
                                                     for rel, data in writes.items() if data is not None}))
 
         workers, jobs = _workers(os.getpid()), []
+        if not writes and then is None and not joining and waiting is None and read.stored() and \
+                sure_oid == absorbed.oid and theirs.oid == merge.tree.oid == made_oid and \
+                _key_of(store, copy_id) == key:  # nothing to commit, nothing to write
+            done: Future = Future()
+            done.set_result({})
+            return base, mine, hidden, merge, writes, done
         try:
             store.transact(commit)
             staging, laid_out = jobs
@@ -251,37 +348,106 @@ def _sync(store: Store, folder: Path, label: str | None) -> SyncReport:
             if jobs:
                 _drop(jobs[0])
             raise
-        return base, mine, merge, writes, staging
+        return base, mine, hidden, merge, writes, staging
 
-    base, mine, merge, writes, staging = retrying(merge_and_commit)
+    base, mine, hidden, merge, writes, staging = retrying(merge_and_commit)
+    if joining:
+        _write_record(store, folder, copy_id, joined=True)
     report.tree = merge.tree.oid
     for obj in merge.objects:  # committed: writing the merged files reads them, decoding nothing
         store.objects.remember(obj)
     read.batch.committed()
     report.sent = sorted(p for p in mine.entries.keys() | base.entries.keys()
-                         if mine.entries.get(p) != base.entries.get(p) and p not in unreadable)
+                         if mine.entries.get(p) != base.entries.get(p) and not unread(p))
     report.merged = sorted(merge.files)
     report.conflicts = list(merge.conflicts)
+    if marker is not None:  # a file parsed now was looked at as it was read (through its layout, if large)
+        parsed, found = set(read.report.parsed), set(read.report.marked)
+        report.marked = sorted(rel for rel in {*report.sent, *writes} if (
+            marker in (writes[rel] or b"") if rel in writes else rel in found if rel in parsed else
+            marker in _bytes_of(folder / rel)))
     staged, placed, agreed = staging.result(), [], None
     try:
-        agreed = _bring_up_to_date(folder, mine, merge.tree, writes, staged, placed, read, report, unreadable)
+        agreed = _bring_up_to_date(folder, mine, merge.tree, writes, staged, placed, read, report, unread)
     finally:
         for file in staged.values():  # not put in place: an error stopped the sync
             file.drop()
         up_to_date = agreed is not None and agreed.oid == merge.tree.oid
-        # As the sync returns: the renames made durable, then (the files all up to date) the base named.
+        # As the sync returns: the renames made durable, then (the files all up to date) the base named. When
+        # erased text was taken out of the folder, before the sync returns: the store then forgets what waited.
         named = merge.tree.oid if up_to_date else None
-        _settling[os.getpid(), folder] = _workers(os.getpid()).submit(_settle, folder, placed, named, read)
+        if waiting is not None and up_to_date:
+            _settle(folder, placed, named, read)
+        elif placed or named != recorded:
+            _settling[os.getpid(), folder] = _workers(os.getpid()).submit(_settle, folder, placed, named, read)
     if not up_to_date:  # a file could not be brought up to date: the store keeps the base it has now
+        kept = _standing_in(agreed, {p: hid for p, hid in hidden.items() if agreed.entries.get(p) == hid[1]})
+
         def settle() -> None:  # with the documents of the files kept as read, which the merge replaced
-            store.objects.add_many([agreed, *(read.get(oid) for oid in set(agreed.entries.values())
-                                              if oid not in store.objects)])
-            store.refs.set_if_equals(sure, agreed.oid, store.refs.get(sure), logged=False)
+            store.objects.add_many([kept, *(read.get(oid) for oid in set(kept.entries.values())
+                                            if oid not in store.objects)])
+            store.refs.set_if_equals(sure, kept.oid, store.refs.get(sure), logged=False)
             store.refs.set_if_equals(made, None, store.refs.get(made), logged=False)
 
         store.transact(settle)
+    elif waiting is not None:  # the folder holds no erased text any more (durably): nothing waits for it
+        def settled() -> None:
+            store.refs.set_if_equals(sure, merge.tree.oid, store.refs.get(sure), logged=False)
+            erasures.drop(store, copy_id)
+
+        store.transact(settled)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _tree(get: Getter, oid: Oid) -> Tree:
+    return EMPTY_TREE if oid == EMPTY_TREE.oid else get(oid)
+
+
+def _standing_in(tree: Tree, hidden: Mapping[str, tuple[Oid | None, Oid | None]]) -> Tree:
+    """`tree` with the stand-in at each path `hidden` names (path -> (stand-in, what it hides))."""
+    if not hidden:
+        return tree
+    entries = dict(tree.entries)
+    for path, (stand_in, _) in hidden.items():
+        if stand_in is None:
+            entries.pop(path, None)
+        else:
+            entries[path] = stand_in
+    return Tree(dict(sorted(entries.items())))
+
+
+def _base(get: Getter, sure: Tree, made: Oid | None, recorded: bytes | None, ours: Tree,
+          unread: Callable[[str], bool]) -> Tree:
+    """The base to merge a copy's files against: the last sync's result where the folder names it (its
+    files were all brought up to it), else the sure base, taking the last sync's result for each file
+    that holds what that sync brought into it (put in place before the sync was stopped, or saved since
+    by an editor that had read it there); `get` reads the store's and the folder's objects."""
+    if made is not None and recorded == made:
+        return get(made)
+    base = sure
+    if made is None:
+        return base
+    result: Tree = get(made)
+    entries = dict(base.entries)
+    for path in base.entries.keys() | result.entries.keys():
+        was, now, have = base.entries.get(path), result.entries.get(path), ours.entries.get(path)
+        if unread(path) or now == was or not (have == now or None not in (now, have) and _brought(
+                get, was, now, have)):
+            continue
+        if now is None:
+            entries.pop(path, None)
+        else:
+            entries[path] = now
+    return Tree(dict(sorted(entries.items())))
+
+
+def _brought(get: Getter, was: Oid | None, now: Oid, have: Oid) -> bool:
+    """Whether the document `have` already holds every change from `was` (None: no file) to `now`, so that
+    merging them into it changes nothing: then it was made from `now` (or from `was` and what the store
+    changed since), and `now` is its base."""
+    merged = merge_documents(Document(preamble="") if was is None else get(was), get(have), get(now), get)
+    return merged.clean and merged.document.oid == have
 
 
 def conflicts(store: Store, folder: str | os.PathLike | None = None) -> list[Conflict]:
@@ -297,6 +463,14 @@ def conflicts(store: Store, folder: str | os.PathLike | None = None) -> list[Con
     read = read_folder(store, folder)
     return [_at(c, path) for path, oid in read.tree.entries.items()
             for c in conflicts_in(read.get(oid), read.get)]
+
+
+def _bytes_of(path: Path) -> bytes:
+    """The bytes of a file, or none when it cannot be read (gone since, say, or larger than an Org file may be)."""
+    try:
+        return read_bounded(path, ORG_FILE, "an Org file")
+    except (OSError, TooLarge):
+        return b""
 
 
 @cache
@@ -346,13 +520,13 @@ def _drop(staging: Future) -> None:
 
 def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, writes: dict[str, bytes | None],
                       staged: dict[str, Staged], placed: list[Staged], read: FolderRead, report: SyncReport,
-                      unreadable: set[str]) -> Tree:
+                      unread: Callable[[str], bool]) -> Tree:
     """Put into the folder what the merge changed there, moving each file's new bytes from `staged` to
     `placed` (the old ones to be freed); return the copy's new base, file by file."""
     agreed = dict(merged.entries)
     for rel in sorted(mine.entries.keys() | merged.entries.keys()):
         was = mine.entries.get(rel)
-        if rel in unreadable and was != merged.entries.get(rel):
+        if unread(rel) and was != merged.entries.get(rel):
             _keep_base(agreed, rel, was)  # left alone: it syncs once it can be read
         if rel not in writes:
             continue
@@ -382,26 +556,63 @@ def _keep_base(agreed: dict[str, Oid], rel: str, was: Oid | None) -> None:
         agreed[rel] = was
 
 
-def _copy_record(store: Store, folder: Path) -> tuple[str, bytes | None]:
-    """The id of the working copy in `folder`, known to `store` (NotACopy otherwise), and the base the
-    folder names, if any: to be trusted only if it is the one the copy's last sync made."""
+@dataclass(frozen=True)
+class _Record:
+    """What a folder's `.cortex/copy` says: the copy's id, its store's, whether the store knows it yet."""
+
+    copy: str
+    store: str | None  # None: written before copies named their store
+    joined: bool
+
+
+def _read_record(folder: Path) -> _Record | None:
+    """The folder's copy record (None: there is none); NotACopy if it cannot be read."""
     try:
-        copy_id = json.loads(read_bounded(folder / RECORD, RECORD_BYTES, "a working copy's record"))["copy"]
+        found = json.loads(read_bounded(folder / RECORD, RECORD_BYTES, "a working copy's record"))
+        record = _Record(found["copy"], found.get("store"), found.get("joined", True))
     except (FileNotFoundError, NotADirectoryError):
-        shown = brief(str(folder), 80)
-        raise NotACopy(f"{shown}: not a working copy; make one with `cortex checkout {shown}`") from None
+        return None
     except OSError as exc:
         raise NotACopy(f"{brief(str(folder / RECORD), 80)}: unreadable ({exc.strerror}); check the folder out "
                        "again") from None
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise NotACopy(f"{folder / RECORD}: unreadable ({exc}); check the folder out again") from None
-    if not isinstance(copy_id, str) or store.refs.get(_ref(copy_id)) is None:
-        raise NotACopy(f"{folder}: a working copy of another store (or one this store has forgotten)")
+    if not isinstance(record.copy, str) or not isinstance(record.joined, bool):
+        raise NotACopy(f"{folder / RECORD}: not a working copy record; check the folder out again")
+    return record
+
+
+def _record_of(store: Store, folder: Path) -> _Record | None:
+    """The folder's record if it names a copy of `store` that `store` knows or is to register (None: no
+    record, or one of a copy this store has forgotten); NotACopy for another store's copy."""
+    record = _read_record(folder)
+    if record is None:
+        return None
+    if record.store is not None and record.store != store.id:
+        raise NotACopy(f"{folder}: a working copy of another store; open that one (--store), or remove "
+                       f"{folder / RECORD.parent} to make the folder this store's")
+    if not record.joined or store.refs.get(_ref(record.copy)) is not None:
+        return record
+    return None
+
+
+def _copy_record(store: Store, folder: Path) -> tuple[str, bytes | None, bool]:
+    """The id of the working copy in `folder` (NotACopy unless `store` knows it or is to register it), the
+    base the folder names, if any (to be trusted only if it is the one the copy's last sync made), and
+    whether the copy is yet to be registered (its first sync)."""
+    record = _record_of(store, folder)
+    if record is None:
+        shown = brief(str(folder), 80)
+        if (folder / RECORD).exists():
+            raise NotACopy(f"{shown}: a working copy this store has forgotten (or another store's)")
+        raise NotACopy(f"{shown}: not a working copy; make one with `cortex checkout {shown}`")
+    if not record.joined:
+        return record.copy, None, store.refs.get(_ref(record.copy)) is None
     try:
         base = read_bounded(folder / BASE, RECORD_BYTES, "a working copy's record")
-        return copy_id, bytes.fromhex(base.decode("ascii")) if len(base) == 2 * OID_SIZE else None
+        return record.copy, bytes.fromhex(base.decode("ascii")) if len(base) == 2 * OID_SIZE else None, False
     except (OSError, ValueError, TooLarge):
-        return copy_id, None
+        return record.copy, None, False
 
 
 def _ref(copy_id: str) -> str:

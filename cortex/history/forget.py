@@ -22,6 +22,8 @@ from ..backends import Store
 from ..codec import decode, encode
 from ..hashing import Oid
 from ..objects import Snapshot, Tree
+from .copies import NEXT, REF_PREFIX, working_copies
+from .erasures import seal
 from .gc import gc
 from .snapshots import SNAPSHOTS, snapshot_key, snapshots, summary
 
@@ -62,10 +64,13 @@ def forget(store: Store, rewrite: TreeRewrite, what: str,
     """
 
     def erase() -> Forgotten | None:
+        bases = {copy.id: (copy.key, store.refs.get(REF_PREFIX + copy.id), store.refs.get(REF_PREFIX + copy.id + NEXT))
+                 for copy in working_copies(store)}
         history = _History(store, rewrite)
         snaps, entries = history.rewrite()
         if not history.replaced:
             return None
+        seal(store, bases, history.mapped)  # for the copies whose folders may still hold the text
         if cleanup is not None:
             cleanup(history.replaced)
         objects = gc(store)

@@ -28,6 +28,7 @@ from ..objects import Document, Headline, OrgObject, Snapshot, Tree
 from ..objects import decode as decode_object
 from ..paths import tree_problems
 from .copies import COPIES, REF_PREFIX
+from .erasures import ERASURES
 from .forget import PURGES
 from .snapshots import SNAPSHOTS, SUMMARIES, snapshot_key
 
@@ -256,6 +257,8 @@ def _meta_entry(store: Store, key: bytes, value: bytes) -> str | None:
         return f"format version {version!r} is not one this cortex reads (1 to {FORMAT_VERSION})"
     if key.startswith(b"seq\0") and key.endswith(b"\0"):
         return None if _number(value) is not None else "sequence counter is not 8 bytes"
+    if key == b"id":
+        return None if len(value) == 32 and all(c in b"0123456789abcdef" for c in value) else "not a store id"
     return "unknown key"
 
 
@@ -333,10 +336,18 @@ def _config_entry(store: Store, key: bytes, value: bytes) -> str | None:
 
 def _copy_entry(store: Store, key: bytes, value: bytes) -> str | None:
     record = _decode(value)
-    if not (isinstance(record, list) and len(record) == 3 and isinstance(record[0], str)
-            and isinstance(record[1], str) and _is_count(record[2])):
-        return Unusable("value is not a working copy record (folder, machine, time)")
+    if not (isinstance(record, list) and len(record) in (3, 4) and isinstance(record[0], str)
+            and isinstance(record[1], str) and _is_count(record[2])
+            and (len(record) == 3 or isinstance(record[3], bytes) and len(record[3]) == 32)):
+        return Unusable("value is not a working copy record (folder, machine, time, public key)")
     return None if store.refs.get(REF_PREFIX + key.decode(errors="replace")) else "no ref holds the copy's base"
+
+
+def _erasure_entry(store: Store, key: bytes, value: bytes) -> str | None:
+    copy_id, nul, rest = key.partition(b"\0")
+    if not nul or len(rest) != 12 or not isinstance(value, bytes):
+        return Unusable("not a copy id, a time and a sealed record")
+    return None if store.table(COPIES).get(copy_id) is not None else Unusable("no working copy it waits for")
 
 
 def _literate_entry(store: Store, path: bytes, value: bytes) -> str | None:
@@ -408,6 +419,7 @@ TABLE_CHECKS: dict[str, TableCheck] = {
     SNAPSHOTS: TableCheck(_snapshot_entry),
     PURGES: TableCheck(_purge_entry),
     COPIES: TableCheck(_copy_entry),
+    ERASURES: TableCheck(_erasure_entry),
     CONFIG: TableCheck(_config_entry),
     LITERATE: TableCheck(_literate_entry),
     CONVERSATION: TableCheck(_conversation_entry),

@@ -84,8 +84,9 @@ CONFLICT_OF, CONFLICT_FROM, CONFLICT_KIND = "CONFLICT_OF", "CONFLICT_FROM", "CON
 # both-changed: sections changed differently; both-added: added on both sides with one name;
 # ours-deleted / theirs-deleted: that side deleted what the other changed or moved (the change is kept);
 # both-moved: both moved a headline to different parents (it stays where ours put it);
-# preamble: the text before the first headline changed differently.
-KINDS = ("both-changed", "both-added", "ours-deleted", "theirs-deleted", "both-moved", "preamble")
+# preamble: the text before the first headline changed differently;
+# erased: a hard forget or purge erased from theirs what ours changed (the change is kept).
+KINDS = ("both-changed", "both-added", "ours-deleted", "theirs-deleted", "both-moved", "preamble", "erased")
 
 _PLANNING = re.compile(r"[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):", re.I)
 _DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*$", re.I)
@@ -201,13 +202,14 @@ class TreeMerge:
 
 
 def merge_documents(base: Document | None, ours: Document, theirs: Document, get: Getter, *,
-                    labels: tuple[str, str] = ("ours", "theirs")) -> Merged:
-    """Merge two versions of one Org file against their base (None: both added it); `labels` name the sides."""
+                    labels: tuple[str, str] = ("ours", "theirs"), erased: frozenset[Oid] = frozenset()) -> Merged:
+    """Merge two versions of one Org file against their base (None: both added it); `labels` name the sides;
+    `erased`: base headlines a hard erasure took from theirs (one ours changed is kept as an `erased` conflict)."""
     if ours.oid == theirs.oid or (base is not None and base.oid == theirs.oid):
         return Merged(ours, (), (), get)
     if base is not None and base.oid == ours.oid:
         return Merged(theirs, (), (), get)
-    return _Merge(get, ours, labels).documents(base or Document(preamble=""), ours, theirs)
+    return _Merge(get, ours, labels, erased).documents(base or Document(preamble=""), ours, theirs)
 
 
 def merge_texts(base: str | bytes | None, ours: str | bytes, theirs: str | bytes, *,
@@ -226,8 +228,10 @@ def merge_texts(base: str | bytes | None, ours: str | bytes, theirs: str | bytes
 
 def merge_trees(base: Tree | Mapping[str, Oid] | None, ours: Tree | Mapping[str, Oid],
                 theirs: Tree | Mapping[str, Oid], get: Getter, *,
-                labels: tuple[str, str] = ("ours", "theirs")) -> TreeMerge:
-    """Merge two trees (path -> document oid) against their base; only files changed on both sides are opened."""
+                labels: tuple[str, str] = ("ours", "theirs"), erased: frozenset[Oid] = frozenset()) -> TreeMerge:
+    """Merge two trees (path -> document oid) against their base; only files changed on both sides are opened.
+    `erased`: base headlines a hard erasure took from theirs; a file that held one, changed by ours and gone
+    from theirs, keeps only what ours changed (as `erased` conflicts)."""
     b, o, t = (_entries(tree) for tree in (base, ours, theirs))
     entries: dict[str, Oid] = {}
     files: dict[str, Merged] = {}
@@ -239,18 +243,34 @@ def merge_trees(base: Tree | Mapping[str, Oid] | None, ours: Tree | Mapping[str,
             kept = y
         elif x == y:
             kept = z
+        elif z is None and y is not None and x is not None and erased and _holds(get, x, erased):
+            merged = files[path] = merge_documents(get(x), get(y), Document(preamble=""), get, labels=labels,
+                                                   erased=erased)
+            objects.extend(merged.objects)
+            kept = merged.document.oid if merged.document.children or merged.document.preamble else None
         elif y is None or z is None:  # deleted on one side, changed on the other: keep the change
             kept = z if y is None else y
             conflicts.append(Conflict("ours-deleted" if y is None else "theirs-deleted", path=path))
         else:
             merged = files[path] = merge_documents(None if x is None else get(x), get(y), get(z), get,
-                                                   labels=labels)
+                                                   labels=labels, erased=erased)
             objects.extend(merged.objects)
             kept = merged.document.oid
         if kept is not None:
             entries[path] = kept
     tree = Tree(entries)
     return TreeMerge(tree, (*objects, tree), files, tuple(conflicts))
+
+
+def _holds(get: Getter, document: Oid, headlines: frozenset[Oid]) -> bool:
+    """Whether the document holds one of `headlines`, at any depth."""
+    stack = list(get(document).children)
+    while stack:
+        oid = stack.pop()
+        if oid in headlines:
+            return True
+        stack.extend(get(oid).children)
+    return False
 
 
 def conflicts_in(document: Document | orgfile.Parsed | str | bytes, get: Getter | None = None) -> list[Conflict]:
@@ -338,8 +358,9 @@ def _drive(task: Task):
 class _Merge:
     """One document merge: the objects it made, its conflict marks, and whether to parse the result again."""
 
-    def __init__(self, get: Getter, ours: Document, labels: tuple[str, str]):
+    def __init__(self, get: Getter, ours: Document, labels: tuple[str, str], erased: frozenset[Oid] = frozenset()):
         self.store_get = get
+        self.erased = erased
         self.made: dict[Oid, OrgObject] = {}
         self.marks: list[_Mark] = []
         self.labels = tuple(" ".join(label.split()) for label in labels)  # property values are one line
@@ -473,7 +494,7 @@ class _Merge:
         if po == len(b) == len(o) and not self.leads_to_move(t):
             return t
         head, (bm, om, tm), tail = _middle(b, o, t, (po, so), (pt, st))
-        to_o, to_t = self.pair(bm, om, loose=True), self.pair(bm, tm, loose=True)
+        to_o, to_t = self.pair(bm, om, loose=True), self.pair(bm, tm, loose=True, gone=self.erased)
         # A token names one headline across the versions: base entries first, then additions.
         o_tok, t_tok = [None] * len(om), [None] * len(tm)
         for i, j in to_o.items():
@@ -548,7 +569,34 @@ class _Merge:
         if kept is None:  # deleted on both sides
             return ()
         label = self.labels[0] if z is None else self.labels[1]
+        if z is None and self.erased:  # kept as ours changed it, without the erased text it did not change
+            kind = "erased" if x in self.erased else "theirs-deleted"
+            return (self.survivor(self.unerased(kept), kind, label, within),)
         return (self.survivor(kept, f"{deleter}-deleted", label, within),)
+
+    def unerased(self, oid: Oid) -> Oid:
+        """The subtree `oid` (not itself erased) without the erased headlines under it: the headline and the
+        headlines ours changed or added, each with what it holds that was not erased."""
+        done: dict[Oid, Oid | None] = {}
+        stack = [oid]
+        while stack:  # children before parents, without recursion: files nest thousands deep
+            top = stack[-1]
+            if top in done:
+                stack.pop()
+                continue
+            if top in self.erased:
+                done[top] = None
+                stack.pop()
+                continue
+            headline = self.get(top)
+            waiting = [child for child in headline.children if child not in done]
+            if waiting:
+                stack.extend(waiting)
+                continue
+            children = tuple(kept for child in headline.children if (kept := done[child]) is not None)
+            done[top] = top if children == headline.children else self.make(replace(headline, children=children))
+            stack.pop()
+        return done[oid]
 
     def moved_here(self, moved: _Moved, y: Oid | None, z: Oid | None, within: _Within | None) -> Task:
         """A headline one side moved here from another list, merged with the other side's version."""
@@ -702,12 +750,13 @@ class _Merge:
         headline, _document = orgfile.parse(setup + raw).objects
         return headline
 
-    def pair(self, xs: list, ys: list, *, loose: bool) -> dict[int, int]:
+    def pair(self, xs: list, ys: list, *, loose: bool, gone: frozenset[Oid] = frozenset()) -> dict[int, int]:
         """Pair entries of two lists of siblings that are one headline: index in `xs` -> index in `ys`.
 
         Equal oids first, then equal :ID:, then equal titles keeping their body, then their children;
         `loose` then pairs those keeping their body (a retitle); then equal titles in order; last,
-        `loose` pairs those keeping their children. Two different :ID:s never pair.
+        `loose` pairs those keeping their children. Two different :ID:s never pair, and an entry of
+        `xs` that is `gone` (erased from `ys`) pairs only with itself.
         """
         pairs: dict[int, int] = {}
         waiting: dict[object, deque[int]] = defaultdict(deque)
@@ -717,7 +766,7 @@ class _Merge:
             if waiting.get(x):
                 pairs[i] = waiting[x].popleft()
         paired = set(pairs.values())
-        rest_x = [i for i in range(len(xs)) if i not in pairs]
+        rest_x = [i for i in range(len(xs)) if i not in pairs and xs[i] not in gone]
         rest_y = [j for j in range(len(ys)) if j not in paired]
         if not (rest_x and rest_y):
             return pairs

@@ -16,6 +16,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import MCPServer, ResourceSecurity
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp_types import Resource, ToolAnnotations
+from pydantic import BaseModel
 
 from ..api import Cortex
 from ..errors import CortexError, UserError
@@ -83,7 +84,7 @@ class CortexServer(MCPServer):
         @functools.wraps(fn)
         def run(*args, **kwargs):
             for name, value in [*((f"argument {n}", a) for n, a in enumerate(args, 1)), *kwargs.items()]:
-                if isinstance(value, str) and (problem := _not_text(value)) is not None:  # JSON may carry "\udcff"
+                if (problem := _not_text(value)) is not None:  # JSON may carry "\udcff", which no UTF-8 holds
                     raise (ResourceError if resource else ToolError)(f"{name}: {problem}")
             with self.session.lock:
                 try:
@@ -96,8 +97,17 @@ class CortexServer(MCPServer):
         return run
 
 
-def _not_text(value: str) -> str | None:
-    """Why a string argument is no text cortex can keep (None: it is): a lone surrogate, which UTF-8 cannot hold."""
+def _not_text(value) -> str | None:
+    """Why an argument (a string, or a list, mapping or model of them) holds what is no text cortex can keep: a
+    lone surrogate, which UTF-8 cannot hold (None: it holds none)."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return next((problem for part in value if (problem := _not_text(part)) is not None), None)
+    if not isinstance(value, str):
+        return None
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:

@@ -26,9 +26,19 @@ def node(n) -> dict:
 
 def hit(r) -> dict:
     """A search result, best first in its list."""
-    text = r.text if len(r.text) <= TEXT_LIMIT else r.text[:TEXT_LIMIT] + " …"
-    return {"score": round(r.score, 4), "path": r.path, "line": r.line, "outline": " / ".join(r.outline),
-            "id": r.id, "oid": bytes(r.oid).hex(), "agent": r.item.agent, "type": r.item.type, "text": text}
+    shaped = {"score": round(r.score, 4), "path": r.path, "line": r.line, "outline": " / ".join(r.outline),
+              "id": r.id, "oid": bytes(r.oid).hex(), "agent": r.item.agent, "type": r.item.type, "text": _cut(r.text)}
+    for field in ("date", "speaker"):
+        if (value := getattr(r.item, field)) is not None:
+            shaped[field] = value
+    if r.before or r.after:
+        shaped["before"] = [_cut(turn.text) for turn in r.before]
+        shaped["after"] = [_cut(turn.text) for turn in r.after]
+    return shaped
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT] + " …"
 
 
 def change(c) -> dict:

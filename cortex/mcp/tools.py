@@ -1,15 +1,18 @@
 """The MCP tools: each a thin call into `cortex.api`, its schema typed from its signature and its description (the
 docstring) written for the model that calls it. `server.py` registers them according to the server's scope."""
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import anyio.from_thread
 from mcp.server.mcpserver import Context
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from ..api import (SEARCH_BUDGET, DurationError, ExtractiveSummarizer, RetentionPolicy, Turn, memory_path,
                    parse_duration)
 from ..errors import UserError
+from ..memory.conversation.orglog import utterance_from
+from ..memory.layout import log_path
 from ..words import memory_summary, quoted
 from . import activity, shapes
 from .session import Session
@@ -29,9 +32,20 @@ Run = Annotated[str, Field(description="A run within the session (optional)")]
 UNDONE = ("Every write is a commit to the versioned store: `diff` shows it, and `rollback` (or `cortex rollback` "
           "by a person) undoes it.")
 READ = ("search", "show", "find", "query", "memory_inspect", "recent_activity", "diff", "log", "get_context")
-WRITE = ("memory_add", "memory_forget", "memory_compact", "snapshot", "add_turn")
-COMMITS = ("memory_add", "memory_forget", "memory_compact", "rollback")  # writes to the Org files: UNDONE holds
+WRITE = ("memory_add", "memory_forget", "memory_compact", "snapshot", "add_turn", "memory_turns")
+COMMITS = ("memory_add", "memory_forget", "memory_compact", "rollback",  # writes to the Org files: UNDONE holds
+           "memory_turns")
 CONVERSATIONS = ("get_context", "add_turn")  # offered only to a server that reaches some tenant
+
+
+class SaidTurn(BaseModel):
+    """One turn of a conversation, for `memory_turns`."""
+
+    speaker: str = Field(description="Who said it, by their own name (the agent: its id)")
+    text: str = Field(description="What they said, whole")
+    at: str | None = Field(None, description="When, as 2026-11-20T14:05 (default: now)")
+    tools: list[str] = Field([], description="Tools the turn invoked")
+    artifacts: list[str] = Field([], description="Artifacts (files, links) it showed")
 
 
 class Tools:
@@ -47,14 +61,21 @@ class Tools:
                limit: Annotated[int, Field(ge=1, le=100)] = 10,
                agent: Annotated[str | None, Field(description="Only this agent's memory")] = None,
                type: Annotated[ItemType | None, Field(description="Only memory items of this type")] = None,
+               speaker: Annotated[str | None, Field(description="Only the turns this person said")] = None,
+               since: Annotated[str | None, Field(description="Only items dated on or after: 2023-05-01, -7d")] = None,
+               until: Annotated[str | None, Field(description="Only items dated on or before: 2023-05-31")] = None,
+               context: Annotated[int, Field(ge=0, le=20, description="Turns to bring around each turn")] = 0,
                as_of: Ref = None, ctx: Context | None = None) -> Json:
         """Search notes and agent memory by meaning and by exact identifiers (hybrid: embeddings + BM25), best first.
         Each result names its file:line, outline, :ID: and oid; pass the :ID: (or oid) to `show` for the whole
-        headline. Filter to one agent's memory (`agent`) and item type, or search a past snapshot (`as_of`)."""
+        headline. Filter to one agent's memory (`agent`) and item type, one person's turns (`speaker`), a period
+        (`since`, `until`; a period the query names, "in May 2023", raises what is dated within it), or search a
+        past snapshot (`as_of`); `context` brings the turns before and after each turn found."""
         if not query.strip():
             raise UserError("query is empty: give words, a question or an identifier to search for")
         results = self.cx.search(query, limit=limit, agent=self.session.search_agent(agent), type=type,
-                                 as_of=as_of, within=self.session.prefix, budget=SEARCH_BUDGET,
+                                 speaker=speaker, since=since, until=until, context=context, as_of=as_of,
+                                 within=self.session.prefix, budget=SEARCH_BUDGET,
                                  progress=_progress(ctx, "embedding items for search"))
         return {"results": [shapes.hit(r) for r in results]}
 
@@ -190,6 +211,22 @@ class Tools:
         with self.cx.conversations() as memory:
             memory.add_turn(who, Turn(user_message, assistant_response))
             return {"stored": True, "tokens": memory.estimate_tokens(who)}
+
+    def memory_turns(self, session: SessionId,
+                     turns: Annotated[list[SaidTurn], Field(min_length=1, max_length=500,
+                                                            description="The turns, in the order they were said")],
+                     title: Annotated[str | None, Field(description="The title of the session's entry, if these "
+                                                                    "turns start one (default Conversation)")] = None,
+                     agent: AgentName = None) -> Json:
+        """Log turns of a conversation (any number of speakers) in an agent's daily log: one headline
+        "** Speaker: first line" per turn, the rest of the turn its body, in the session's entry of the day's log
+        (the session's later turns join it). The conversation becomes searchable memory, under each speaker's name."""
+        agent, now = self.session.agent(agent), datetime.now()
+        said = [utterance_from(turn.model_dump(), f"turns[{n}]") for n, turn in enumerate(turns)]
+        with self.session.writing(f"memory_turns to {agent}"):
+            self.cx.memory.record_session(agent, said, title, session=session, now=now)
+        return {"logged": len(said), "session": " ".join(session.split()),
+                "logs": sorted({log_path(agent, (u.at or now).date()) for u in said})}
 
     def rollback(self, ref: Annotated[str, Field(description="The snapshot to return to: HEAD, HEAD~1, an oid "
                                                              "prefix from log or from a write's `before`")],

@@ -21,7 +21,6 @@ no folder, no lock; a writer that loses the compare-and-swap applies its change 
 
 from __future__ import annotations
 
-import shutil
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -29,15 +28,16 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from functools import partial
-from itertools import compress
+from itertools import compress, groupby
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import blake3
 
 from ..backends.group import GroupCommit, Member
 from ..bounded import BoundedDict
 from ..errors import NotFound, UserError, located
+from ..files import remove_tree
 from ..hashing import THREADED_BYTES, Oid, hash_bytes
 from ..history import Forgotten, head, rewrite_documents
 from ..ingest import DOCS_BY_BYTES, WORKING, IngestReport, NotOrgText, commit_files, decode_org, org_files
@@ -63,6 +63,11 @@ from .logs import Marked, log_addition, mark_compacted, marked_items, render_ent
 from .memoryfile import Getter, MemoryFile, Typed, merge
 from .retention import RetentionPolicy
 from .writes import agent_lock, replace_file
+
+if TYPE_CHECKING:
+    from .conversation.orglog import SessionTurns
+
+    LogEdit = str | SessionTurns  # an entry to append to a daily log, or a conversation's turns to put in it
 
 FIELDS = {"fact": "facts", "procedure": "procedures", "pattern": "patterns"}
 _KNOWN_LIMIT = 16  # memory files whose last text and model are kept
@@ -157,12 +162,12 @@ class _Named:
 
 @dataclass(frozen=True)
 class _Save:
-    """One save waiting for its group: what it changes in memory.org since `base`, and its log entry."""
+    """One save waiting for its group: what it changes in memory.org since `base`, and what it adds to daily logs,
+    by day: an entry to append, or a conversation's turns (`conversation.orglog.SessionTurns`)."""
 
     base: Mapping[str, Typed]
     ours: dict[str, Typed | None]
-    entry: str | None
-    day: date
+    logs: tuple[tuple[date, LogEdit], ...] = ()
 
 
 class _Known(NamedTuple):
@@ -433,7 +438,7 @@ class AgentMemory:
                     if not hard:
                         self._checkpoint(folder, f"before purging the memory of {agent}")
                     files = sorted(p.relative_to(self.root).as_posix() for p in _org_files(folder))
-                    shutil.rmtree(folder)
+                    remove_tree(folder)
             self._sync(folder)
             forgotten = self.cortex.erase(_without_files(prefix), f"agent {agent}") if hard else None
         if not files and not tracked and forgotten is None:
@@ -554,8 +559,8 @@ class AgentMemory:
             return model, _outcome(saves, merged)
         with agent_lock(folder):
             written, merged = self._write_memory(agent, [(save.base, save.ours) for save in ready])
-            for day, entries in _entries_by_day(ready, merged).items():
-                written.update(self._append_log(agent, entries, day))
+            for day, edits in _log_edits_by_day(ready, merged).items():
+                written.update(self._edit_log(agent, edits, day))
             outcome = _outcome(saves, merged)
             model = self._synced(agent, folder, written, then and partial(then, outcome))
         return model, outcome
@@ -574,10 +579,10 @@ class AgentMemory:
             model = self._tree_model(tree, path)
             data, merged = self._merged(agent, path, changes, model or MemoryFile(path), errors)
             files: dict[str, bytes | None] = {} if data is None else {path: data}
-            for day, entries in _entries_by_day(ready, errors).items():
+            for day, edits in _log_edits_by_day(ready, errors).items():
                 log = log_path(agent, day)
                 old = render_file(store, tree, log).encode("utf-8") if log in tree.entries else None
-                files[log] = (old or b"") + _log_addition(log, old, entries, _log_title(agent, day), True)
+                files[log] = _log_edited(log, old, edits, _log_title(agent, day), True)
             done.update(errors=errors, data=data, model=merged if data is not None else model)
             return files
 
@@ -653,43 +658,50 @@ class AgentMemory:
         self._known.pop(path, None)  # set again, so it is the newest
         self._known[path] = _Known(data, model, document)
 
-    def record_session(self, agent: str, turns, title: str, *, session: str = "", summarizer=None) -> str:
-        """Write a conversation's turns into the agent's daily log as one entry, ingested; return its path.
+    def record_session(self, agent: str, turns, title: str | None = None, *, session: str = "",
+                       user: str = "User", assistant: str | None = None, summary: str | None = None,
+                       summarizer=None, now: datetime | None = None) -> str:
+        """Log a conversation into the agent's daily logs in the conversation layout (`conversation.orglog`), ingested
+        at once; return the path of the log its first turn went to.
 
-        The entry holds a summary (the `summarizer`'s, else an extractive one) and each exchange,
-        so the conversation becomes versioned, searchable memory.
+        `turns` are exchanges (`Turn`), whose two sides `user` and `assistant` name (the agent's id by default),
+        and turns of any speaker (`Utterance`); a turn with no time is taken at `now`. Turns of a `session` that
+        already has an entry in their day's log go to the end of that entry; otherwise a new entry starts with
+        `title` and the summary (`summary`, else `summarizer`'s over the exchanges, else none). Without
+        `session`, the call is a session of its own.
         """
-        from .conversation import turns_to_org_log
+        from .conversation.orglog import session_turns
 
-        entry = turns_to_org_log(turns, title, session=session, summarizer=summarizer)
-        day = datetime.fromtimestamp(turns[0].timestamp_ns / 1e9).date()
-        save = _Save({}, {}, entry, day)
+        days = session_turns(turns, session=session, title=title, summary=summary, summarizer=summarizer,
+                             user=user, assistant=assistant or agent, now=now)
+        save = _Save({}, {}, tuple((day.day, day) for day in days))
         self._group(agent, self._folder(agent)).run(lambda: save)
-        return log_path(agent, day)
+        return log_path(agent, days[0].day)
 
-    def _append_log(self, agent: str, entries: list[str], day: date) -> dict[str, bytes]:
-        """Append entries to the agent's log of `day`, replacing the file atomically; return {path: its bytes now}.
+    def _edit_log(self, agent: str, edits: list[LogEdit], day: date) -> dict[str, bytes]:
+        """Apply edits to the agent's log of `day`, replacing the file atomically; return {path: its bytes now}.
         A log that is not text is refused.
 
         The log's bytes as last written here are kept with the state of their hash: while nobody else
-        touches the file, it is not read or decoded again before the append (the bytes are still compared
-        with the file right before the replace), and its new hash costs what the entries do."""
+        touches the file, it is not read or decoded again before an edit (the bytes are still compared
+        with the file right before the replace), and the new hash of a log the edits append to costs what
+        they add."""
         path = log_path(agent, day)
         title = _log_title(agent, day)
         known: _KnownLog | None = self._known_logs.get(path)
-        written, steps = {}, []
+        written, bases = {}, []
 
-        def appended(old: bytes | None) -> bytes:
-            addition = _log_addition(path, old, entries, title, known is not None and old is known.data)
-            written[path] = (old or b"") + addition
-            steps.append((old, addition))
+        def edited(old: bytes | None) -> bytes:
+            written[path] = _log_edited(path, old, edits, title, known is not None and old is known.data)
+            bases.append(old)
             return written[path]
 
         self._known_logs.pop(path, None)  # until the file holds what we write
-        replace_file(self.root, path, appended, known and known.data)
-        old, addition = steps[-1]
-        data = written[path]
-        if known is not None and old is known.data:
+        replace_file(self.root, path, edited, known and known.data)
+        old, data = bases[-1], written[path]
+        appended = old is not None and data.startswith(old)
+        addition = data[len(old):] if appended else data
+        if known is not None and old is known.data and appended:
             hasher = known.hasher.copy()
             hasher.update(addition)
         else:
@@ -784,12 +796,11 @@ def _prepared_save(agent: str, context: MemoryContext, now: datetime | None) -> 
     now = _minute(now)
     source = f"session {context.session}" if context.session else f"session {now:%Y-%m-%d %H:%M}"
     loaded = context.loaded if context.agent == agent else None
-    entry = None
+    logs: tuple[tuple[date, LogEdit], ...] = ()
     if context.summary is not None or context.title is not None:
-        entry = render_entry(now, context.title or "Session", context.summary or "",
-                             context.session or f"s-{now:%Y-%m-%d-%H%M}")
-    return _Save(loaded.entries if loaded is not None else {}, _changes(context, loaded, now, source), entry,
-                 now.date())
+        logs = ((now.date(), render_entry(now, context.title or "Session", context.summary or "",
+                                          context.session or f"s-{now:%Y-%m-%d-%H%M}")),)
+    return _Save(loaded.entries if loaded is not None else {}, _changes(context, loaded, now, source), logs)
 
 
 def _outcome(saves: list[_Save | UserError], merged: list[UserError | None]) -> list[UserError | None]:
@@ -798,21 +809,30 @@ def _outcome(saves: list[_Save | UserError], merged: list[UserError | None]) -> 
     return [save if isinstance(save, UserError) else next(errors) for save in saves]
 
 
-def _entries_by_day(ready: list[_Save], errors: list[UserError | None]) -> dict[date, list[str]]:
-    """The log entries of the saves merged (error None), by day, in order."""
-    days: dict[date, list[str]] = {}
+def _log_edits_by_day(ready: list[_Save], errors: list[UserError | None]) -> dict[date, list[LogEdit]]:
+    """The log edits of the saves merged (error None), by day, in order."""
+    days: dict[date, list[LogEdit]] = {}
     for save, error in zip(ready, errors):
-        if error is None and save.entry is not None:
-            days.setdefault(save.day, []).append(save.entry)
+        if error is None:
+            for day, edit in save.logs:
+                days.setdefault(day, []).append(edit)
     return days
 
 
-def _log_addition(path: str, old: bytes | None, entries: list[str], title: str, trusted: bool) -> bytes:
-    """The bytes appending `entries` to the log `old` (None: a new log); bytes not `trusted` to be text are
-    refused first, saying where."""
+def _log_edited(path: str, old: bytes | None, edits: list[LogEdit], title: str, trusted: bool) -> bytes:
+    """The bytes of the log `old` (None: a new log, titled `title`) with `edits` made in order: entries appended
+    (those in a row at once), conversations' turns put in their sessions' entries. Bytes not `trusted` to be text
+    are refused first, saying where."""
     if old is not None and not trusted:
         _decoded(path, old)
-    return log_addition(old, entries, title)
+    data = old
+    for appends, run in groupby(edits, lambda edit: isinstance(edit, str)):
+        if appends:
+            data = (data or b"") + log_addition(data, list(run), title)
+        else:
+            for turns in run:
+                data = turns.applied(data, title)
+    return data
 
 
 def _log_title(agent: str, day: date) -> str:

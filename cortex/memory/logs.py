@@ -15,6 +15,7 @@ person removed from memory.org.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 
@@ -43,8 +44,8 @@ class Marked:
     line: int
 
 
-def render_entry(moment: datetime, title: str, summary: str, session: str) -> str:
-    """The Org text of one session entry: `* HH:MM — title`, a :SESSION: property, the summary."""
+def render_entry(moment: datetime, title: str, summary: str, session: str, people: Sequence[str] = ()) -> str:
+    """The Org text of one session entry: `* HH:MM — title`, its :SESSION: and :PEOPLE: (when given), the summary."""
     title = " ".join(title.split())
     if not title:
         raise UserError("session title: empty; leave it out to use 'Session'")
@@ -54,8 +55,8 @@ def render_entry(moment: datetime, title: str, summary: str, session: str) -> st
         raise UserError(f"session summary, line {line}: starts with '* ', which Org reads as a new entry; "
                         "use '** ' for a headline inside the entry")
     session = " ".join(session.split())
-    return (f"* {moment:%H:%M} — {title}\n:PROPERTIES:\n:{'SESSION:':<9} {session}\n:END:\n"
-            + (summary + "\n" if summary else ""))
+    drawer = f":{'SESSION:':<9} {session}\n" + (f":{'PEOPLE:':<9} {', '.join(people)}\n" if people else "")
+    return f"* {moment:%H:%M} — {title}\n:PROPERTIES:\n{drawer}:END:\n" + (summary + "\n" if summary else "")
 
 
 def log_addition(old: bytes | None, entries: list[str], title: str) -> bytes:

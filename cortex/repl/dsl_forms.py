@@ -26,7 +26,7 @@ def defmemory(session, name, *settings):
     """Define an agent memory in this session: (defmemory agent-memory :retention "30d").
 
     Settings: :store org or ephemeral, :path "org/agents", :retention "90d",
-    :search {:vector-weight 0.7 :keyword-weight 0.3 :fusion rrf} (search ranks by the first memory's).
+    :search {:vector-weight 0.5 :keyword-weight 0.5 :fusion rrf} (search ranks by the first memory's).
     Defining a name again replaces it; a problem is shown where it was written and nothing is defined.
     """
 

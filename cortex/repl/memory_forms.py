@@ -14,17 +14,21 @@ from .values import Message, OrgText, SearchResults
 
 @form
 def search(session, query, *, limit=10, agent=None, type=None, source=None, path=None,
-           tag=None, todo=None, as_of=None, fusion=None, explain=False):
+           tag=None, todo=None, speaker=None, since=None, until=None, context=0, as_of=None, fusion=None,
+           explain=False):
     """Hybrid search, by meaning and by exact words: a table of score, file:line and outline, best first.
 
     (search "deploy")                                   the working state
     (search "E1042" :agent "assistant" :type "fact")    one agent's memory, one type of item
-    :source "memory" or "notes", :path "notes/", :tag "ops", :todo "TODO" narrow it down;
+    :source "memory" or "notes", :path "notes/" (a prefix), :tag "ops", :todo "TODO" narrow it down;
+    :speaker "Caroline" keeps one person's turns; :since "2023-05-01" :until "-7d" keep what is dated then
+    (a period the query names, "in May 2023", "last week", raises it); :context 2 brings the turns around;
     :as-of "HEAD~1" searches a snapshot; :fusion "rrf" ranks by reciprocal rank fusion;
     :explain True shows the scores behind each rank. (show (first r)) shows where a result is.
     """
     results = session.cortex.search(query, limit=limit, agent=agent, type=type, source=source, path=path,
-                                    tag=tag, todo=todo, as_of=snapshot_ref(as_of), fusion=fusion)
+                                    tag=tag, todo=todo, speaker=speaker, since=since, until=until, context=context,
+                                    as_of=snapshot_ref(as_of), fusion=fusion)
     return SearchResults(results, explain)
 
 
@@ -103,6 +107,22 @@ def memory_forget(session, agent, item, *, hard=False, yes=False):
     return session.cortex.memory.forget(agent, item, hard=hard)
 
 
+@form
+def memory_turn(repl, agent, session, speaker, text, *, at=None, title=None):
+    """Log one turn of a conversation in an agent's daily log, and show the session's entry as it is now.
+
+    (memory-turn "assistant" "s-42" "Dana" "When is the next deploy?") adds the headline
+    "** Dana: When is the next deploy?" to the entry of session s-42 in today's log (a new entry, titled
+    :title or "Conversation", when the session has none there yet); :at "2026-11-20 14:05" says when.
+    """
+    # `repl` is the REPL session: `session` is the conversation's, as its log names it.
+    from ..api import Utterance
+    from ..memory.conversation.orglog import session_entry
+
+    path = repl.cortex.memory.record_session(agent, [Utterance(speaker, text, at)], title, session=session)
+    return OrgText(session_entry(repl.cortex.show(path), session), path)
+
+
 def _confirmed(session, yes: bool, question: str) -> bool:
     """Whether an erasure that cannot be undone may go ahead: :yes True, or the person says so."""
     if yes:
@@ -114,6 +134,22 @@ def _confirmed(session, yes: bool, question: str) -> bool:
 
 
 # --- conversation memory ----------------------------------------------------------------------
+
+
+@form
+def add_turn(repl, tenant, user, session, message, response, *, run=""):
+    """Keep one exchange in the conversation memory of an identity, as MCP's add_turn does, and show what the
+    identity's next LLM call would see.
+
+    (add-turn "acme" "dana" "s-42" "When is the next deploy?" "Tuesday, after the standup.");
+    :run names a run within the session. (turns "acme" "dana" "s-42") shows it again.
+    """
+    from ..api import Identity, Turn
+
+    who = Identity(tenant, user, session, run)
+    with repl.cortex.conversations() as memory:
+        memory.add_turn(who, Turn(message, response))
+        return memory.get_llm_context(who)
 
 
 @form

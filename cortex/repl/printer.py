@@ -92,8 +92,11 @@ def ingest_summary(report, root) -> str:
         parts.append(f"{len(report.removed)} removed")
     if report.problems:
         parts.append(f"{len(report.problems)} with problems")
+    if report.received:
+        parts.append(f"{len(report.received)} received from the store")
     lines = [f"ingested {counted(report.files, 'Org file')} from {root} ({', '.join(parts)}) in {report.seconds:.2f} s"]
     lines += [f"  {problem}" for problem in report.problems]
+    lines += [f"  conflict {conflict}" for conflict in report.conflicts]
     return "\n".join(lines)
 
 

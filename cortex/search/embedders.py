@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -17,7 +18,8 @@ import threading
 import warnings
 import zlib
 from collections.abc import MutableMapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import suppress
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -66,7 +68,7 @@ _CHARS_PER_TOKEN = 6
 # weight float again. onnxruntime's own tools derive from it, once per machine, a model whose matrix products
 # run on int8: a session folds the weights into float constants, then dynamic quantization per channel gives
 # every MatMul back exactly the shipped int8 weights and scales, and quantizes its input on each run, over the
-# whole batch (so a vector moves a little with its batch-mates); the embedding tables stay as shipped. On corpus
+# whole run (so each text is run alone: see `MiniLMEmbedder.embed`); the embedding tables stay as shipped. On corpus
 # headlines it takes 0.49x the CPU time, its vectors at cosine 0.993 on average to the bundled model's (0.97 at
 # worst); R@1 and MRR of both: bench/embed_quality.py and bench/quality.py. It takes about 3 s of CPU, in a
 # child process: the tools set up the root logger of the process calling them, and peak at 430 MB.
@@ -93,10 +95,27 @@ def _package_dir(package: str) -> Path | None:
 
 
 def _sha256(path: Path) -> str:
+    """The file's SHA-256. Model files are checked by every process that searches: their digests are kept in
+    the models folder by path, size, inode and modification time (as git's index keeps a file's), which spares
+    reading 45 MB (0.1 s) when none of these changed."""
+    info = path.stat()
+    stamp = f"{path.resolve()} {info.st_size} {info.st_ino} {info.st_mtime_ns}"
+    known = _models_folder() / "digests.json"
+    try:
+        digests = json.loads(known.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        digests = {}
+    if isinstance(digests, dict) and isinstance(found := digests.get(stamp), str):
+        return found
     digest = hashlib.sha256()
     with path.open("rb") as stream:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
+    digests = {key: value for key, value in (digests if isinstance(digests, dict) else {}).items()
+               if not key.startswith(f"{path.resolve()} ")}
+    digests[stamp] = digest.hexdigest()
+    with suppress(OSError, CortexError):  # a folder that cannot be written reads the file each time
+        write_atomically(known, json.dumps(digests).encode(), durable=False)
     return digest.hexdigest()
 
 
@@ -155,15 +174,12 @@ class MiniLMEmbedder:
 
     The model is found (or derived) when the name is first asked for, and loaded on the first `embed`. A text's
     vector is read from its first `max_tokens` tokens (the cost grows faster than the length). The name tells
-    the model (the derived file's digest) and that limit: another model or limit is another vector space.
+    the model (the derived file's digest), that each text runs alone, and that limit: another model or limit is
+    another vector space.
     """
 
     dim = 384
     degraded = False
-    # Padded tokens per run of the model. Texts are sorted by length and each batch pads to its longest:
-    # per text, 32 x 128 tokens cost 1.15x what 8 x 128 do (the activations outgrow the caches), and runs
-    # of fewer than ~256 tokens pay their overhead (CPU time of a one-thread session on corpus headlines).
-    batch_tokens = 1024
 
     def __init__(self, model_file: Path | None = None, tokenizer_file: Path | None = None,
                  threads: int = 2, max_tokens: int = MAX_TOKENS, quantize: bool = True):
@@ -177,9 +193,11 @@ class MiniLMEmbedder:
         self._checked = False
         self._runs: tuple[str, Path | bytes] | None = None
         self._session = None
+        self._starting: Future | None = None  # the session `preload` is making
         self._bulk_runner = None
         self._tokenizer = None
         self._lock = threading.RLock()
+        self._loading = threading.Lock()  # held while the model loads: finding its name waits for none of it
 
     @property
     def name(self) -> str:
@@ -196,7 +214,7 @@ class MiniLMEmbedder:
                 self.check()
                 source = self.files()[0]
                 self._runs = ((self._quantized(source) if self.quantize else None)
-                              or (f"all-MiniLM-L6-v2-onnx-int8-{self.max_tokens}", source))
+                              or (f"all-MiniLM-L6-v2-onnx-int8-alone-{self.max_tokens}", source))
             return self._runs
 
     def _quantized(self, source: Path) -> tuple[str, Path | bytes] | None:
@@ -205,7 +223,7 @@ class MiniLMEmbedder:
         except EmbedderUnavailable as exc:
             warnings.warn(f"{exc}; the bundled model runs instead, about 2x slower", RuntimeWarning, stacklevel=4)
             return None
-        return f"all-MiniLM-L6-v2-onnx-qdyn-{digest}-{self.max_tokens}", model
+        return f"all-MiniLM-L6-v2-onnx-qdyn-{digest}-alone-{self.max_tokens}", model
 
     def files(self) -> tuple[Path, Path]:
         """The bundled model and the tokenizer files (raises EmbedderUnavailable)."""
@@ -238,19 +256,37 @@ class MiniLMEmbedder:
                 raise EmbedderUnavailable(f"the package {module} is not installed")
         self._checked = True
 
+    def preload(self) -> None:
+        """Start making the model's session in a thread, where onnxruntime's C++ runs beside the caller's Python:
+        a search loads its indexes meanwhile (a session takes 0.1 s to make)."""
+        with self._loading:
+            if self._session is None and self._starting is None:
+                self.model()  # found, or derived, here
+                self._starting = Future()
+                threading.Thread(target=self._start, args=(self._starting,), name="cortex-model", daemon=True).start()
+
+    def _start(self, future: Future) -> None:
+        try:
+            future.set_result((self._new_session(self._threads), self._new_tokenizer()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller that waits for the session
+            future.set_exception(exc)
+
     def _load(self) -> None:
-        with self._lock:
+        with self._loading:
             if self._session is not None:
                 return
             self.model()
-            from tokenizers import Tokenizer
+            starting, self._starting = self._starting, None
+            self._session, self._tokenizer = (starting.result() if starting is not None
+                                              else (self._new_session(self._threads), self._new_tokenizer()))
 
-            _, tokenizer_file = self.files()
-            tokenizer = Tokenizer.from_file(str(tokenizer_file))
-            tokenizer.enable_truncation(max_length=self.max_tokens)
-            tokenizer.no_padding()  # batches are padded here, after sorting by length
-            self._session = self._new_session(self._threads)
-            self._tokenizer = tokenizer
+    def _new_tokenizer(self):
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(self.files()[1]))
+        tokenizer.enable_truncation(max_length=self.max_tokens)
+        tokenizer.no_padding()  # each text is run alone, unpadded
+        return tokenizer
 
     def _new_session(self, threads: int):
         import onnxruntime
@@ -259,6 +295,9 @@ class MiniLMEmbedder:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
+        if "-qdyn-" in self.name:  # the derived model is optimized already: optimizing it again starts a session
+            # 0.05 s later, and its texts run in 1.12x the CPU time (the layouts it picks pay off on batches only)
+            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
         model = self.model()
         try:
             return onnxruntime.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
@@ -267,7 +306,7 @@ class MiniLMEmbedder:
             raise EmbedderUnavailable(f"{where}: onnxruntime cannot load it: {exc}") from None
 
     def _bulk(self):
-        """A one-thread session run by one worker per thread: for many batches this beats splitting
+        """A one-thread session run by one worker per thread: for many texts this beats splitting
         each small matrix product across threads (1.6x the texts per second on 2 busy cores)."""
         with self._lock:
             if self._bulk_runner is None:
@@ -293,42 +332,34 @@ class MiniLMEmbedder:
         return ids
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed `texts`: mean of the last hidden state over real tokens, L2-normalised."""
+        """Embed `texts`: mean of the last hidden state over the tokens, L2-normalised.
+
+        Each text is run alone, so its vector is the same whatever it is embedded with: the derived model
+        quantizes a run's activations with one scale, and in a batch a vector moved with its batch-mates
+        (cosine 0.98 at worst). Runs of one text, unpadded, take about 1.1x the CPU time of batches of like
+        lengths (bench/search_engine.py); many of them are shared by one-thread sessions, one per thread.
+        """
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
         if self._session is None:
             self._load()
         token_ids = self.token_ids(texts)
-        # Sorting by length keeps padding, hence wasted compute, small within a batch.
-        order = sorted(range(len(texts)), key=lambda i: len(token_ids[i]))
-        batches = [[]]
-        for i in order:  # the longest so far is this one, sorted: a batch costs len(batch) x its length
-            if batches[-1] and (len(batches[-1]) + 1) * len(token_ids[i]) > self.batch_tokens:
-                batches.append([])
-            batches[-1].append(i)
-        if len(batches) > 1 and self._threads > 1:
+        if len(texts) > 1 and self._threads > 1:
             session, pool = self._bulk()
             run = pool.map
-        else:  # one batch (a query): the latency session splits it across the threads
+        else:  # one text (a query): the latency session splits it across the threads
             session, run = self._session, map
-        embedded = run(lambda batch: self._embed_batch(session, [token_ids[i] for i in batch]), batches)
-        for batch, rows in zip(batches, embedded):
-            out[batch] = rows
+        for row, vector in enumerate(run(lambda ids: self._embed_one(session, ids), token_ids)):
+            out[row] = vector
         return out
 
     @staticmethod
-    def _embed_batch(session, token_ids: list[list[int]]) -> np.ndarray:
-        width = max(len(ids) for ids in token_ids)
-        ids = np.zeros((len(token_ids), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, row_ids in enumerate(token_ids):
-            ids[row, :len(row_ids)] = row_ids
-            mask[row, :len(row_ids)] = 1
-        hidden = session.run(None, {"input_ids": ids, "attention_mask": mask,
+    def _embed_one(session, token_ids: list[int]) -> np.ndarray:
+        ids = np.array([token_ids], dtype=np.int64)
+        hidden = session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
                                     "token_type_ids": np.zeros_like(ids)})[0]
-        # the mean over real tokens, as one batched product; the norm makes dividing by the count needless
-        return _unit_rows(np.matmul(mask[:, None, :].astype(np.float32), hidden)[:, 0])
+        return _unit_rows(hidden[0].mean(axis=0, keepdims=True))[0]
 
 
 def _before_last_space(text: str, end: int) -> str:

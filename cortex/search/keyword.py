@@ -39,9 +39,13 @@ from bm25s.stopwords import STOPWORDS_EN, STOPWORDS_EN_PLUS
 
 from cortex.errors import FormatError
 
-FORMAT = 2  # 2: titles indexed as TITLE-prefixed terms
+FORMAT = 3  # 2: titles indexed as TITLE-prefixed terms; 3: k1 0.9, b 0.4
 WEIGHTS_KEPT = 8  # masks whose document weights are kept (two agents' filters alternating cost one each)
-K1, B = 1.5, 0.75  # bm25s's defaults, stated so the overlay scores with the same ones
+# Term saturation and length normalisation (the overlay scores with the same). Short items of varied length,
+# such as turns of a conversation, lose their answers to length normalisation at bm25s's defaults (1.5, 0.75):
+# on LoCoMo's development half (bench/locomo.py) BM25 alone finds 0.620 of the evidence in its top 10 with
+# these (Anserini's defaults), 0.577 with those.
+K1, B = 0.9, 0.4
 
 _STOPWORDS = frozenset(STOPWORDS_EN)
 # A run of word characters possibly joined by . - / (versions, paths, slash lists, hyphenated names,
@@ -50,7 +54,11 @@ _STOPWORDS = frozenset(STOPWORDS_EN)
 _TOKEN = re.compile(r"\w+(?:[./-]\w+)*|-(?<![\w./-]-)-?(?=[^\W\d_]{2})[\w-]*\w")
 _WORD_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _CAMEL = re.compile(r"[a-z][A-Z]")
-_IDENTIFIER = re.compile(r"[\d_.-]|[a-z][A-Z]")  # what makes a token an identifier
+_JOINED = re.compile(r"[\d_.-]|[a-z][A-Z]")  # what makes a token more than a plain word
+# What makes such a token an identifier, an exact term: a digit, an underscore or a dot inside it, or a camelCase
+# step (E1042, 429, 2.3.1, max_retry_count, ConnectionPool, eu-west-1). Words joined by hyphens (mid-March,
+# total-assets, pre-production) are indexed whole too, but are words: a distractor sharing one is no match.
+_EXACT = re.compile(r"[\d_.]|[a-z][A-Z]")
 _VERSION_PREFIX = re.compile(r"^v(?=\d)")
 _NAME_GAP = re.compile(r"[ \t]+|'")  # what may separate the words of one name: Siobhan O'Neill
 TITLE = "^"  # prefix of the index terms of a text's first line, its title
@@ -64,8 +72,9 @@ def _stem(words: list[str]) -> list[str]:
     return stemmer.stemWords(words)
 
 
-# Words a query may hold that its answer's title need not: stopwords, question words, pronouns.
-_FILLER = frozenset(STOPWORDS_EN_PLUS) | frozenset(_stem(list(STOPWORDS_EN_PLUS)))
+# Words a query may hold that its answer need not: stopwords, question words, pronouns, modal verbs.
+_FILLER = (frozenset(STOPWORDS_EN_PLUS) | frozenset(_stem(list(STOPWORDS_EN_PLUS)))
+           | {"would", "could", "might", "must", "shall"})
 
 
 def _is_capitalised(token: str) -> bool:
@@ -73,12 +82,15 @@ def _is_capitalised(token: str) -> bool:
 
 
 class _Terms:
-    """The terms of a text: identifiers (kept whole), plain words, and (with `names`) personal names."""
+    """The terms of a text: identifiers (kept whole), other joined tokens kept whole (numbers, hyphenated
+    words), plain words, and (with `names`) personal names."""
 
     def __init__(self, text: str, names: bool = False):
         self.identifiers: list[str] = []
+        self.joined: list[str] = []
         self.words: list[str] = []
         self.names: list[str] = []
+        self.joined_names: list[str] = []
         run: list[str] = []  # capitalised words in a row: two or more make a name
         end = 0
         for match in _TOKEN.finditer(text):
@@ -100,26 +112,29 @@ class _Terms:
                 end = match.end()
         self._end_name(run)
 
-    def _add(self, token: str) -> None:
+    def _add(self, token: str, exact: bool = False) -> None:
+        """Add a token that is not a plain word; `exact` makes it an identifier whatever it looks like."""
         if token.startswith("-"):  # a flag is a term, and so is the name after its dashes
             self.identifiers.append(token.lower())
-            token = token.lstrip("-")
+            token, exact = token.lstrip("-"), True
         if "/" in token:  # a path or a list: each file name or code in it is a term of its own
             self.identifiers.append(_VERSION_PREFIX.sub("", token.lower()))
             for part in token.split("/"):
                 if part:
                     self._add(part)
             return
-        if _IDENTIFIER.search(token):
-            self.identifiers.append(_VERSION_PREFIX.sub("", token.lower()))
+        if _JOINED.search(token):
+            whole = _VERSION_PREFIX.sub("", token.lower())
+            (self.identifiers if exact or _EXACT.search(token) else self.joined).append(whole)
             self.words.extend(_keep(_WORD_PART.findall(token)))
         else:
             self.words.extend(_keep([token]))
 
     def _end_name(self, run: list[str]) -> None:
+        run = [token for token in run if token.lower() not in _FILLER]  # "Would Caroline" is one word of a name
         if len(run) > 1 or (run and "-" in run[0]):
-            parts = _keep(part for token in run for part in token.split("-"))
-            self.names.extend(word for word in parts if word not in _FILLER)
+            self.joined_names.extend(token.lower() for token in run if "-" in token)  # Wen-Li, indexed whole
+            self.names.extend(_keep(part for token in run for part in token.split("-")))
 
 
 def _keep(parts: Iterable[str]) -> list[str]:
@@ -129,13 +144,14 @@ def _keep(parts: Iterable[str]) -> list[str]:
 def tokenize(text: str) -> list[str]:
     """Index terms of `text`: stemmed lower-case words, stopwords dropped, identifiers kept whole.
 
-    An identifier (E1234, 2.3.1, #482, max_retry_count, ConnectionPool, summary-latest.json, Wen-Li,
-    --dry-run) yields itself, lower-cased and unstemmed (a leading `v` of a version dropped), plus its
-    stemmed word parts, so both `max_retry_count` and "retry count" find it. A path or slash list
-    also yields each of its parts (/var/log/x.json gives x.json; E7301/E7302 gives e7301 and e7302).
+    An identifier (E1234, 2.3.1, #482, max_retry_count, ConnectionPool, summary-latest.json, --dry-run)
+    or words joined by hyphens (Wen-Li, mid-March) yield themselves, lower-cased and unstemmed (a leading
+    `v` of a version dropped), plus their stemmed word parts, so both `max_retry_count` and "retry count"
+    find it. A path or slash list also yields each of its parts (/var/log/x.json gives x.json;
+    E7301/E7302 gives e7301 and e7302).
     """
     terms = _Terms(text)
-    return terms.identifiers + _stem(terms.words)
+    return terms.identifiers + terms.joined + _stem(terms.words)
 
 
 def document_terms(text: str) -> list[str]:
@@ -148,10 +164,18 @@ def exact_terms(query: str) -> list[str]:
     """The terms of `query` that must match exactly: its identifiers and the words of personal names.
 
     A name is two or more capitalised words in a row (Priya Raman, Siobhan O'Neill) or a capitalised
-    hyphenated word (Wen-Li); a single capitalised word may just start a sentence, so it is not one.
+    hyphenated word (Wen-Li); a single capitalised word may just start a sentence, so it is not one, nor
+    is a capitalised filler word before one ("Would Caroline").
     """
     terms = _Terms(query, names=True)
-    return _distinct(terms.identifiers + _stem(terms.names))
+    return _distinct(terms.identifiers + terms.joined_names + _stem(terms.names))
+
+
+def query_terms(query: str) -> list[str]:
+    """The terms of `query` BM25 scores: its distinct terms less filler words ("what did", "how would"),
+    unless it holds nothing else."""
+    terms = _distinct(tokenize(query))
+    return [term for term in terms if term not in _FILLER] or terms
 
 
 def title_terms(query: str) -> list[str]:
@@ -198,7 +222,7 @@ class KeywordIndex:
             keys.append(key)
             corpus.append(document_terms(text))
         key_array = np.array(keys, dtype=np.uint64)
-        if len(np.unique(key_array)) != len(key_array):
+        if len(set(keys)) != len(keys):  # (np.unique would load numpy.ma: 0.03 s of a search's start)
             raise ValueError("keyword index items have duplicate keys")
         base = None
         if any(corpus):
@@ -257,7 +281,7 @@ class KeywordIndex:
             return []
         # A set is used as given, so that the weights cached for it serve the caller's next query.
         allowed = mask if mask is None or isinstance(mask, (set, frozenset)) else set(mask)
-        terms = _distinct(tokenize(query))
+        terms = query_terms(query)
         found: dict[int, float] = {}
         raw = self._raw_scores(terms)
         if raw is not None:
@@ -275,7 +299,7 @@ class KeywordIndex:
 
         With `identifiers_only`, only the query's `exact_terms` count: the exact-match evidence.
         """
-        terms = exact_terms(query) if identifiers_only else _distinct(tokenize(query))
+        terms = exact_terms(query) if identifiers_only else query_terms(query)
         overlay = self._overlay_scores(terms)
         raw = self._raw_scores(terms)
         out = []
@@ -286,6 +310,16 @@ class KeywordIndex:
             else:
                 out.append(0.0 if raw is None else float(raw[pos] * self._alive[pos]))
         return np.array(out, dtype=np.float32)
+
+    def weight(self, query: str) -> float:
+        """The sum of the idf of the query's terms, a term no item holds weighing most: an item of average
+        length holding each term once scores `weight / (1 + K1)` (see `scores`)."""
+        n_docs = len(self._keys) + len(self._overlay)
+        total = 0.0
+        for term in query_terms(query):
+            df = self._base_doc_freq(term) + len(self._postings.get(term, ()))
+            total += math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+        return total
 
     def title_matches(self, query: str, keys: Iterable[int]) -> np.ndarray:
         """For each of `keys`, whether its title (first line) holds every one of the query's `title_terms`."""

@@ -21,10 +21,11 @@ import re
 import shutil
 import threading
 import time
-from collections import OrderedDict, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
+from datetime import date
 from functools import lru_cache
 from itertools import accumulate
 from pathlib import Path
@@ -44,12 +45,13 @@ from ..objects import EMPTY_TREE, Document, Headline, OrgObject, Tree
 from ..query import walk_document
 from ..words import counted
 from .embedders import CachedEmbedder, Embedder, default_embedder
-from .fusion import METHODS, Hit, Weights, hybrid_search
+from .dates import Period, named_period
+from .fusion import METHODS, Hit, Layout, Weights, hybrid_search
 from .keyword import KeywordIndex
 from .vector import VectorIndex
 
 EMBEDDINGS = "search.embeddings"
-STATE_VERSION = 2  # 2: the state records the newest purge it was made after
+STATE_VERSION = 3  # 2: the state records the newest purge it was made after; 3: dates, speakers, twins, lines
 SAVE_LOCK = "save.lock"  # held while the indexes are written (not hidden: leftovers of saves are)
 MASKS_KEPT = 8  # filters whose keys are kept up to date across changes
 LINES_KEPT = 200_000  # subtrees whose line counts are kept
@@ -84,6 +86,9 @@ class Item:
     type: str | None = None
     tags: tuple[str, ...] = ()
     todo: str | None = None
+    date: str | None = None      # the day it belongs to (ISO): see `item_date`
+    speaker: str | None = None   # who said it, for a turn of a conversation ("** Caroline: ...")
+    container: bool = False      # a session entry holding turns and no text of its own
 
     @property
     def source(self) -> str:
@@ -92,11 +97,11 @@ class Item:
 
     def record(self) -> list:
         return [self.key, self.path, list(self.outline), list(self.position), bytes(self.oid), self.id,
-                self.text, self.agent, self.type, list(self.tags), self.todo]
+                self.text, self.agent, self.type, list(self.tags), self.todo, self.date, self.speaker, self.container]
 
     @classmethod
     def from_record(cls, r: list) -> "Item":
-        return cls(r[0], r[1], tuple(r[2]), tuple(r[3]), Oid(r[4]), r[5], r[6], r[7], r[8], tuple(r[9]), r[10])
+        return cls(r[0], r[1], tuple(r[2]), tuple(r[3]), Oid(r[4]), r[5], r[6], r[7], r[8], tuple(r[9]), *r[10:])
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,8 @@ class SearchResult:
     keyword_norm: float
     hit: Hit  # the fusion's record of the rank, which explains it
     pending: bool = False  # ranked by its words among the items with no vector yet (see `SearchIndex.search`)
+    before: tuple[Item, ...] = ()  # the turns before it in its session, when asked for (`SearchIndex.context`)
+    after: tuple[Item, ...] = ()   # the turns after it
 
     @property
     def path(self) -> str:
@@ -173,6 +180,34 @@ class VectorStatus:
 
     def __str__(self) -> str:
         return f"vectors: {self.vectors:,} of {counted(self.items, 'item')}" + (", building" if self.building else "")
+
+
+class Items(dict):
+    """Items by key. Those read from a saved index are kept as their records and made into `Item`s when first
+    looked up: a search looks at a few of many thousands (making 13,561 of them took 0.14 s of a 0.6 s search)."""
+
+    def __getitem__(self, key: int) -> Item:
+        value = super().__getitem__(key)
+        if type(value) is list:
+            value = Item.from_record(value)
+            super().__setitem__(key, value)
+        return value
+
+    def get(self, key: int, default=None):
+        return self[key] if key in self else default
+
+    def pop(self, key: int, *default):
+        if key not in self:
+            return super().pop(key, *default)
+        value = self[key]
+        del self[key]
+        return value
+
+    def values(self) -> list[Item]:
+        return [self[key] for key in self]
+
+    def items(self) -> list[tuple[int, Item]]:
+        return [(key, self[key]) for key in self]
 
 
 class Results(list):
@@ -237,9 +272,12 @@ class Filters:
     source: str | None = None
     agent: str | None = None
     type: str | None = None
-    path: str | None = None
+    path: str | None = None  # a prefix of the path: "notes/", "agents/a/logs/2023-05"
     tag: str | None = None
     todo: str | None = None
+    speaker: str | None = None  # turns said by this person (any case)
+    since: date | None = None  # items dated on or after this day (undated items are left out)
+    until: date | None = None  # items dated on or before this day
 
     def __post_init__(self):
         if self.source is not None and self.source not in SOURCES:
@@ -251,26 +289,61 @@ class Filters:
         return any(v is not None for v in vars(self).values())
 
 
-def item_key(path: str, outline: tuple[str, ...], oid: bytes, unit: int) -> int:
-    """A 64-bit key for a unit of text in place."""
-    data = encode([path, list(outline), bytes(oid), unit])
+def item_key(path: str, outline: tuple[str, ...], oid: bytes, unit: int, twin: tuple[int, ...] = ()) -> int:
+    """A 64-bit key for a unit of text in place; `twin` tells identical headlines under one parent apart (for
+    it and each ancestor, how many identical headlines precede it among its siblings)."""
+    data = encode([path, list(outline), bytes(oid), unit, list(twin)])
     return int.from_bytes(blake3.blake3(data).digest()[:8], "little")
 
 
-def units(path: str, outline: tuple[str, ...], position: tuple[int, ...], h: Headline) -> Iterable[Item]:
+_DAY = r"(\d{4})-(\d{2})-(\d{2})"
+_ACTIVE = re.compile(rf"<{_DAY}(?:[ \t][^>\n]*)?>")  # an active Org timestamp
+_DATED_TITLE = re.compile(rf"[<\[]?{_DAY}(?:[ \t][^\]>\n]*)?[\]>]?(?:[ \t]+[^\W\d_]+)?")  # 2023-05-08 Monday
+_LOG_FILE = re.compile(rf"(?:^|/){_DAY}\.org$")
+_SPEAKER = re.compile(r"([^\s:,][^:,\n]{0,99}?):(?:[ \t]|$)")  # "Caroline: ...", a turn's speaker (orglog)
+
+
+def _day(match: re.Match | None) -> str | None:
+    if match is None:
+        return None
+    try:
+        return date(int(match[1]), int(match[2]), int(match[3])).isoformat()
+    except ValueError:
+        return None
+
+
+def item_date(path: str, outline: tuple[str, ...], own: str) -> str | None:
+    """The day an item belongs to (ISO): that of the first active timestamp in its own text (`own`: its title,
+    planning and body, drawers left out); else that of the nearest heading (itself or above) titled with a
+    date (a date tree's 2023-05-08 Monday, or a timestamp); else that of its file, a daily log YYYY-MM-DD.org."""
+    found = _day(_ACTIVE.search(own))
+    for title in reversed(outline):
+        if found:
+            break
+        found = _day(_DATED_TITLE.fullmatch(title.strip()))
+    return found or _day(_LOG_FILE.search(path))
+
+
+def units(path: str, outline: tuple[str, ...], position: tuple[int, ...], h: Headline,
+          twin: tuple[int, ...] = ()) -> Iterable[Item]:
     """The searchable units of a headline in place: its own text; a memory section's list items one by one."""
     tag = classify(path, outline, h)
-    body = _PLANNING.sub("", _without_drawers(h.raw.split("\n", 1)[1] if "\n" in h.raw else ""))
+    own = _without_drawers(h.raw)
+    body = _PLANNING.sub("", own.split("\n", 1)[1] if "\n" in own else "")
+    turn = tag is not None and tag.type == "log" and len(outline) > 1 and _SPEAKER.match(h.title)
     common = dict(path=path, outline=outline, position=position, oid=h.oid, id=h.id,
-                  agent=tag and tag.agent, type=tag and tag.type, tags=h.tags, todo=h.todo)
+                  agent=tag and tag.agent, type=tag and tag.type, tags=h.tags, todo=h.todo,
+                  date=item_date(path, outline, own), speaker=turn[1].strip() if turn else None,
+                  container=bool(tag and tag.type == "log" and len(outline) == 1 and h.children
+                                 and not body.strip()))
     section = tag is not None and len(outline) == 1 and path.endswith("/memory.org")
     if section:
         for n, match in enumerate(_LIST_ITEM.finditer(body), 1):
             text = " ".join(match.group(1).split())
-            yield Item(item_key(path, outline, h.oid, n), text=text, **common)
+            yield Item(item_key(path, outline, h.oid, n, twin), text=text, **common)
         return
     text = (h.title + "\n" + body).strip()
-    yield Item(item_key(path, outline, h.oid, 0), text=text, **common)
+    yield Item(item_key(path, outline, h.oid, 0, twin), text=text, **common)
 
 
 def _without_drawers(text: str) -> str:
@@ -285,46 +358,56 @@ def _without_drawers(text: str) -> str:
     return "".join(kept)
 
 
-Parents = list[tuple[tuple[int, ...], tuple[Oid, ...]]]  # (position of a headline, its children's oids)
+# (position of a headline, what tells it from identical siblings of its ancestors, its children's oids)
+Parents = list[tuple[tuple[int, ...], tuple[int, ...], tuple[Oid, ...]]]
 
 
 def changed_units(get: Callable[[bytes], OrgObject], path: str, old: Document | None,
                   new: Document | None) -> tuple[dict[int, Item], dict[int, Item]]:
     """The units of the `old` and the `new` document of a file outside the subtrees both hold, by key.
 
-    A subtree found on both sides among the children of the same outline has the same units
-    on both sides, so it is skipped whole, unless a sibling that changed has its title and
+    A subtree found on both sides among the children of the same outline, as many times on each, has the
+    same units on both sides, so it is skipped whole, unless a sibling that changed has its title and
     children: then the children of both are compared one level down, as they share an outline.
     """
     gone: dict[int, Item] = {}
     came: dict[int, Item] = {}
-    levels = [((), [((), old.children)] if old else [], [((), new.children)] if new else [])]
+    levels = [((), [((), (), old.children)] if old else [], [((), (), new.children)] if new else [])]
     while levels:
         outline, before, after = levels.pop()
-        oids = [set().union(*(children for _, children in parents)) for parents in (before, after)]
-        shared = oids[0] & oids[1]
+        counts = [Counter(oid for _, _, children in parents for oid in children) for parents in (before, after)]
+        shared = {oid for oid, count in counts[0].items() if counts[1].get(oid) == count}
         below: dict[str, tuple[Parents, Parents]] = {}
         for side, (parents, found) in enumerate(((before, gone), (after, came))):
-            if changed := oids[side] - shared:
-                for position, headline in _among(get, parents, changed):
-                    found.update((u.key, u) for u in units(path, (*outline, headline.title), position, headline))
+            if changed := counts[side].keys() - shared:
+                for position, twin, headline in _among(get, parents, changed):
+                    found.update((u.key, u) for u in units(path, (*outline, headline.title), position, headline, twin))
                     if headline.children:
-                        below.setdefault(headline.title, ([], []))[side].append((position, headline.children))
+                        below.setdefault(headline.title, ([], []))[side].append((position, twin, headline.children))
         if below:
             for side, parents in enumerate((before, after)):
-                for position, headline in _among(get, parents, shared):
+                for position, twin, headline in _among(get, parents, shared):
                     if headline.children and headline.title in below:
-                        below[headline.title][side].append((position, headline.children))
+                        below[headline.title][side].append((position, twin, headline.children))
         levels.extend(((*outline, title), b, a) for title, (b, a) in below.items())
     return gone, came
 
 
 def _among(get: Callable[[bytes], OrgObject], parents: Parents,
-           wanted: set[bytes]) -> Iterator[tuple[tuple[int, ...], Headline]]:
-    """The children of `parents` whose oids are `wanted`, with their positions."""
-    for position, children in parents:
-        for n in _positions(children, wanted):
-            yield (*position, n), get(children[n])
+           wanted: set[bytes]) -> Iterator[tuple[tuple[int, ...], tuple[int, ...], Headline]]:
+    """The children of `parents` whose oids are `wanted`, with their positions and twin counts."""
+    for position, twin, children in parents:
+        found = _positions(children, wanted)
+        if len(found) * 8 > len(children):  # many: count the identical ones before each in one pass
+            seen: Counter = Counter()
+            earlier = []
+            for oid in children:
+                earlier.append(seen[oid])
+                seen[oid] += 1
+        else:
+            earlier = {n: children[:n].count(children[n]) for n in found}
+        for n in found:
+            yield (*position, n), (*twin, earlier[n]), get(children[n])
 
 
 def _positions(children: tuple[Oid, ...], wanted: set[bytes]) -> list[int]:
@@ -354,8 +437,13 @@ class SearchIndex:
         self.folder = folder
         self.root: Oid = EMPTY_TREE.oid
         self.tree: Tree | None = None  # the tree followed last, whose oid is `root` (a folder's view is not stored)
-        self.items: dict[int, Item] = {}
+        self.items: dict[int, Item] = Items()
         self.by_path: dict[str, set[int]] = defaultdict(set)
+        self.at: dict[tuple[str, tuple[int, ...]], int] = {}  # (path, position) -> key of the item there
+        # the first line of each item of the files in `lined`, counted when they were first read (an edited file's
+        # lines shift: they are counted again as results need them, see `_line`)
+        self.line_of: dict[int, int] = {}
+        self.lined: set[str] = set()
         self.keyword = KeywordIndex.build([])
         self.vector = VectorIndex(embedder.dim)
         self.pending: set[int] = set()  # keys of items without a vector yet
@@ -399,6 +487,11 @@ class SearchIndex:
                 indexed = self.by_path.get(path, set())
                 removed |= (gone.keys() - came.keys()) & indexed
                 added.update((k, i) for k, i in came.items() if k not in indexed)
+                self.lined.discard(path)
+                if a is None and b is not None:  # a new file: its lines are counted once, as it is read
+                    lines = {node.position: node.line for node in walk_document(self.store, path, get(b))}
+                    self.line_of.update((key, lines[item.position]) for key, item in came.items())
+                    self.lined.add(path)
             self._apply(removed, added)
             self.root, self.tree = tree.oid, tree
             self.dirty = True
@@ -414,12 +507,16 @@ class SearchIndex:
             for key in removed:
                 item = self.items.pop(key)
                 self.by_path[item.path].discard(key)
+                self.line_of.pop(key, None)
+                if self.at.get((item.path, item.position)) == key:
+                    del self.at[item.path, item.position]
         if added:
             keys = list(added)
             texts = [added[k].text for k in keys]
             for key, item in added.items():
                 self.items[key] = item
                 self.by_path[item.path].add(key)
+                self.at[item.path, item.position] = key
             if missing := self._adopt_cached(keys):
                 self.pending.update(missing)
                 self._wake.set()
@@ -435,7 +532,7 @@ class SearchIndex:
     def _rebuild_keyword(self) -> None:
         """Rebuild BM25 without its mask and overlay, then catch up with changes made meanwhile."""
         with self._lock:
-            items = dict(self.items)
+            items = dict(self.items.items())
         fresh = KeywordIndex.build((k, i.text) for k, i in items.items())
         with self._lock:
             fresh.remove(items.keys() - self.items.keys())
@@ -564,6 +661,9 @@ class SearchIndex:
         self.root = EMPTY_TREE.oid
         self.items.clear()
         self.by_path.clear()
+        self.at.clear()
+        self.line_of.clear()
+        self.lined.clear()
         self.pending.clear()
         self._masks.clear()
         self.keyword = KeywordIndex.build([])
@@ -572,7 +672,7 @@ class SearchIndex:
     # --- searching -------------------------------------------------------------------------------
 
     def search(self, query: str, *, limit: int = 10, filters: Filters = Filters(), fusion: str = "weighted",
-               weights: Weights = Weights()) -> Results:
+               weights: Weights = Weights(), today: date | None = None) -> Results:
         """The best items for `query` under `filters`, with their scores and the status of the vectors.
 
         While some items have no vector yet, the fusion ranks those that have one, and the others are
@@ -581,6 +681,9 @@ class SearchIndex:
         are interleaved in proportion to the share of the admitted items each holds: vectors are made
         in an order that owes nothing to the query, so its best answers fall into the two lists in those
         proportions, and the n-th of a list holding a share s of the items stands at about n / s.
+
+        A period the query names ("in May 2023", "last week": `cortex.search.dates`, relative to `today`) raises
+        the items dated within it; a turn of a conversation is ranked with its neighbouring turns as context.
         """
         if not query.strip():
             raise UserError("empty search query")
@@ -588,6 +691,7 @@ class SearchIndex:
             raise UserError(f"unknown fusion {fusion!r}: use one of {', '.join(METHODS)}")
         # The query is embedded outside the lock, so a background build adds its batches meanwhile.
         query_vector = self.queries(query) if len(self.vector) and fusion != "keyword" else None
+        layout = self._layout(named_period(query, today))
         with self._lock:
             status = self.status()
             mask = self._filter_mask(filters)
@@ -596,15 +700,44 @@ class SearchIndex:
             # a copy: the indexes remember the last mask they were given by its identity
             without = set(self.pending) if mask is None else mask & self.pending
             if not without or fusion == "keyword":
-                return Results(self._fused(query, limit, mask, fusion, weights, query_vector), status)
+                return Results(self._fused(query, limit, mask, fusion, weights, query_vector, layout), status)
             admitted = self.items.keys() if mask is None else mask
             with_vectors = {key for key in admitted if key not in without}
             share = len(with_vectors) / (len(with_vectors) + len(without))
-            fused = self._fused(query, limit, with_vectors, fusion, weights, query_vector) if with_vectors else []
+            fused = (self._fused(query, limit, with_vectors, fusion, weights, query_vector, layout)
+                     if with_vectors else [])
+            by_words = self._by_words(query, limit, without, layout)
             placed = [((n + 0.5) / share, r) for n, r in enumerate(fused)]
-            placed += [((n + 0.5) / (1 - share), r) for n, r in enumerate(self._by_words(query, limit, without))]
+            placed += [((n + 0.5) / (1 - share), r) for n, r in enumerate(by_words)]
             placed.sort(key=lambda pair: pair[0])  # stable: on a tie, the fused result first
             return Results([r for _, r in placed[:limit]], status)
+
+    def _layout(self, period: Period | None) -> Layout:
+        """What fusion is told of the items: their neighbouring turns, dates within `period`, containers."""
+        dated = None if period is None else (lambda key: self.items[key].date in period)
+        return Layout(self._neighbours, dated, period.text if period else "", lambda key: self.items[key].container)
+
+    def _neighbours(self, key: int, reach: int = 1) -> tuple[int, ...]:
+        """The keys of the turns up to `reach` before and after a turn of a conversation in its session."""
+        item = self.items[key]
+        if item.speaker is None:
+            return ()
+        *parent, n = item.position
+        found = []
+        for m in (*range(n - reach, n), *range(n + 1, n + reach + 1)):
+            other = self.at.get((item.path, (*parent, m)))
+            if other is not None and self.items[other].outline[:-1] == item.outline[:-1]:
+                found.append(other)
+        return tuple(found)
+
+    def context(self, item: Item, reach: int) -> tuple[tuple[Item, ...], tuple[Item, ...]]:
+        """The turns up to `reach` before and after a turn of a conversation in its session, in order."""
+        with self._lock:
+            if item.key not in self.items or reach < 1:
+                return (), ()
+            found = [self.items[k] for k in self._neighbours(item.key, reach)]
+        n = item.position[-1]
+        return (tuple(i for i in found if i.position[-1] < n), tuple(i for i in found if i.position[-1] > n))
 
     def _filter_mask(self, filters: Filters) -> set[int] | None:
         """The keys `filters` admit (None for no filter), kept for the MASKS_KEPT filters used last."""
@@ -619,16 +752,17 @@ class SearchIndex:
         return mask
 
     def _fused(self, query: str, limit: int, mask: set[int] | None, fusion: str, weights: Weights,
-               query_vector: np.ndarray | None) -> list[SearchResult]:
+               query_vector: np.ndarray | None, layout: Layout) -> list[SearchResult]:
         if query_vector is None and fusion != "keyword":  # the vector index was empty when the search began
             query_vector = self.queries(query)
         hits = hybrid_search(query, self.embedder, self.keyword, self.vector, limit=limit, mask=mask,
-                             method=fusion, weights=weights, query_vector=query_vector)
+                             method=fusion, weights=weights, query_vector=query_vector, layout=layout)
         return [self._result(h) for h in hits]
 
-    def _by_words(self, query: str, limit: int, keys: set[int]) -> list[SearchResult]:
+    def _by_words(self, query: str, limit: int, keys: set[int], layout: Layout) -> list[SearchResult]:
         """The best of `keys` (items without a vector) by their words alone: the fusion's keyword mode."""
-        hits = hybrid_search(query, self.embedder, self.keyword, self.vector, limit=limit, mask=keys, method="keyword")
+        hits = hybrid_search(query, self.embedder, self.keyword, self.vector, limit=limit, mask=keys,
+                             method="keyword", layout=layout)
         return [self._result(h, pending=True) for h in hits]
 
     def _result(self, hit: Hit, pending: bool = False) -> SearchResult:
@@ -637,12 +771,14 @@ class SearchIndex:
                             hit.keyword_norm, hit, pending)
 
     def _mask(self, f: Filters) -> set[int]:
-        paths = [p for p in self.by_path if f.path is None or p == f.path or p.startswith(f.path.rstrip("/") + "/")]
+        paths = [p for p in self.by_path if f.path is None or p.startswith(f.path)]
         keys = set().union(*(self.by_path[p] for p in paths)) if paths else set()
         return {k for k in keys if _admits(f, self.items[k])}
 
     def _line(self, item: Item) -> int:
         """The first line of an item's headline in the file as it is now."""
+        if item.path in self.lined and (line := self.line_of.get(item.key)) is not None:
+            return line
         tree = self.tree if self.tree is not None and self.tree.oid == self.root else self.store.objects[self.root]
         doc = self.store.objects[tree.entries[item.path]]
         line = self._line_at(doc, item.position, item.oid)
@@ -712,7 +848,8 @@ class SearchIndex:
             self.keyword.save(self.folder / "keyword")
             self.vector.save(self.folder / "vectors.usearch")
             state = encode([STATE_VERSION, self.embedder.name, bytes(self.root),
-                            [i.record() for i in self.items.values()], self.purged])
+                            [i.record() for i in self.items.values()], self.purged,
+                            sorted(self.lined), list(self.line_of.items())])
             write_atomically(self.folder / "state.msgpack", state)
             self.dirty = False
 
@@ -726,7 +863,7 @@ class SearchIndex:
         if not (folder / "state.msgpack").exists():
             return index
         try:
-            version, name, root, records, purged = decode((folder / "state.msgpack").read_bytes())
+            version, name, root, records, purged, *lines = decode((folder / "state.msgpack").read_bytes())
             if purged != index.purged:  # made before a purge (on any machine): it may hold the purged text
                 shutil.rmtree(folder, ignore_errors=True)
                 return index
@@ -734,15 +871,17 @@ class SearchIndex:
                 return index
             keyword = KeywordIndex.load(folder / "keyword")
             vector = VectorIndex.load(folder / "vectors.usearch")
-            items = {r[0]: Item.from_record(r) for r in records}
+            items = Items((r[0], r) for r in records)
             missing = vector.absent(list(items))  # saved while vectors were being built
             if len(keyword) != len(items) or len(vector) != len(items) - len(missing):
                 return index
         except Exception:  # a damaged index is derived data: rebuild rather than trust it
             return index
         index.keyword, index.vector, index.items, index.root = keyword, vector, items, Oid(root)
-        for key, item in items.items():
-            index.by_path[item.path].add(key)
+        index.lined, index.line_of = (set(lines[0]), dict(lines[1])) if len(lines) == 2 else (set(), {})
+        for key, path, _, position, *_ in records:
+            index.by_path[path].add(key)
+            index.at[path, tuple(position)] = key
         if missing:  # others may have embedded them since (another process, or a build the save missed)
             index.pending.update(index._adopt_cached(missing))
             index.dirty = len(index.pending) < len(missing)
@@ -756,12 +895,15 @@ def newest_purge(store: Store) -> bytes:
 
 
 def _admits(f: Filters, item: Item) -> bool:
-    return ((f.path is None or item.path == f.path or item.path.startswith(f.path.rstrip("/") + "/"))
+    return ((f.path is None or item.path.startswith(f.path))
             and (f.source is None or item.source == f.source)
             and (f.agent is None or item.agent == f.agent)
             and (f.type is None or item.type == f.type)
             and (f.tag is None or f.tag in item.tags)
-            and (f.todo is None or item.todo == f.todo))
+            and (f.todo is None or item.todo == f.todo)
+            and (f.speaker is None or (item.speaker or "").casefold() == f.speaker.casefold())
+            and (f.since is None or (item.date is not None and item.date >= f.since.isoformat()))
+            and (f.until is None or (item.date is not None and item.date <= f.until.isoformat())))
 
 
 def forget_embeddings(store: Store, replaced: Mapping[tuple[str, bytes], bytes | None]) -> int:
@@ -796,6 +938,12 @@ def _texts(get: Callable[[bytes], OrgObject], path: str, doc: bytes) -> set[str]
 def shared_embedder() -> Embedder:
     """The default embedder, loaded once per process (the model is immutable and thread-safe)."""
     return default_embedder()
+
+
+def preload_model() -> None:
+    """Start loading the default embedder's model, if it has one, beside what the caller does next."""
+    if (preload := getattr(shared_embedder(), "preload", None)) is not None:
+        preload()
 
 
 def cached_embedder(store: Store, embedder: Embedder | None = None) -> CachedEmbedder:

@@ -15,9 +15,11 @@ ones into a summary through a `Summarizer`, walking the health state machine
 (healthy <-> retry <-> degraded <-> recovering -> healthy) when the summarizer fails.
 Every turn stays in the store until `flush`, which returns them (identical turns are
 kept apart: `add_turn` always appends, and `put` returns a key no other turn ever
-gets, so `delete(key)` removes exactly that turn); `turns_to_org_log` renders them as
-an entry of the agent's daily Org log, so a finished session becomes versioned,
-searchable long-term memory.
+gets, so `delete(key)` removes exactly that turn). `AgentMemory.record_session` logs them in
+the agent's daily Org logs in the conversation layout (`orglog`: one entry per session
+and day, one headline per turn under the speaker's own name, the whole turn kept), so a
+finished session becomes versioned, searchable long-term memory; `Utterance` is a turn
+of any speaker, for conversations of more than two people.
 
 Token counts are estimates: ceil(characters / 4) (see `turns.estimate_tokens`).
 
@@ -55,7 +57,7 @@ from .events import (Event, EventBus, HealthChanged, IdentityRejected, ItemDelet
                      RecoveryDropped)
 from .health import Health, InvalidHealthTransition, check_transition
 from .identity import Identity, IdentityRequired
-from .orglog import escape_org_text, turns_to_org_log, unescape_org_text
+from .orglog import Utterance, escape_org_text, read_session, turns_to_org_log, unescape_org_text
 from .protocol import ContextPatch, InvalidSnapshot, MemoryStore, Snapshot, StoreClosed
 from .store import ConversationMemory
 from .strategies import StrategyNotImplemented, SummarizerRequired, make_strategy
@@ -68,6 +70,6 @@ __all__ = [
     "IdentityRejected", "IdentityRequired", "InvalidHealthTransition", "InvalidSnapshot", "InvalidTurn",
     "ItemDeleted", "ItemPut", "MemoryConfig", "MemoryStore", "Reason", "RecoveryDropped", "Snapshot",
     "StoreClosed", "StrategyNotImplemented", "Summarizer", "SummarizerRequired", "TrajectoryDigest", "Turn",
-    "UnknownDriver", "check_transition", "escape_org_text", "estimate_tokens", "make_strategy", "open_memory",
-    "register", "registry", "turns_to_org_log", "unescape_org_text",
+    "UnknownDriver", "Utterance", "check_transition", "escape_org_text", "estimate_tokens", "make_strategy",
+    "open_memory", "read_session", "register", "registry", "turns_to_org_log", "unescape_org_text",
 ]

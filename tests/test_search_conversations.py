@@ -1,0 +1,157 @@
+"""Search over conversations and dated memory: each turn is an item that knows its day and speaker, identical
+turns stay distinct, sessions do not crowd turns, neighbouring turns count and come along, periods filter and
+raise."""
+
+import re
+from datetime import date
+from decimal import Decimal
+
+import pytest
+
+import cortex.api as cx
+from cortex.errors import UserError
+from cortex.search.dates import named_period
+
+LOG = "agents/pal/logs/2023-05-08.org"
+LATER = "agents/pal/logs/2023-07-02.org"
+
+MAY = """* 13:56 — Session 1
+:PROPERTIES:
+:SESSION:  pal-1
+:PEOPLE:   Caroline, Melanie
+:END:
+** Caroline: Hey Mel! How have you been?
+** Melanie: Swamped with the kids. What did you do this week?
+** Caroline: I went to an LGBTQ support group yesterday, it was so powerful.
+** Melanie: ok
+** Caroline: I am researching adoption agencies now.
+** Melanie: ok
+"""
+JULY = """* 10:02 — Session 2
+:PROPERTIES:
+:SESSION:  pal-2
+:END:
+** Melanie: We went camping at the beach with the kids.
+** Caroline: Did you see the pottery workshop flyer?
+"""
+NOTES = """* Planning
+** 2023-06-14 Wednesday
+*** Reviewed the quarterly budget with finance
+* Release of the mobile app <2023-09-01 Fri>
+* Undated idea about the garden
+"""
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory):
+    root = tmp_path_factory.mktemp("conversations")
+    org = root / "org"
+    for path, text in ((LOG, MAY), (LATER, JULY), ("notes/plans.org", NOTES)):
+        (org / path).parent.mkdir(parents=True, exist_ok=True)
+        (org / path).write_text(text)
+    with cx.open(root / "store", org) as c:
+        c.ingest()
+        yield c
+
+
+def items(c):
+    index = c._search_index
+    index.follow(c.working())
+    return list(index.items.values())
+
+
+def test_identical_turns_of_one_session_stay_distinct_items(searched):
+    oks = [i for i in items(searched) if i.text == "Melanie: ok"]
+    assert len(oks) == 2 and len({i.key for i in oks}) == 2
+    assert sorted(i.position for i in oks) == [(0, 3), (0, 5)]
+    found = searched.search("ok", agent="pal", speaker="Melanie", fusion="keyword")
+    assert sorted(r.line for r in found if r.text == "Melanie: ok") == [9, 11]
+
+
+def test_items_know_their_day_and_speaker(searched):
+    by_text = {i.text.split("\n")[0]: i for i in items(searched)}
+    turn = by_text["Caroline: I am researching adoption agencies now."]
+    assert (turn.date, turn.speaker) == ("2023-05-08", "Caroline")
+    assert by_text["Melanie: We went camping at the beach with the kids."].date == "2023-07-02"
+    assert by_text["Reviewed the quarterly budget with finance"].date == "2023-06-14"  # under a dated heading
+    assert by_text["Release of the mobile app <2023-09-01 Fri>"].date == "2023-09-01"  # an active timestamp
+    assert by_text["Undated idea about the garden"].date is None
+    assert by_text["13:56 — Session 1"].container and by_text["13:56 — Session 1"].speaker is None
+
+
+def test_session_entries_do_not_crowd_the_turns(searched):
+    found = searched.search("the first session with Caroline", agent="pal", limit=20)
+    assert len(found) == 8 and all(not r.item.container for r in found)  # the eight turns, no session
+    titled = searched.search("13:56 — Session 1", agent="pal", limit=3)
+    assert titled[0].item.container  # its title holds every word of the query
+
+
+def test_speaker_filter_keeps_one_persons_turns(searched):
+    found = searched.search("what did they do", agent="pal", speaker="caroline", limit=10)
+    assert found and {r.item.speaker for r in found} == {"Caroline"}
+    assert searched.search("kids", speaker="Nobody") == []
+
+
+def test_a_hit_brings_its_neighbouring_turns(searched):
+    hit = searched.search("adoption agencies", agent="pal", limit=1, context=1)[0]
+    assert hit.text == "Caroline: I am researching adoption agencies now."
+    assert [t.text for t in hit.before] == ["Melanie: ok"] and [t.text for t in hit.after] == ["Melanie: ok"]
+    wide = searched.search("adoption agencies", agent="pal", limit=1, context=2)[0]
+    assert len(wide.before) == 2 and len(wide.after) == 1  # the session ends there
+    with pytest.raises(UserError, match="context"):
+        searched.search("x", context=-1)
+
+
+def test_a_period_filters_and_a_named_period_raises(searched):
+    may = searched.search("kids", since="2023-05-01", until="2023-05-31", limit=10)
+    assert may and {r.item.date for r in may} == {"2023-05-08"}
+    assert all(r.item.date for r in searched.search("budget", since="2023-01-01", limit=10))
+    named = searched.search("what happened with the kids in July 2023?", agent="pal", limit=1)[0]
+    assert named.item.date == "2023-07-02" and "date (within July 2023)" in named.explain()
+    total, *parts = re.findall(r"(?:^fused |= |\) \+ )(\d+\.\d+)", named.explain())
+    assert len(parts) == 3 and sum(map(Decimal, parts)) == Decimal(total)  # the printed terms add up
+    with pytest.raises(UserError, match="not a date"):
+        searched.search("x", since="last tuesday")
+
+
+def test_path_filters_match_by_prefix(searched):
+    found = searched.search("kids", path="agents/pal/logs/2023-05", limit=10)
+    assert found and {r.path for r in found} == {LOG}
+
+
+@pytest.mark.parametrize("query, period", [
+    ("What did Nate do for Joanna on 25 May, 2022?", (date(2022, 5, 25), date(2022, 5, 25))),
+    ("What painting did Melanie show on October 13, 2023?", (date(2023, 10, 13), date(2023, 10, 13))),
+    ("deploys on 2026-11-20", (date(2026, 11, 20), date(2026, 11, 20))),
+    ("What setback did Melanie face in October 2023?", (date(2023, 10, 1), date(2023, 10, 31))),
+    ("How many times in 2023?", (date(2023, 1, 1), date(2023, 12, 31))),
+    ("what did I fix yesterday", (date(2026, 11, 26), date(2026, 11, 26))),
+    ("notes from last week", (date(2026, 11, 16), date(2026, 11, 22))),
+    ("last month's incidents", (date(2026, 10, 1), date(2026, 10, 31))),
+])
+def test_periods_named_in_a_query(query, period):
+    found = named_period(query, today=date(2026, 11, 27))
+    assert (found.start, found.end) == period
+
+
+def test_what_names_no_period():
+    assert named_period("May I ask about the 2.3.1 release of E2023?", today=date(2026, 11, 27)) is None
+    june = named_period("When did Melanie go camping in June?")
+    assert june.month == 6 and date(2023, 6, 9) in june and date(2023, 7, 9) not in june
+    assert named_period("on 31 February") is None and named_period("the 2023 budget") is None
+
+
+def test_an_identical_turn_added_later_is_a_new_item(tmp_path):
+    log = tmp_path / "org" / LOG
+    log.parent.mkdir(parents=True)
+    log.write_text(MAY)
+    with cx.open(tmp_path / "store", tmp_path / "org") as c:
+        c.ingest()
+        count = lambda: sum(i.text == "Melanie: ok" for i in items(c))  # noqa: E731
+        assert count() == 2
+        log.write_text(MAY + "** Melanie: ok\n")
+        c.ingest()
+        assert count() == 3
+        log.write_text(MAY.replace("** Melanie: ok\n", "", 1))
+        c.ingest()
+        assert count() == 1
