@@ -45,6 +45,8 @@ def cortex(capsys, monkeypatch, *args, stdin=None):
     (["dsl", "check", "/dev/zero"], "/dev/zero", "256.0 KiB, the most a definitions file may hold"),
     (["dsl", "convert", "/dev/zero"], "/dev/zero", "256.0 KiB, the most a definitions file may hold"),
     (["eval"], "stdin", "16.0 MiB, the most forms piped in may hold"),
+    (["memory", "turn", "assistant", "--session", "s", "--file", "/dev/zero"], "/dev/zero",
+     "64.0 MiB, the most a turns file may hold"),
     (["repl"], "stdin", "16.0 MiB, the most forms piped in may hold"),
 ])
 def test_a_reader_stops_at_its_bound_and_says_so(store, capsys, monkeypatch, args, name, bound):

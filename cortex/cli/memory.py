@@ -14,6 +14,7 @@ from .search import note_status, searched
 
 
 TYPES = ("fact", "procedure", "pattern")
+MAX_TURNS_FILE = 64 << 20  # characters of turns read from a file (or stdin)
 
 
 @click.group(name="memory", cls=Commands)
@@ -152,6 +153,7 @@ def turn(cx, agent, text, session, speaker, at, title, file_):
     """
     from ..memory.conversation.orglog import utterance_from
     from ..memory.layout import log_path
+    from ..reads import read_text_bounded
 
     if (text is None) == (file_ is None):
         raise click.UsageError("give the turn's TEXT or --file, one of the two")
@@ -161,8 +163,9 @@ def turn(cx, agent, text, session, speaker, at, title, file_):
     if file_ is None:
         said = [utterance_from({"text": text}, "TEXT", speaker, at)]
     else:
+        lines = read_text_bounded(file_, MAX_TURNS_FILE, "a turns file", file_.name).splitlines()
         said = [utterance_from(_json_line(file_.name, n, line), f"{file_.name}:{n}", speaker, at)
-                for n, line in enumerate(file_, 1) if line.strip()]
+                for n, line in enumerate(lines, 1) if line.strip()]
         if not said:
             raise UserError(f"{file_.name}: no turn in it (one JSON object a line)")
     cx.memory.record_session(agent, said, title, session=session, now=now)
