@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import statistics
 import sys
 import time
@@ -17,6 +18,25 @@ def corpus_files() -> list[Path]:
     if not CORPUS.is_dir():
         sys.exit(f"the corpus is not at {CORPUS}")
     return sorted(p for p in CORPUS.rglob("*.org") if "oracle" not in p.parts)
+
+
+def corpus_copy(target: Path) -> Path:
+    """A private copy of the corpus's Org files at `target` (a store makes the folder it tracks a working copy
+    of it, which the corpus, read-only, cannot be)."""
+    shutil.copytree(CORPUS, target, ignore=shutil.ignore_patterns("oracle", "*.md", "*.sh", "*.py"))
+    return target
+
+
+def examples_copy(target: Path) -> Path:
+    """A private copy of the bundled Org examples at `target`, without the working-copy record the tour's
+    store left in them."""
+    shutil.copytree(REPO / "org", target, ignore=shutil.ignore_patterns(".cortex"))
+    return target
+
+
+def untracked(folder: Path) -> None:
+    """Make `folder` an Org folder no store has seen (a new store can then track it): its record goes."""
+    shutil.rmtree(folder / ".cortex", ignore_errors=True)
 
 
 def best_of(fn, repeat: int = 3) -> float:

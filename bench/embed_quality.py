@@ -15,11 +15,13 @@ from __future__ import annotations
 import json
 import random
 import re
+import tempfile
 import time
+from pathlib import Path
 from collections import Counter
 from collections.abc import Callable
 
-from _common import CORPUS, REPO, report
+from _common import REPO, corpus_copy, report
 
 import numpy as np
 
@@ -35,7 +37,8 @@ LINK = re.compile(r"\[\[([^\]]*)\](?:\[([^\]]*)\])?\]")
 
 def corpus_items() -> list[Item]:
     """The search items of every headline of the corpus, as the search index makes them, in file order."""
-    with cx.open(in_memory=True, org_root=CORPUS) as c:
+    with tempfile.TemporaryDirectory() as folder, \
+            cx.open(in_memory=True, org_root=corpus_copy(Path(folder) / "org")) as c:
         c.ingest()
         tree = c.working()
         get = c.store.objects.__getitem__

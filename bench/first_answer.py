@@ -23,7 +23,7 @@ from pathlib import Path
 
 import orgparse
 
-from _common import CORPUS, REPO, best_of, corpus_files, report
+from _common import CORPUS, REPO, best_of, corpus_copy, corpus_files, report
 
 QUERY = "how do I export to HTML"
 CORTEX = [sys.executable, "-c", "from cortex.cli import main; main()"]
@@ -36,11 +36,12 @@ def parse_with_orgparse(files: list[Path]) -> None:
         orgparse.loadi(path.read_text().split("\n"))  # as bench/ingest.py
 
 
-def interrupted_ingest(store: Path) -> tuple[float, str]:
-    """Run `cortex ingest` on a terminal, Ctrl-C it once some items are embedded; (seconds to the Ctrl-C, screen)."""
+def interrupted_ingest(store: Path, org: Path) -> tuple[float, str]:
+    """Run `cortex ingest` of `org` on a terminal, Ctrl-C it once some items are embedded; (seconds to the
+    Ctrl-C, screen)."""
     program, typist = os.openpty()
     start = time.perf_counter()
-    ingest = subprocess.Popen([*CORTEX, "ingest", "--store", str(store), "--org", str(CORPUS)], cwd=REPO,
+    ingest = subprocess.Popen([*CORTEX, "ingest", "--store", str(store), "--org", str(org)], cwd=REPO,
                               stdin=program, stdout=program, stderr=program, env={**os.environ, "COLUMNS": "120"})
     os.close(program)
     seen = b""
@@ -89,7 +90,7 @@ def main() -> None:
     report("orgparse parse of every file (baseline)", parse, parse)
     with tempfile.TemporaryDirectory() as folder:
         store = Path(folder) / "store"
-        until_interrupt, shown = interrupted_ingest(store)
+        until_interrupt, shown = interrupted_ingest(store, corpus_copy(Path(folder) / "org"))
         kept = re.findall(r"interrupted: (vectors: [\d,]+ of [\d,]+ items)", shown)
         report("cortex ingest until Ctrl-C (parse, index, a first batch)", until_interrupt, parse)
         print(f"  it said: interrupted: {kept[-1] if kept else '?'} kept")

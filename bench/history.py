@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import CORPUS, best_of, report
+from _common import best_of, corpus_copy, report
 
 import cortex.api as cx
 
@@ -72,7 +72,7 @@ def main() -> None:
     large.close()
 
     corpus = work / "corpus"
-    shutil.copytree(CORPUS, corpus, ignore=shutil.ignore_patterns("oracle", "*.md", "*.sh", "*.py"))
+    corpus_copy(corpus)
     git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost", "-C", str(corpus)]
     subprocess.run(["git", "init", "-q", str(corpus)], check=True)
 

@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import CORPUS, best_of, corpus_files, report
+from _common import best_of, corpus_copy, corpus_files, report, untracked
 
 import orgparse
 
@@ -30,7 +30,7 @@ def main() -> None:
     files = corpus_files()
     work = Path(tempfile.mkdtemp(prefix="cortex-bench-"))
     org = work / "org"
-    shutil.copytree(CORPUS, org, ignore=shutil.ignore_patterns("oracle", "*.md", "*.sh", "*.py"))
+    corpus_copy(org)
     size = sum(p.stat().st_size for p in org.rglob("*.org"))
     print(f"corpus: {len(files)} files, {size / 1e6:.2f} MB")
 
@@ -40,6 +40,7 @@ def main() -> None:
     def cold():
         store = work / "store-cold"
         shutil.rmtree(store, ignore_errors=True)
+        untracked(org)
         with cx.open(store, org) as c:
             c.ingest()
 
@@ -73,6 +74,7 @@ def main() -> None:
     def cold_single():
         store = work / "store-single"
         shutil.rmtree(store, ignore_errors=True)
+        untracked(org)
         with cx.open(store, org) as single:
             single.ingest(largest)
 

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import REPO, report
+from _common import examples_copy, report
 
 # This file is named mcp.py, and its folder comes first on sys.path: drop it, so that `mcp` is the SDK.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
@@ -116,7 +116,7 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="cortex-bench-mcp-"))
     try:
         org, store = folder / "org", folder / "store"
-        shutil.copytree(REPO / "org", org)
+        examples_copy(org)
         local = in_process(store, org)
         remote = anyio.run(over_stdio, store, org)
     finally:

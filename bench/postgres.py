@@ -26,7 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from _common import CORPUS, REPO, best_of, percentiles, report
+from _common import CORPUS, REPO, best_of, corpus_copy, examples_copy, percentiles, report
 
 import cortex.api as cx
 import cortex.search.service as service
@@ -82,20 +82,13 @@ class Engines:
         self.server.cleanup()
 
 
-def corpus_copy(work: Path, name: str) -> Path:
-    """A private copy of the corpus's Org files."""
-    org = work / name
-    shutil.copytree(CORPUS, org, ignore=shutil.ignore_patterns("oracle", "*.md", "*.sh", "*.py"))
-    return org
-
-
 def corpus_costs(engines: Engines, work: Path) -> dict[str, dict[str, float]]:
     """Per engine: cold ingest, snapshot, one-edit re-ingest, index build from cached vectors, query p50."""
     hashing = HashingEmbedder()  # the model's speed is bench/search_engine.py's business, not the engine's
     service.shared_embedder = lambda: hashing
     costs = {}
     for engine in ("LMDB", "PostgreSQL"):
-        org, store = corpus_copy(work, f"corpus-{engine}"), engines.fresh(engine)
+        org, store = corpus_copy(work / f"corpus-{engine}"), engines.fresh(engine)
         with cx.open(store, org) as c:
             started = time.perf_counter()
             c.ingest()
@@ -137,7 +130,7 @@ def corpus_costs(engines: Engines, work: Path) -> dict[str, dict[str, float]]:
 def memory_add(engines: Engines, work: Path, engine: str) -> float:
     """Seconds per memory item added (merge into memory.org, atomic write, ingest), median of MEMORY_ADDS."""
     org = work / f"memory-{engine}"
-    shutil.copytree(REPO / "org", org)
+    examples_copy(org)
     times = []
     with cx.open(engines.fresh(engine), org) as c:
         c.ingest()
@@ -154,7 +147,7 @@ def deliveries(engines: Engines, work: Path, engine: str) -> float:
     import webhooks
 
     org = work / f"webhooks-{engine}"
-    shutil.copytree(REPO / "org", org)
+    examples_copy(org)
     (org / "definitions.hy").unlink()
     with cx.open(engines.fresh(engine), org) as c, \
             ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as clients:
@@ -166,7 +159,7 @@ def writes_per_second(engines: Engines, work: Path, engine: str, writers: int) -
     """Writes per second of `writers` processes writing at once (each ingests WRITES files of its own)."""
     folder = work / f"writers-{engine}-{writers}"
     org = folder / "org"
-    shutil.copytree(REPO / "org", org)
+    examples_copy(org)
     store = engines.fresh(engine)
     with cx.open(store, org) as c:
         c.ingest()

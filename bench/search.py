@@ -27,7 +27,7 @@ import onnxruntime
 import orgparse
 from tokenizers import Tokenizer
 
-from _common import CORPUS, best_of, corpus_files, percentiles, report
+from _common import best_of, corpus_copy, corpus_files, percentiles, report
 
 import cortex.api as cx
 from cortex.search.service import SearchIndex, shared_embedder
@@ -87,7 +87,7 @@ def main() -> None:
     parse_cpu = (time.process_time() - used) / 3
     work = Path(tempfile.mkdtemp(prefix="cortex-bench-"))
     org = work / "org"
-    shutil.copytree(CORPUS, org, ignore=shutil.ignore_patterns("oracle", "*.md", "*.sh", "*.py"))
+    corpus_copy(org)
     with cx.open(work / "store", org) as c:
         c.ingest()
         counting.embed(["warm up"])

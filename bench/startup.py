@@ -97,7 +97,7 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cortex-startup-"))
     try:
-        shutil.copytree(REPO / "org", work / "org")
+        shutil.copytree(REPO / "org", work / "org", ignore=shutil.ignore_patterns(".cortex"))
         interactive(work / "store", work / "org")  # the first run creates the store; later ones re-open it
         results: dict[str, list[float]] = {"hy -c 1": [], "eval (+ 1 1)": [], "prompt drawn": [], "key echoed": [],
                                            "line editor up": [], "ingested": []}

@@ -24,7 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from _common import REPO, percentiles, report
+from _common import examples_copy, percentiles, report
 
 import cortex.api as cx
 from cortex.dsl import Provider, WebhookDefinition
@@ -171,7 +171,7 @@ def idle_run(pool: ProcessPoolExecutor, body: bytes) -> tuple[float, float, floa
 def receiver() -> None:
     work = Path(tempfile.mkdtemp(prefix="cortex-bench-webhooks-"))
     try:
-        shutil.copytree(REPO / "org", work / "org")
+        examples_copy(work / "org")
         (work / "org" / "definitions.hy").unlink()
         with cx.open(work / "store", work / "org") as cortex, \
                 ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:

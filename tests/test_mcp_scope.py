@@ -157,7 +157,7 @@ def test_what_is_in_scope_is_reached(bound):
 
 
 @pytest.mark.parametrize("tool, argument", [("show", "target"), ("read", "cortex://ids/"),
-                                            ("read", f"cortex://snapshots/HEAD/ids/")])
+                                            ("read", "cortex://snapshots/HEAD/ids/")])
 def test_an_id_out_of_scope_is_answered_as_one_that_does_not_exist(bound, tool, argument):
     for outside in (REVIEWER_ID, NOTE_ID, bound.oids[REVIEWER_ID]):
         absent = "0" * 64 if re.fullmatch("[0-9a-f]{64}", outside) else "no-such-id-at-all"

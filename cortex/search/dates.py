@@ -15,7 +15,7 @@ _MONTHS.update({name.lower(): n for n, name in enumerate(calendar.month_abbr) if
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _ORDINAL = r"(?:st|nd|rd|th)?"
 _PATTERNS = (  # (pattern, what its groups are), the most precise first
-    (re.compile(rf"\b(\d{{4}})-(\d{{2}})-(\d{{2}})\b"), "ymd"),
+    (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), "ymd"),
     (re.compile(rf"\b(\d{{1,2}}){_ORDINAL}(?: of)? ({_MONTH})\.?,? (\d{{4}})\b", re.I), "dmy"),
     (re.compile(rf"\b({_MONTH})\.? (\d{{1,2}}){_ORDINAL},? (\d{{4}})\b", re.I), "mdy"),
     (re.compile(rf"\b({_MONTH})\.?,? (\d{{4}})\b", re.I), "my"),
