@@ -4,6 +4,7 @@ and PostgreSQL."""
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,17 @@ def test_a_rollback_counts_what_store_side_writers_committed_as_an_edit(tmp_path
         kept = c.rollback("HEAD", keep=True).kept
         assert STORE_SIDE in render_file(c.store, c.state(kept.oid), str(MEMORY))
         assert STORE_SIDE not in (org / MEMORY).read_text() and c.sync().sent == []
+
+
+def test_a_folder_that_cannot_be_written_is_refused_in_one_line(tmp_path, org):
+    readonly = tmp_path / "readonly"
+    readonly.mkdir()
+    if subprocess.run(["mount", "--bind", str(org), str(readonly)], capture_output=True).returncode != 0:
+        pytest.skip("cannot bind-mount a folder (needs root)")
+    try:
+        if subprocess.run(["mount", "-o", "remount,bind,ro", str(readonly)], capture_output=True).returncode != 0:
+            pytest.skip("cannot make a mount read-only")
+        with cx.open(tmp_path / "store", readonly) as c, pytest.raises(UserError, match="cannot be made a working"):
+            c.ingest()
+    finally:
+        subprocess.run(["umount", str(readonly)], capture_output=True)

@@ -175,9 +175,14 @@ def _write_record(store: Store, folder: Path, copy_id: str, joined: bool) -> Non
     """Name in `folder` the working copy it is of `store`; `joined`: the store knows it (before that, the
     copy's first sync registers it in its commit)."""
     record = {"copy": copy_id, "host": socket.gethostname(), "store": store.id, "joined": joined}
-    write_atomically(folder / RECORD, json.dumps(record).encode())
-    if not (ignored := folder / RECORD.parent / ".gitignore").exists():  # a notes repository never takes the key
-        write_atomically(ignored, b"# cortex's record of this working copy, and its private key\n*\n")
+    try:
+        write_atomically(folder / RECORD, json.dumps(record).encode())
+        if not (ignored := folder / RECORD.parent / ".gitignore").exists():  # a notes repository never takes the key
+            write_atomically(ignored, b"# cortex's record of this working copy, and its private key\n*\n")
+    except OSError as exc:
+        raise UserError(f"{folder}: cannot be made a working copy of the store ({exc.strerror or exc}): cortex writes "
+                        "into the Org folder it tracks what others add to the memory; make it writable, or work "
+                        "on a copy of it") from None
 
 
 def _register(store: Store, copy_id: str, folder: Path, base: Oid, key: bytes) -> None:
