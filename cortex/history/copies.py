@@ -292,13 +292,12 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
         base = _base(get, stored_sure if waiting is None else waiting.sure(stored_sure),
                      made_oid if waiting is None else waiting.next(made_oid), recorded, ours, unread)
         theirs = EMPTY_TREE if theirs_oid is None else store.objects[theirs_oid]
-        # A file that was not read (it cannot be, or lies outside the scope) is as the base has it.
-        mine = Tree(dict(sorted({**ours.entries, **{p: oid for p, oid in base.entries.items() if unread(p)}}.items())))
+        mine = _mine(base, ours, unreadable, scope, in_scope)
         merge = merge_trees(base, mine, theirs, get, labels=labels, erased=erased)
         new = {obj.oid: obj for obj in merge.objects}
         writes = {rel: None if now is None else read.render(rel, now, lambda oid: new.get(oid) or get(oid))
-                  for rel in sorted(mine.entries.keys() | merge.tree.entries.keys())
-                  if (now := merge.tree.entries.get(rel)) != mine.entries.get(rel) and not unread(rel)}
+                  for rel in sorted(_differ(mine, merge.tree))
+                  if not unread(rel) and (now := merge.tree.entries.get(rel)) != mine.entries.get(rel)}
         # The store holds what the folder held (`mine`) from now on: until the files are brought up to date that
         # is the base to merge them against, so that nothing the store undoes later comes back. A file still
         # holding erased text is kept only sealed, behind the stand-in the sure base has there.
@@ -332,17 +331,16 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
             # bytes written beside them and synced to disk (renamed over the old ones after), and their
             # layouts and hashes, for the next read of them to re-parse only what it changes, or nothing.
             if not jobs:  # (the body runs again when the store must grow)
-                jobs.append(workers.submit(_stage, folder, writes))
-                jobs.append(workers.submit(lambda: {rel: (read.layout_of(rel, data), hash_bytes(data))
-                                                    for rel, data in writes.items() if data is not None}))
+                jobs.extend((workers.submit(_stage, folder, writes),
+                             workers.submit(lambda: {rel: (read.layout_of(rel, data), hash_bytes(data))
+                                                     for rel, data in writes.items() if data is not None}))
+                            if writes else (_done({}), _done({})))
 
         workers, jobs = _workers(os.getpid()), []
         if not writes and then is None and not joining and waiting is None and read.stored() and \
                 sure_oid == absorbed.oid and theirs.oid == merge.tree.oid == made_oid and \
                 _key_of(store, copy_id) == key:  # nothing to commit, nothing to write
-            done: Future = Future()
-            done.set_result({})
-            return base, mine, hidden, merge, writes, done
+            return base, mine, hidden, absorbed, merge, writes, _done({})
         try:
             store.transact(commit)
             staging, laid_out = jobs
@@ -353,17 +351,16 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
             if jobs:
                 _drop(jobs[0])
             raise
-        return base, mine, hidden, merge, writes, staging
+        return base, mine, hidden, absorbed, merge, writes, staging
 
-    base, mine, hidden, merge, writes, staging = retrying(merge_and_commit)
+    base, mine, hidden, absorbed, merge, writes, staging = retrying(merge_and_commit)
     if joining:
         _write_record(store, folder, copy_id, joined=True)
     report.tree = merge.tree.oid
-    for obj in merge.objects:  # committed: writing the merged files reads them, decoding nothing
+    for obj in (*merge.objects, absorbed):  # committed: the next sync and writing the files decode nothing
         store.objects.remember(obj)
     read.batch.committed()
-    report.sent = sorted(p for p in mine.entries.keys() | base.entries.keys()
-                         if mine.entries.get(p) != base.entries.get(p) and not unread(p))
+    report.sent = sorted(p for p in _differ(mine, base) if not unread(p))
     report.merged = sorted(merge.files)
     report.conflicts = list(merge.conflicts)
     if marker is not None:  # a file parsed now was looked at as it was read (through its layout, if large)
@@ -405,6 +402,22 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
     return report
 
 
+def _differ(a: Tree, b: Tree) -> set[str]:
+    """The paths whose documents two trees do not share (found as sets, at C speed)."""
+    return {path for path, _ in a.entries.items() ^ b.entries.items()}
+
+
+def _mine(base: Tree, ours: Tree, unreadable: set[str], scope: str, in_scope: Callable[[str], bool]) -> Tree:
+    """The folder's files as a tree: those read under `scope`, and every other one (not read: it cannot be, or
+    lies outside the scope) as the base has it."""
+    entries = dict(base.entries) if scope != "." else {p: base.entries[p] for p in unreadable if p in base.entries}
+    if scope != ".":
+        for path in [p for p in entries if in_scope(p) and p not in unreadable]:  # (in the scope: as read)
+            del entries[path]
+    entries.update(ours.entries)
+    return Tree(dict(sorted(entries.items())))
+
+
 def _tree(get: Getter, oid: Oid) -> Tree:
     return EMPTY_TREE if oid == EMPTY_TREE.oid else get(oid)
 
@@ -435,7 +448,7 @@ def _base(get: Getter, sure: Tree, made: Oid | None, recorded: bytes | None, our
         return base
     result: Tree = get(made)
     entries = dict(base.entries)
-    for path in base.entries.keys() | result.entries.keys():
+    for path in _differ(base, result):
         was, now, have = base.entries.get(path), result.entries.get(path), ours.entries.get(path)
         if unread(path) or now == was or not (have == now or None not in (now, have) and _brought(
                 get, was, now, have)):
@@ -468,6 +481,13 @@ def conflicts(store: Store, folder: str | os.PathLike | None = None) -> list[Con
     read = read_folder(store, folder)
     return [_at(c, path) for path, oid in read.tree.entries.items()
             for c in conflicts_in(read.get(oid), read.get)]
+
+
+def _done(result) -> Future:
+    """A future already holding `result` (work there was no need to hand to a worker)."""
+    done: Future = Future()
+    done.set_result(result)
+    return done
 
 
 def _bytes_of(path: Path) -> bytes:
@@ -529,9 +549,9 @@ def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, writes: dict[str, 
     """Put into the folder what the merge changed there, moving each file's new bytes from `staged` to
     `placed` (the old ones to be freed); return the copy's new base, file by file."""
     agreed = dict(merged.entries)
-    for rel in sorted(mine.entries.keys() | merged.entries.keys()):
+    for rel in sorted(_differ(mine, merged)):
         was = mine.entries.get(rel)
-        if unread(rel) and was != merged.entries.get(rel):
+        if unread(rel):
             _keep_base(agreed, rel, was)  # left alone: it syncs once it can be read
         if rel not in writes:
             continue

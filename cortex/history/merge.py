@@ -233,11 +233,11 @@ def merge_trees(base: Tree | Mapping[str, Oid] | None, ours: Tree | Mapping[str,
     `erased`: base headlines a hard erasure took from theirs; a file that held one, changed by ours and gone
     from theirs, keeps only what ours changed (as `erased` conflicts)."""
     b, o, t = (_entries(tree) for tree in (base, ours, theirs))
-    entries: dict[str, Oid] = {}
+    entries: dict[str, Oid] = dict(o)  # ours, then each path a side changed (found as sets, at C speed)
     files: dict[str, Merged] = {}
     conflicts: list[Conflict] = []
     objects: list[OrgObject] = []
-    for path in sorted(b.keys() | o.keys() | t.keys()):
+    for path in sorted({path for path, _ in (o.items() ^ b.items()) | (t.items() ^ b.items())}):
         x, y, z = b.get(path), o.get(path), t.get(path)
         if y == z or x == z:
             kept = y
@@ -256,9 +256,11 @@ def merge_trees(base: Tree | Mapping[str, Oid] | None, ours: Tree | Mapping[str,
                                                    labels=labels, erased=erased)
             objects.extend(merged.objects)
             kept = merged.document.oid
-        if kept is not None:
+        if kept is None:
+            entries.pop(path, None)
+        else:
             entries[path] = kept
-    tree = Tree(entries)
+    tree = ours if isinstance(ours, Tree) and entries == o else Tree(dict(sorted(entries.items())))  # (encoded once)
     return TreeMerge(tree, (*objects, tree), files, tuple(conflicts))
 
 
