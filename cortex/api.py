@@ -397,7 +397,7 @@ class Cortex:
         """Forget a working copy by its id (or a unique prefix): its folder syncs no more."""
         return history.forget_copy(self.store, copy_id)
 
-    def conflicts(self, folder: str | os.PathLike | None = None) -> list["history.merge.Conflict"]:
+    def conflicts(self, folder: str | os.PathLike | None = None) -> list["history.conflicts.Conflict"]:
         """Conflicts a sync left unresolved: in a working copy's files, or (no folder) in the working state."""
         return history.conflicts(self.store, folder)
 
