@@ -702,7 +702,7 @@ class Cortex:
         """Agent memory: memory.org and daily logs per agent, over this session."""
         from .memory.agents import AgentMemory
 
-        return AgentMemory(self)
+        return AgentMemory(self.workspace, self.search)
 
     # --- webhooks ------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ again on its own output (an edit already made is made once).
 from __future__ import annotations
 
 import os
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
@@ -27,8 +28,9 @@ from pathlib import Path
 
 from . import history, ingest as ingesting, orgfile
 from .backends import Store
-from .errors import UserError
-from .files import FilesBusy, edit_file, folder_lock
+from .errors import UserError, located
+from .files import FilesBusy, edit_file, folder_lock, remove_tree
+from .hashing import hash_bytes
 from .ingest import IngestReport, decode_org
 from .objects import Document, Snapshot, Tree
 from .query import render_file
@@ -45,28 +47,36 @@ UNCHANGED = object()  # what an edit returns when the file stays as it is
 
 class Current:
     """A file as the workspace has it now: its bytes and its document (None: no such file), each made from
-    the other when first asked for."""
+    the other when first asked for (a document the store already holds for those bytes is taken from it)."""
 
     def __init__(self, path: str, data: bytes | None = None, document: Document | None = None,
-                 get: Callable[[bytes], object] | None = None):
+                 get: Callable[[bytes], object] | None = None, store: Store | None = None):
         self.path = path
-        self._data, self._document, self._get = data, document, get
+        self.given_data, self.given_document = data, document
+        self._get, self._store = get, store
 
     @cached_property
     def data(self) -> bytes | None:
         """The file's bytes."""
-        if self._data is not None or self._document is None:
-            return self._data
-        return orgfile.render(self._document, self._get).encode("utf-8")
+        if self.given_data is not None or self.given_document is None:
+            return self.given_data
+        return orgfile.render(self.given_document, self._get).encode("utf-8")
 
     @cached_property
     def document(self) -> Document | None:
-        """The file's document."""
-        if self._document is not None or self._data is None:
-            return self._document
-        parsed = orgfile.parse(decode_org(self._data))
+        """The file's document: a UserError naming the file and line if its bytes are not Org text."""
+        if self.given_document is not None or self.given_data is None:
+            return self.given_document
+        if self._store is not None and (known := self._store.table(ingesting.DOCS_BY_BYTES).get(
+                hash_bytes(self.given_data))) is not None and known in self._store.objects:
+            self._get = self._store.objects.__getitem__
+            return self._store.objects[known]
+        try:
+            parsed = orgfile.parse(decode_org(self.given_data))
+        except ingesting.NotOrgText as exc:
+            raise UserError(located(self.path, exc.line, exc.reason)) from None
         objects = {obj.oid: obj for obj in parsed.objects}
-        self._get = objects.__getitem__
+        self._get = lambda oid: objects.get(oid) or self._store.objects[oid]
         return parsed.document
 
     def get(self, oid: bytes):
@@ -75,7 +85,7 @@ class Current:
 
     @property
     def exists(self) -> bool:
-        return self._data is not None or self._document is not None
+        return self.given_data is not None or self.given_document is not None
 
 
 Edit = Callable[[Current], "bytes | None | object"]  # new bytes, None (no file), or UNCHANGED
@@ -100,6 +110,10 @@ class Workspace(ABC):
         self.replacing: list[Callable[[history.forget.Replaced], object]] = []  # see history.forget's cleanup
 
     # --- reading ------------------------------------------------------------------------
+
+    @abstractmethod
+    def where(self, folder: str) -> str:
+        """Where a folder's files live, for messages ("under /notes/agents")."""
 
     def working(self) -> Tree:
         """The tree of the working state."""
@@ -137,16 +151,32 @@ class Workspace(ABC):
 
     @abstractmethod
     def change_files(self, message: str, edits: Mapping[str, Edit] | Callable[[Tree], Mapping[str, Edit]], *,
-                     expected: Mapping[str, bytes] | None = None, digests: Mapping[str, bytes] | None = None,
+                     within: str = ".", expected: Mapping[str, bytes] | None = None,
+                     digests: Callable[[str, bytes], bytes | None] | None = None,
                      then: Callable[[IngestReport], None] | None = None) -> Changed:
         """Change files, each by its edit (a function of its current version; `edits` may be a function of
-        the working state giving them), and commit them with `message`; `then(report)` runs in that commit.
-        `expected`: the bytes the caller last saw in some files (a folder's file is then read only if it
-        changed); `digests`: their hashes, when known. See the module."""
+        the working state under `within`, a folder, giving them), and commit them with `message`;
+        `then(report)` runs in that commit. `expected`: the bytes the caller last saw in some files (a
+        folder's file is then read only if it changed); `digests(path, bytes written)`: their hash, when the
+        caller knows it. See the module."""
+
+    def remove(self, folder: str, message: str) -> list[str]:
+        """Remove every file under `folder` (a path from the root) in one commit; the paths removed."""
+        return self.change_files(message, lambda tree: dict.fromkeys(paths_under(tree, folder + "/"), _gone),
+                                 within=folder).paths
 
     @abstractmethod
     def held(self, folder: str):
         """A context in which this process alone writes the files under `folder` (a path from the root)."""
+
+    @abstractmethod
+    def refresh(self, folder: str) -> IngestReport | None:
+        """Bring the working state in line with this machine's files under `folder` (a path from the root):
+        a sync of them, or nothing when there is no Org folder (or the store is open read-only)."""
+
+    @abstractmethod
+    def size(self, path: str, tree: Tree) -> int:
+        """How many bytes a file of `tree` (the working state) takes."""
 
     @abstractmethod
     def ingest(self, path: str | os.PathLike | None = None, progress=None, written: Mapping[str, bytes] | None = None,
@@ -164,6 +194,7 @@ class FolderWorkspace(Workspace):
     def __init__(self, store: Store, root: Path):
         super().__init__(store)
         self.root = root
+        self._holding = threading.local()  # the folders this thread holds
 
     def ingest(self, path=None, progress=None, written=None, digests=None, then=None) -> IngestReport:
         """Sync the Org folder (the files under `path`, default all) with the store: its edits go in, what
@@ -175,13 +206,35 @@ class FolderWorkspace(Workspace):
     def synced(self, path=None, progress=None, written=None, digests=None, then=None
                ) -> tuple[IngestReport, history.SyncReport]:
         """`ingest`, and the report of the sync it made."""
-        from .dsl.literate import MARKER  # here, as it loads Hy's reader, which opening a store needs not
-
         if path is not None and Path(path).is_dir() and self.store.refs.get(ingesting.WORKING) is None:
             self.root = settle_root(self.store, path)  # the first ingest of a folder makes it the store's
         scope = "." if path is None else ingesting.relative_path(self.root, Path(path))  # (outside: a UserError)
         if not self.root.is_dir() or not (self.root / scope).exists():
             raise UserError(f"{self.root / scope}: no such file or folder")
+        return self._synced(scope, progress, written, digests, then)
+
+    def refresh(self, folder: str) -> IngestReport | None:
+        if self.store.read_only or not self.root.is_dir():
+            return None
+        if not (self.root / folder).is_dir():
+            if not any(paths_under(self.working(), folder.rstrip("/") + "/")):
+                return None
+            folder = "."  # (gone from the folder: its removal is sent)
+        return self._synced(folder)[0]
+
+    def where(self, folder: str) -> str:
+        return f"under {self.root / folder}"
+
+    def size(self, path: str, tree: Tree) -> int:
+        try:
+            return (self.root / path).stat().st_size
+        except OSError:
+            return 0
+
+    def _synced(self, scope: str, progress=None, written=None, digests=None, then=None
+                ) -> tuple[IngestReport, history.SyncReport]:
+        from .dsl.literate import MARKER  # here, as it loads Hy's reader, which opening a store needs not
+
         synced = history.sync(self.store, self.root, tracked=True, progress=progress, marker=MARKER.encode(),
                               written=written, digests=digests, then=then, scope=scope,
                               message=f"ingest {scope}{ingesting.SYNCED}")
@@ -209,22 +262,43 @@ class FolderWorkspace(Workspace):
 
     @contextmanager
     def held(self, folder: str) -> Iterator[None]:
+        """(A thread that holds the folder may ask again.)"""
         path = self.root / folder
-        path.mkdir(parents=True, exist_ok=True)
+        if not path.resolve().is_relative_to(self.root.resolve()):
+            raise UserError(f"{path}: leads outside the Org root ({self.root}); nothing was written there")
+        holding = self._holding.__dict__.setdefault("folders", set())
+        if folder in holding:
+            yield
+            return
         with folder_lock(path, FOLDER_WAIT, lambda: FilesBusy(
                 f"{path}: another process has held this folder's files for too long")):
-            yield
+            holding.add(folder)
+            try:
+                yield
+            finally:
+                holding.discard(folder)
 
-    def change_files(self, message, edits, *, expected=None, digests=None, then=None) -> Changed:
+    def remove(self, folder: str, message: str) -> list[str]:
+        """Remove the folder's files, then the folder with whatever else it held (a backup of a note keeps
+        its text)."""
+        with self.held(folder):
+            removed = super().remove(folder, message)
+            path = self.root / folder
+            if path.is_symlink():
+                path.unlink()
+            elif path.is_dir():
+                remove_tree(path)
+        return removed
+
+    def change_files(self, message, edits, *, within=".", expected=None, digests=None, then=None) -> Changed:
         if callable(edits):
-            if self.root.is_dir():
-                self.ingest()
+            self.refresh(within)
             edits = edits(self.working())
         written: dict[str, bytes] = {}
         changed: list[str] = []
         for path, edit in edits.items():
             def compute(old: bytes | None, path=path, edit=edit) -> bytes | None:
-                new = edit(Current(path, old))
+                new = edit(Current(path, old, store=self.store))
                 return old if new is UNCHANGED else new
 
             done, data = edit_file(self.root, path, compute, (expected or {}).get(path))
@@ -232,7 +306,9 @@ class FolderWorkspace(Workspace):
                 changed.append(path)
                 if data is not None:
                     written[path] = data
-        report = self.ingest(None, written=written, digests=digests, then=then) if changed or then else None
+        known = {path: digest for path, data in written.items() if digests and (digest := digests(path, data))}
+        scope = _narrowest(self.root, changed) if changed else within
+        report = self._synced(scope, None, written, known, then)[0] if changed or then else None
         return Changed(changed, report)
 
 
@@ -252,15 +328,24 @@ class StoreWorkspace(Workspace):
     def held(self, folder: str):
         return nullcontext()  # compare-and-swap takes turns
 
-    def change_files(self, message, edits, *, expected=None, digests=None, then=None) -> Changed:
+    def refresh(self, folder: str) -> None:
+        return None  # the working state is what there is
+
+    def where(self, folder: str) -> str:
+        return "in the store's working state"
+
+    def size(self, path: str, tree: Tree) -> int:
+        return len(self.rendered(path, tree).encode("utf-8"))
+
+    def change_files(self, message, edits, *, within=".", expected=None, digests=None, then=None) -> Changed:
         changed: list[str] = []
 
         def change(tree: Tree) -> dict[str, bytes | None]:
             files: dict[str, bytes | None] = {}
             for path, edit in (edits(tree) if callable(edits) else edits).items():
                 current = self.current(path, tree)
-                new = edit(current)
-                if new is not UNCHANGED and (new is not None or current.exists) and new != current.data:
+                new = edit(current)  # (an edit that changes nothing says so: its bytes are not compared)
+                if new is not UNCHANGED and (new is not None or current.exists):
                     files[path] = new
             changed[:] = files
             return files
@@ -304,6 +389,19 @@ def _ingest_report(store: Store, synced: history.SyncReport) -> IngestReport:
                         removed=[p for p in synced.sent if p not in entries], marked=synced.marked,
                         new_objects=synced.new_objects, seconds=synced.seconds, received=synced.received,
                         conflicts=synced.conflicts)
+
+
+def _gone(current: Current) -> None:
+    """An edit that removes the file."""
+    return None
+
+
+def _narrowest(root: Path, paths: list[str]) -> str:
+    """The deepest folder of the Org folder holding every one of `paths` (files, as paths from the root)."""
+    common = os.path.commonpath([os.path.dirname(path) for path in paths])
+    while common and not (root / common).is_dir():
+        common = os.path.dirname(common)
+    return common or "."
 
 
 def paths_under(tree: Tree, folder: str) -> Iterable[str]:

@@ -27,11 +27,11 @@ def render(renderer, value):
         return context_patch(renderer, value)
     if is_a(value, "cortex.memory.items.MemoryItem"):
         return renderer.key_values(memory_item(value))
-    if is_a(value, "cortex.memory.agents.CompactionReport"):
+    if is_a(value, "cortex.memory.compaction.CompactionReport"):
         return Text(compaction(value))
-    if is_a(value, "cortex.memory.agents.PurgeReport"):
+    if is_a(value, "cortex.memory.forgetting.PurgeReport"):
         return Text(purge(value))
-    if is_a(value, "cortex.memory.agents.ForgetReport"):
+    if is_a(value, "cortex.memory.forgetting.ForgetReport"):
         return Text(forget(value))
     if is_a(value, "cortex.dsl.definitions.Definitions"):
         rows = definition_rows(renderer, [*value.memories, *value.webhooks])
