@@ -31,7 +31,7 @@ from cortex.dsl import Provider, WebhookDefinition
 from cortex.webhooks import verifier_for
 from cortex.webhooks.receiver import serving
 from cortex.webhooks.deliveries import Delivery, Outcome, new_id
-from cortex.webhooks.service import MAX_BODY, Endpoint, WebhookService
+from cortex.webhooks.service import MAX_BODY, Endpoint
 SECRETS = {"github": "bench-github-secret", "stripe": "whsec_bench_stripe", "slack": "bench-slack-secret",
            "standard": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "custom": "bench-custom-secret",
            "jwt": "bench-jwt-hmac-secret-of-32-bytes-or-more"}
@@ -137,7 +137,7 @@ def receiver_run(pool: ProcessPoolExecutor, cortex, verify: bool, body: bytes, a
                  count: int = REQUESTS) -> tuple[float, float, float]:
     """Deliveries per second, p50 and p95 in ms, for `count` signed deliveries from CONCURRENCY clients."""
     hook = WebhookDefinition("bench", "/hooks/bench", Provider.GITHUB, SECRETS["github"], agent=agent)
-    service = WebhookService(cortex, [hook], verify=verify)
+    service = cortex.webhook_service([hook], verify=verify)
     signer = verifier_for("github", SECRETS["github"])
     headers = {"Content-Type": "application/json", "X-GitHub-Event": "push", **signer.sign(body)}
     with serving(service) as url:

@@ -756,11 +756,26 @@ class Cortex:
         """
         from .webhooks.deliveries import KEEP_FOR
         from .webhooks.receiver import make_server
-        from .webhooks.service import MAX_BODY, WebhookService
+        from .webhooks.service import MAX_BODY
 
-        service = WebhookService(self, max_body=MAX_BODY if max_body is None else max_body,
-                                 keep_logs=keep_logs or KEEP_FOR)
+        service = self.webhook_service(max_body=MAX_BODY if max_body is None else max_body,
+                                       keep_logs=keep_logs or KEEP_FOR)
         return service, make_server(service, host, port)
+
+    def webhook_service(self, webhooks=None, **options):
+        """The service that receives deliveries of `webhooks` (default: those in force) into this session's
+        agent memory; `options` as `WebhookService`'s."""
+        from .webhooks.service import WebhookService
+
+        webhooks = self.definitions().webhooks if webhooks is None else webhooks
+        return WebhookService(self.workspace, self.memory, webhooks, **options)
+
+    def webhook(self, name: str):
+        """The webhook in force called `name`."""
+        from .webhooks.service import find_webhook
+
+        where = str(self.definitions_path) if self.root is not None else "a marked block of an Org file"
+        return find_webhook(self.definitions().webhooks, name, where)
 
     def webhook_test(self, name: str, payload, *, event: str | None = None, url: str | None = None,
                      tamper: bool = False, stale: bool = False, private_key: bytes | None = None):
@@ -770,8 +785,8 @@ class Cortex:
         """
         from .webhooks.simulate import simulate
 
-        return simulate(self, name, payload, event=event, url=url, tamper=tamper, stale=stale,
-                        private_key=private_key)
+        return simulate(self.webhook_service([self.webhook(name)]), name, payload, event=event, url=url,
+                        tamper=tamper, stale=stale, private_key=private_key)
 
     def webhook_logs(self, name: str | None = None, tail: int | None = None):
         """Logged deliveries, oldest first, of one webhook or all."""
@@ -787,9 +802,7 @@ class Cortex:
 
     def webhook_redeliver(self, delivery_id: str):
         """Run a logged delivery through filtering and routing again (not verification: it may be stale)."""
-        from .webhooks.service import WebhookService
-
-        return WebhookService(self, verify=False).redeliver(delivery_id)
+        return self.webhook_service(verify=False).redeliver(delivery_id)
 
     def conversations(self, strategy: str = "truncation", *, driver: str = "lmdb", summarizer=None, bus=None,
                       **limits):

@@ -34,6 +34,7 @@ from .hashing import hash_bytes
 from .ingest import IngestReport, decode_org
 from .objects import Document, Snapshot, Tree
 from .query import render_file
+from .reads import ORG_FILE, read_bounded
 
 __all__ = ["CONFIG", "Current", "Changed", "Edit", "FolderWorkspace", "LITERATE", "StoreWorkspace", "UNCHANGED",
            "Workspace", "open_workspace"]
@@ -110,6 +111,10 @@ class Workspace(ABC):
         self.replacing: list[Callable[[history.forget.Replaced], object]] = []  # see history.forget's cleanup
 
     # --- reading ------------------------------------------------------------------------
+
+    @abstractmethod
+    def read(self, path: str) -> bytes | None:
+        """A file's bytes as this machine has it: the Org folder's file, else the working state's (None: none)."""
 
     @abstractmethod
     def where(self, folder: str) -> str:
@@ -222,6 +227,12 @@ class FolderWorkspace(Workspace):
             folder = "."  # (gone from the folder: its removal is sent)
         return self._synced(folder)[0]
 
+    def read(self, path: str) -> bytes | None:
+        try:
+            return read_bounded(self.root / path, ORG_FILE, "an Org file")
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
     def where(self, folder: str) -> str:
         return f"under {self.root / folder}"
 
@@ -330,6 +341,9 @@ class StoreWorkspace(Workspace):
 
     def refresh(self, folder: str) -> None:
         return None  # the working state is what there is
+
+    def read(self, path: str) -> bytes | None:
+        return self.rendered(path).encode("utf-8") if path in self.working().entries else None
 
     def where(self, folder: str) -> str:
         return "in the store's working state"

@@ -21,7 +21,6 @@ from cortex.memory.agents import MemoryContext
 from cortex.query import render_file
 from cortex.webhooks import verifier_for
 from cortex.webhooks.deliveries import DeliveryLog
-from cortex.webhooks.service import WebhookService
 
 MAIN = "import sys; from cortex.cli import main; main(sys.argv[1:])"
 SECRET = "whsec_c3RyaXBlLXMzY3IzdA=="
@@ -207,7 +206,7 @@ def test_cortex_serve_with_no_org_routes_into_the_working_state(store_at, tmp_pa
         assert len(DeliveryLog(c.store).deliveries()) == 3 and text_of(c, logs[0]).count(":SESSION:") == 3
         assert delivery.outcome == "routed"
         monkeypatch.setenv("STRIPE_WEBHOOK_SECRET", SECRET)
-        service = WebhookService(c)  # recovery reads the log from the working state
+        service = c.webhook_service()  # recovery reads the log from the working state
         assert service._entry_written(delivery) and not service._entry_written(replace(delivery, id="0" * 24))
 
 

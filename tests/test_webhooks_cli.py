@@ -19,7 +19,6 @@ from cortex.dsl import Provider, WebhookDefinition
 from cortex.errors import NotFound, UserError
 from cortex.webhooks import MissingSecret
 from cortex.webhooks.receiver import serving
-from cortex.webhooks.service import WebhookService
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -159,7 +158,7 @@ def test_tampered_and_stale_deliveries_are_shown_rejected(run):
 
 def test_test_exits_1_when_the_delivery_is_not_accepted(run, tmp_path, org):
     other = WebhookDefinition("github-events", "/hooks/github", Provider.GITHUB, "not-the-secret-the-cli-signs-with")
-    with cx.open(tmp_path / "receiver-store", org) as receiver, serving(WebhookService(receiver, [other])) as url:
+    with cx.open(tmp_path / "receiver-store", org) as receiver, serving(receiver.webhook_service([other])) as url:
         result = run("test", "github-events", "--payload", '{"action": "opened"}', "--url", url, ok=False)
     assert result.exit_code == 1 and "verified  no: signature_mismatch" in result.output
     assert "the delivery was not accepted" in result.output

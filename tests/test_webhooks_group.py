@@ -20,7 +20,6 @@ from cortex.dsl import Provider, WebhookDefinition
 from conftest import held_folder
 from cortex.webhooks.deliveries import Outcome
 from cortex.webhooks.receiver import serving
-from cortex.webhooks.service import WebhookService
 
 SECRET = "gh-s3cr3t-6f1d0c"
 STRIPE_SECRET = "whsec_c3RyaXBlLXMzY3IzdA=="
@@ -34,7 +33,7 @@ def service(cortex, org, monkeypatch):
     monkeypatch.setenv("STRIPE_WEBHOOK_SECRET", STRIPE_SECRET)
     (org / "agents" / "blocked").write_text("a file where the agent's folder should be")
     blocked = WebhookDefinition("blocked", "/hooks/blocked", Provider.GITHUB, SECRET, agent="blocked")
-    return WebhookService(cortex, [*cortex.definitions().webhooks, blocked])
+    return cortex.webhook_service([*cortex.definitions().webhooks, blocked])
 
 
 class Counted:

@@ -17,7 +17,7 @@ SECRET = "gh-s3cr3t-6f1d0c"
 
 def service_with(cortex, json_path: str | None = None, **test) -> WebhookService:
     spec = WebhookFilter(json_path, **test) if json_path else None
-    return WebhookService(cortex, [WebhookDefinition("gh", "/hooks/gh", Provider.GITHUB, SECRET, agent="assistant",
+    return cortex.webhook_service([WebhookDefinition("gh", "/hooks/gh", Provider.GITHUB, SECRET, agent="assistant",
                                                      filter=spec)])
 
 
@@ -129,7 +129,7 @@ def test_a_body_that_is_not_json_says_so_with_a_reason_code(cortex):
 
 
 def test_a_body_over_the_cap_says_so_with_a_reason_code(cortex):
-    service = WebhookService(cortex, [WebhookDefinition("gh", "/hooks/gh", Provider.GITHUB, SECRET)], max_body=64)
+    service = cortex.webhook_service([WebhookDefinition("gh", "/hooks/gh", Provider.GITHUB, SECRET)], max_body=64)
     with serving(service) as url:
         response = post(url, b'{"pad": "' + b"x" * 100 + b'"}')
     assert response.status_code == 413 and response.json()["reason"] == "body_too_large"

@@ -12,7 +12,6 @@ import httpx
 import pytest
 
 from cortex.webhooks.receiver import serving
-from cortex.webhooks.service import WebhookService
 from cortex.webhooks.simulate import simulate
 
 SECRET = "gh-s3cr3t-6f1d0c"
@@ -23,7 +22,7 @@ ENV = {"GITHUB_WEBHOOK_SECRET": SECRET, "STRIPE_WEBHOOK_SECRET": "whsec_c3RyaXBl
 def service(cortex, monkeypatch):
     for name, value in ENV.items():
         monkeypatch.setenv(name, value)
-    return WebhookService(cortex, max_body=100_000)
+    return cortex.webhook_service(max_body=100_000)
 
 
 @pytest.fixture
@@ -114,10 +113,8 @@ def test_concurrent_deliveries_lose_nothing(receiver, service, org):
 
 def test_simulation_over_http_is_logged_as_a_test(cortex, service):
     with serving(service) as url:
-        result = simulate(cortex, "stripe-payments", {"type": "payment_intent.succeeded", "amount": 2000},
-                          url=url, service=service)
-        stale = simulate(cortex, "stripe-payments", {"type": "payment_intent.failed"}, url=url, stale=True,
-                         service=service)
+        result = simulate(service, "stripe-payments", {"type": "payment_intent.succeeded", "amount": 2000}, url=url)
+        stale = simulate(service, "stripe-payments", {"type": "payment_intent.failed"}, url=url, stale=True)
     assert (result.status, result.outcome, result.verified, result.agent) == (200, "routed", True, "assistant")
     assert result.url == url + "/hooks/stripe" and result.latency_ms > 0
     assert service.log.get(result.delivery).trigger == "test"

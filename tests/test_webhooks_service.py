@@ -10,7 +10,6 @@ from cortex.dsl import JwtSettings, Provider, WebhookDefinition, WebhookFilter
 from cortex.errors import NotFound
 from cortex.webhooks import MissingSecret
 from cortex.webhooks.deliveries import BODIES, DELIVERIES, Outcome
-from cortex.webhooks.service import WebhookService, find_webhook
 
 SECRET = "gh-s3cr3t-6f1d0c"
 STRIPE_SECRET = "whsec_c3RyaXBlLXMzY3IzdA=="
@@ -26,7 +25,7 @@ def env(monkeypatch):
 @pytest.fixture
 def service(cortex, env):
     """The bundled definitions: github-events (opened PRs) and stripe-payments, both to the assistant."""
-    return WebhookService(cortex)
+    return cortex.webhook_service()
 
 
 def signed(service, name, payload, event=None, **extra):
@@ -86,7 +85,7 @@ def test_a_replayed_stripe_delivery_is_refused(service):
 
 
 def test_a_body_over_the_cap_is_refused_before_verification(cortex, env):
-    service = WebhookService(cortex, max_body=64)
+    service = cortex.webhook_service(max_body=64)
     endpoint, headers, body = signed(service, "github-events", {"action": "opened", "pad": "x" * 100})
     delivery = service.deliver(endpoint, headers, body)
     assert (delivery.status, delivery.outcome, delivery.verified) == (413, Outcome.TOO_LARGE, None)
@@ -96,7 +95,7 @@ def test_a_body_over_the_cap_is_refused_before_verification(cortex, env):
 def custom_service(cortex, **fields):
     hook = WebhookDefinition(**{"name": "ci", "path": "/hooks/ci", "provider": Provider.STANDARD,
                                 "secret": STRIPE_SECRET, **fields})
-    return WebhookService(cortex, [hook])
+    return cortex.webhook_service([hook])
 
 
 def test_a_body_that_is_not_json_gets_400_where_the_filter_needs_json(cortex):
@@ -136,11 +135,11 @@ def test_a_failed_memory_write_is_a_500_and_redelivery_routes_it_later(cortex, o
 
 
 def test_redelivery_needs_no_secret_and_skips_a_stale_signature(cortex, org, env, monkeypatch):
-    first = WebhookService(cortex).deliver(*signed(WebhookService(cortex), "stripe-payments",
+    first = cortex.webhook_service().deliver(*signed(cortex.webhook_service(), "stripe-payments",
                                                    {"type": "payment_intent.created"}))
     monkeypatch.delenv("STRIPE_WEBHOOK_SECRET")
     monkeypatch.delenv("GITHUB_WEBHOOK_SECRET")
-    again = WebhookService(cortex, verify=False).redeliver(first.id)
+    again = cortex.webhook_service(verify=False).redeliver(first.id)
     assert again.outcome == Outcome.ROUTED and again.event == "payment_intent.created"
     assert agent_log(org).count("payment_intent.created via stripe-payments") == 2
 
@@ -156,7 +155,7 @@ def test_a_missing_secret_stops_startup_naming_the_webhook(cortex, monkeypatch):
     monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
     monkeypatch.delenv("STRIPE_WEBHOOK_SECRET", raising=False)
     with pytest.raises(MissingSecret, match="'stripe-payments'.*STRIPE_WEBHOOK_SECRET.*not set") as caught:
-        WebhookService(cortex)
+        cortex.webhook_service()
     assert SECRET not in str(caught.value)
 
 
@@ -175,7 +174,7 @@ def test_a_file_secret_is_read_relative_to_the_org_root(cortex, org):
 
 def test_unknown_webhooks_are_named(cortex, service):
     with pytest.raises(NotFound, match="no webhook named 'nope'.*github-events, stripe-payments"):
-        find_webhook(cortex, "nope")
+        cortex.webhook("nope")
     with pytest.raises(NotFound, match="served: github-events, stripe-payments"):
         service.endpoint("nope")
 
@@ -267,11 +266,11 @@ def test_a_body_bound_jwt_used_twice_is_a_replay_even_after_a_restart(cortex):
     hook = WebhookDefinition("ci", "/hooks/ci", Provider.JWT, "a-jwt-hmac-secret-of-at-least-32-bytes!",
                              jwt=JwtSettings(("HS256",), body_hash_claim="body_sha256",
                                              max_lifetime=timedelta(minutes=5)))
-    endpoint = WebhookService(cortex, [hook]).endpoint("ci")
+    endpoint = cortex.webhook_service([hook]).endpoint("ci")
     body = b'{"build": 7}'
     headers = endpoint.verifier.sign(body)
-    assert WebhookService(cortex, [hook]).deliver(endpoint, headers, body).outcome == "accepted"
-    again = WebhookService(cortex, [hook]).deliver(endpoint, headers, body)
+    assert cortex.webhook_service([hook]).deliver(endpoint, headers, body).outcome == "accepted"
+    again = cortex.webhook_service([hook]).deliver(endpoint, headers, body)
     assert (again.status, again.reason) == (401, "replay")
-    other = WebhookService(cortex, [hook]).deliver(endpoint, headers, b'{"build": 8}')
+    other = cortex.webhook_service([hook]).deliver(endpoint, headers, b'{"build": 8}')
     assert (other.status, other.reason) == (401, "body_mismatch")

@@ -6,7 +6,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from cortex.errors import NotFound, UserError
 from cortex.webhooks.deliveries import DeliveryLog
-from cortex.webhooks.simulate import payload_bytes, simulate
+from cortex.webhooks.simulate import payload_bytes
 
 SECRETS = {"GITHUB_WEBHOOK_SECRET": "gh-s3cr3t", "STRIPE_WEBHOOK_SECRET": "whsec_stripe_s3cr3t",
            "SLACK_SECRET": "8f742231b10e8888abcd99yyyzzz85a5",
@@ -51,7 +51,7 @@ def cx(cortex, org, monkeypatch):
     ("sso", {"user": "ann"}, "accepted"),
 ])
 def test_each_provider_signs_what_its_verifier_accepts(cx, name, payload, outcome):
-    result = simulate(cx, name, payload)
+    result = cx.webhook_test(name, payload)
     assert (result.status, result.outcome, result.verified, result.url) == (200, outcome, True, None)
     assert DeliveryLog(cx.store).get(result.delivery).trigger == "test"
 
@@ -62,7 +62,7 @@ def test_each_provider_signs_what_its_verifier_accepts(cx, name, payload, outcom
     ("sso", "invalid_token"),
 ])
 def test_a_tampered_delivery_is_rejected(cx, name, reason):
-    result = simulate(cx, name, '{"action": "opened", "type": "payment_intent.created"}', tamper=True)
+    result = cx.webhook_test(name, '{"action": "opened", "type": "payment_intent.created"}', tamper=True)
     assert (result.status, result.outcome, result.verified, result.reason) == (401, "rejected", False, reason)
     assert result.filter_matched is None and result.agent is None
 
@@ -72,53 +72,53 @@ def test_a_tampered_delivery_is_rejected(cx, name, reason):
     ("ci", "timestamp_too_old"), ("sso", "token_expired"),
 ])
 def test_a_stale_delivery_is_rejected_by_timestamped_schemes(cx, name, reason):
-    result = simulate(cx, name, {"type": "payment_intent.created"}, stale=True)
+    result = cx.webhook_test(name, {"type": "payment_intent.created"}, stale=True)
     assert (result.status, result.reason) == (401, reason)
 
 
 def test_a_scheme_without_a_timestamp_cannot_tell_a_stale_delivery(cx):
-    assert simulate(cx, "github-events", {"action": "opened"}, stale=True).verified is True
+    assert cx.webhook_test("github-events", {"action": "opened"}, stale=True).verified is True
 
 
 def test_the_filter_decision_and_event_are_reported(cx):
-    result = simulate(cx, "github-events", {"action": "closed"}, event="pull_request")
+    result = cx.webhook_test("github-events", {"action": "closed"}, event="pull_request")
     assert (result.outcome, result.filter_matched, result.event) == ("filtered", False, "pull_request")
     assert result.filter_reason == '$.action found "closed", not equal to "opened"'
-    stripe = simulate(cx, "stripe-payments", {"type": "payment_intent.created"}, event="custom.event")
+    stripe = cx.webhook_test("stripe-payments", {"type": "payment_intent.created"}, event="custom.event")
     assert stripe.event == "custom.event" and stripe.latency_ms > 0
 
 
 def test_simulating_a_webhook_resolves_only_its_own_secret(cx, monkeypatch):
     monkeypatch.delenv("STRIPE_WEBHOOK_SECRET")
-    assert simulate(cx, "github-events", {"action": "opened"}).verified is True
+    assert cx.webhook_test("github-events", {"action": "opened"}).verified is True
     with pytest.raises(UserError, match="'stripe-payments'.*STRIPE_WEBHOOK_SECRET"):
-        simulate(cx, "stripe-payments", {})
+        cx.webhook_test("stripe-payments", {})
 
 
 def test_a_public_key_webhook_cannot_be_signed_without_its_private_key(cx):
     with pytest.raises(UserError, match="needs the webhook's private key"):
-        simulate(cx, "keyed", {})
+        cx.webhook_test("keyed", {})
 
 
 def test_a_public_key_webhook_is_signed_with_the_private_key_given(cx, org):
     private = (org / "sso-private.pem").read_bytes()
-    signed = simulate(cx, "keyed", {"user": "ann"}, private_key=private)
+    signed = cx.webhook_test("keyed", {"user": "ann"}, private_key=private)
     assert (signed.status, signed.outcome, signed.verified) == (200, "accepted", True)
-    tampered = simulate(cx, "keyed", {"user": "ann"}, private_key=private, tamper=True)
+    tampered = cx.webhook_test("keyed", {"user": "ann"}, private_key=private, tamper=True)
     assert (tampered.status, tampered.reason) == (401, "invalid_token")
     with pytest.raises(UserError, match="'keyed': the private key does not sign ES256 tokens"):
-        simulate(cx, "keyed", {}, private_key=private_pem(ec.generate_private_key(ec.SECP256R1())))
+        cx.webhook_test("keyed", {}, private_key=private_pem(ec.generate_private_key(ec.SECP256R1())))
     with pytest.raises(UserError, match="'keyed': private_key is not an unencrypted PEM private key"):
-        simulate(cx, "keyed", {}, private_key=b"not a key")
+        cx.webhook_test("keyed", {}, private_key=b"not a key")
     with pytest.raises(UserError, match="'github-events': github deliveries are signed with the secret"):
-        simulate(cx, "github-events", {}, private_key=private)
+        cx.webhook_test("github-events", {}, private_key=private)
     with pytest.raises(UserError, match="'sso': HS256 tokens are signed with the webhook's secret"):
-        simulate(cx, "sso", {}, private_key=private)
+        cx.webhook_test("sso", {}, private_key=private)
 
 
 def test_a_simulated_github_delivery_is_named_as_github_names_it(cx):
-    first = simulate(cx, "github-events", {"action": "opened"})
-    again = simulate(cx, "github-events", {"action": "opened"})
+    first = cx.webhook_test("github-events", {"action": "opened"})
+    again = cx.webhook_test("github-events", {"action": "opened"})
     assert first.outcome == again.outcome == "routed"  # each is a new delivery, with an id of its own
     logged = DeliveryLog(cx.store).get(first.delivery)
     assert len(logged.headers["X-GitHub-Delivery"]) == 36
@@ -126,13 +126,13 @@ def test_a_simulated_github_delivery_is_named_as_github_names_it(cx):
 
 def test_bad_requests_say_what_is_wrong(cx):
     with pytest.raises(UserError, match="not both"):
-        simulate(cx, "github-events", {}, tamper=True, stale=True)
+        cx.webhook_test("github-events", {}, tamper=True, stale=True)
     with pytest.raises(UserError, match="the payload is not JSON: Expecting value: line 1 column 1"):
-        simulate(cx, "github-events", "action=opened")
+        cx.webhook_test("github-events", "action=opened")
     with pytest.raises(NotFound, match="no webhook named 'nope'"):
-        simulate(cx, "nope", {})
+        cx.webhook_test("nope", {})
     with pytest.raises(UserError, match="expected http://HOST:PORT"):
-        simulate(cx, "github-events", {}, url="localhost:8787")
+        cx.webhook_test("github-events", {}, url="localhost:8787")
 
 
 def test_payload_bytes_keeps_json_text_as_written():

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import posixpath
 import socket
 import threading
 import time
@@ -31,9 +32,8 @@ from cortex.backends.group import GroupCommit, Member
 from cortex.dsl.definitions import Provider, WebhookDefinition
 from cortex.errors import CortexError, NotFound, UserError
 from cortex.files import alive
-from cortex.reads import ORG_FILE, read_bounded
+from cortex.memory.agents import AgentMemory
 from cortex.memory.layout import log_path
-from cortex.query import render_file
 from cortex.webhooks.deliveries import KEEP_FOR, Delivery, DeliveryLog, Outcome, id_time_ns, new_id, span_ns
 from cortex.webhooks.filters import FilterFailed, FilterResult, JsonPathFilter, matches
 from cortex.webhooks.routing import (
@@ -50,6 +50,7 @@ from cortex.webhooks.secrets import SECRET_SCHEME, MissingSecret, redact_headers
 from cortex.webhooks.seen import DELIVERY, REPLAY, SeenKey
 from cortex.webhooks.verify import Reason, Verifier, verifier_for
 from cortex.words import brief, quoted
+from cortex.workspace import Workspace
 
 MAX_BODY = 1 << 20  # bytes; a larger body is refused with 413
 SHOWN = 10  # webhooks a message lists by name
@@ -130,9 +131,9 @@ def build_endpoint(definition: WebhookDefinition, *, base_dir: str | Path | None
     return Endpoint(definition, verifier, _filter(definition)), warnings
 
 
-def find_webhook(cx, name: str) -> WebhookDefinition:
-    """The webhook called `name` among the session's definitions (NotFound lists the known ones)."""
-    webhooks = cx.definitions().webhooks
+def find_webhook(webhooks: list[WebhookDefinition], name: str, defined_in: str) -> WebhookDefinition:
+    """The webhook called `name` among `webhooks` (NotFound lists the known ones, or says where one is added:
+    `defined_in`)."""
     for definition in webhooks:
         if definition.name == name:
             return definition
@@ -140,30 +141,31 @@ def find_webhook(cx, name: str) -> WebhookDefinition:
         known = ", ".join(brief(d.name) for d in webhooks[:SHOWN]) + \
             (f" and {len(webhooks) - SHOWN} more" if len(webhooks) > SHOWN else "")
     else:
-        known = "none; add one with `cortex webhook add` or in " + \
-            (str(cx.definitions_path) if cx.root is not None else "a marked block of an Org file")
+        known = f"none; add one with `cortex webhook add` or in {defined_in}"
     raise NotFound(f"no webhook named {quoted(name)} (defined: {known})")
 
 
 class WebhookService:
-    """The webhooks of a session by path, their delivery log, and the handler every delivery goes through."""
+    """Webhooks by path, their delivery log, and the handler every delivery goes through; deliveries are routed
+    into the agents' `memory` of a `workspace`."""
 
-    def __init__(self, cx, webhooks: Iterable[WebhookDefinition] | None = None, *, verify: bool = True,
-                 max_body: int = MAX_BODY, environ: Mapping[str, str] | None = None,
+    def __init__(self, workspace: Workspace, memory: AgentMemory, webhooks: Iterable[WebhookDefinition], *,
+                 verify: bool = True, max_body: int = MAX_BODY, environ: Mapping[str, str] | None = None,
                  keep_logs: timedelta | None = KEEP_FOR):
         if max_body < 1:
             raise UserError(f"the body size cap must be at least 1 byte, not {max_body}")
-        self.cx = cx
-        self.log = DeliveryLog(cx.store, keep_logs)
+        self.workspace, self.memory = workspace, memory
+        self.log = DeliveryLog(workspace.store, keep_logs)
         self._routing = GroupCommit(self._route_group)
         self.max_body = max_body
         self.warnings: list[str] = []
         self.endpoints: dict[str, Endpoint] = {}
         # Secrets are resolved here, at startup: missing ones stop everything, all named at once.
         missing: list[MissingSecret] = []
-        for definition in cx.definitions().webhooks if webhooks is None else webhooks:
+        for definition in webhooks:
             try:
-                endpoint, warnings = build_endpoint(definition, base_dir=cx.root, environ=environ, verify=verify)
+                endpoint, warnings = build_endpoint(definition, base_dir=workspace.root, environ=environ,
+                                                    verify=verify)
             except MissingSecret as exc:
                 missing.append(exc)
                 continue
@@ -262,8 +264,7 @@ class WebhookService:
             done = self._routing.run(lambda: _ToRoute(pending, body, parse_payload(body), None))
         else:
             try:
-                if self.cx.root is not None:  # with no Org folder the entry is in the working state already
-                    self.cx.ingest(self.cx.root / _log_file(pending))
+                self.workspace.refresh(posixpath.dirname(_log_file(pending)))
                 error = None
             except Exception as err:  # noqa: BLE001 - whatever failed, the delivery is still logged
                 error = err
@@ -302,7 +303,7 @@ class WebhookService:
                 recorded.update(zip(group, done))
 
             try:
-                saved = self.cx.memory.save_contexts(agent, list(contexts.values()), then=record)
+                saved = self.memory.save_contexts(agent, list(contexts.values()), then=record)
             except Exception as err:  # noqa: BLE001 - whatever failed, the deliveries are still logged
                 saved = [err] * len(contexts)
                 # `record` ran, but its records landed only if the ingest's transaction committed.
@@ -359,17 +360,13 @@ class WebhookService:
         return text is None or f":SESSION:  {delivery.id}\n" in text or f":SESSION:  {delivery.id}\r\n" in text
 
     def _daily_log(self, path: str) -> str | None:
-        """The text of a daily log: from the Org folder, or from the working state when there is none ("" when
-        there is no such log; None when it cannot be read, so that staying pending wins over writing twice)."""
+        """The text of a daily log as this machine has it ("" when there is no such log; None when it cannot be
+        read, so that staying pending wins over writing twice)."""
         try:
-            if self.cx.root is None:
-                tree = self.cx.working()
-                return render_file(self.cx.store, tree, path) if path in tree.entries else ""
-            return read_bounded(self.cx.root / path, ORG_FILE, "an Org file").decode("utf-8", errors="replace")
-        except (FileNotFoundError, NotADirectoryError):
-            return ""
+            data = self.workspace.read(path)
         except Exception:  # noqa: BLE001 - cannot tell
             return None
+        return "" if data is None else data.decode("utf-8", errors="replace")
 
     def _assess(self, endpoint: Endpoint, verifier: Verifier | None, headers: dict[str, str], body: bytes,
                 record: dict[str, object]) -> _Assessed:

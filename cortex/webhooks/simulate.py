@@ -14,7 +14,7 @@ import httpx
 from cortex.dsl.definitions import Provider
 from cortex.errors import UserError
 from cortex.webhooks.receiver import TEST_TRIGGER_HEADER
-from cortex.webhooks.service import WebhookService, find_webhook
+from cortex.webhooks.service import WebhookService
 from cortex.webhooks.verify import Verifier
 
 STALE_BY = 3600  # seconds in the past a stale delivery is signed: beyond every provider's tolerance
@@ -66,10 +66,10 @@ class Simulation:
                 ("latency", f"{self.latency_ms:.1f} ms")]
 
 
-def simulate(cx, name: str, payload: object, event: str | None = None, url: str | None = None,
-             tamper: bool = False, stale: bool = False, *, service: WebhookService | None = None,
-             private_key: bytes | None = None) -> Simulation:
-    """Sign `payload` as webhook `name`'s provider would and deliver it, in-process or to a receiver at `url`.
+def simulate(service: WebhookService, name: str, payload: object, event: str | None = None, url: str | None = None,
+             tamper: bool = False, stale: bool = False, *, private_key: bytes | None = None) -> Simulation:
+    """Sign `payload` as webhook `name` of `service` would be and deliver it, in-process (through `service`) or to a
+    receiver at `url`.
 
     `payload` is JSON text, raw bytes, or a value to serialise. `tamper` changes the body after
     signing (for a JWT, which does not sign the body, the token's signature); `stale` signs it
@@ -79,7 +79,6 @@ def simulate(cx, name: str, payload: object, event: str | None = None, url: str 
     """
     if tamper and stale:
         raise UserError("choose --tamper or --stale, not both")
-    service = service or WebhookService(cx, [find_webhook(cx, name)])
     endpoint = service.endpoint(name)
     if endpoint.verifier is None:
         raise UserError(f"webhook {name!r}: cannot sign a delivery while verification is off")
