@@ -320,8 +320,7 @@ class Cortex:
 
         The Org folder this store tracks is synced first, so that the new copy holds its edits.
         """
-        if self.root is not None and self.root.is_dir():
-            self.ingest()
+        self.workspace.refresh(".")
         return history.check_out(self.store, folder)
 
     def sync(self, folder: str | os.PathLike | None = None) -> "history.SyncReport":
@@ -356,10 +355,7 @@ class Cortex:
 
     def unsaved(self) -> list[str]:
         """The Org files whose text differs from the working state: edits not ingested yet (none with no folder)."""
-        if self.root is None or not self.root.is_dir():
-            return []
-        on_disk, working = ingesting.read_folder(self.store, self.root).tree.entries, self.working().entries
-        return sorted(p for p in on_disk.keys() | working.keys() if on_disk.get(p) != working.get(p))
+        return self.workspace.unsaved()
 
     def log(self, limit: int | None = None) -> list[LogEntry]:
         """Snapshots, newest first, with what changed in each."""

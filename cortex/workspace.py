@@ -180,6 +180,10 @@ class Workspace(ABC):
         a sync of them, or nothing when there is no Org folder (or the store is open read-only)."""
 
     @abstractmethod
+    def unsaved(self) -> list[str]:
+        """The Org files of this machine whose text differs from the working state (edits not ingested yet)."""
+
+    @abstractmethod
     def size(self, path: str, tree: Tree) -> int:
         """How many bytes a file of `tree` (the working state) takes."""
 
@@ -235,6 +239,12 @@ class FolderWorkspace(Workspace):
 
     def where(self, folder: str) -> str:
         return f"under {self.root / folder}"
+
+    def unsaved(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        on_disk, working = ingesting.read_folder(self.store, self.root).tree.entries, self.working().entries
+        return sorted(p for p in on_disk.keys() | working.keys() if on_disk.get(p) != working.get(p))
 
     def size(self, path: str, tree: Tree) -> int:
         try:
@@ -347,6 +357,9 @@ class StoreWorkspace(Workspace):
 
     def where(self, folder: str) -> str:
         return "in the store's working state"
+
+    def unsaved(self) -> list[str]:
+        return []  # the working state is what there is
 
     def size(self, path: str, tree: Tree) -> int:
         return len(self.rendered(path, tree).encode("utf-8"))
