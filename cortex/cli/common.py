@@ -6,7 +6,6 @@ import functools
 import sys
 import threading
 from contextlib import contextmanager
-from datetime import datetime
 
 import click
 from rich.console import Console
@@ -134,16 +133,6 @@ def print_nodes(nodes) -> None:
                   node.id or "")
     console.print(t)
     console.print(counted(len(nodes), "headline"))
-
-
-def when(time_ns: int) -> str:
-    """A local time a person reads at a glance."""
-    return datetime.fromtimestamp(time_ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def short(oid) -> str:
-    """The 12-character prefix of an oid."""
-    return "-" if oid is None else bytes(oid).hex()[:12]
 
 
 def duration(text: str, param: str):

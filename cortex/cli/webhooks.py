@@ -8,7 +8,7 @@ import re
 import click
 
 from ..words import counted, quoted
-from .common import Commands, console, duration, err_console, table, when, with_cortex
+from .common import Commands, console, duration, err_console, table, with_cortex
 
 PROVIDERS = ("github", "stripe", "slack", "standard", "custom", "jwt")
 MAX_PAYLOAD = 16 << 20  # bytes of a payload read from a file (a receiver takes 1 MiB unless told otherwise)
@@ -186,11 +186,11 @@ def logs(cx, name, tail):
     if not deliveries:
         err_console.print("no deliveries" + (f" for webhook {name}" if name else ""))
         return
-    t = table("time", "delivery", "webhook", "trigger", "event", "answer", "why", "agent", "ms")
+    rows = [d.row() for d in deliveries]
+    t = table(*rows[0])
     t.columns[1].no_wrap = True  # an id is copied whole into `redeliver`
-    for d in deliveries:
-        t.add_row(when(d.time_ns), d.id, d.webhook, d.trigger, d.event or "-", f"{d.status} {d.outcome}",
-                  d.why or "-", d.agent or "-", f"{d.duration_us / 1000:.1f}")
+    for row in rows:
+        t.add_row(*row.values())
     console.print(t)
 
 

@@ -44,7 +44,7 @@ from ..ingest import DOCS_BY_BYTES, WORKING, IngestReport, NotOrgText, commit_fi
 from ..objects import Document, Snapshot, Tree
 from ..orgfile import parse, render_headline
 from ..query import render_file
-from ..words import quoted
+from ..words import counted, files, quoted, short
 from .items import BadItemText, MemoryItem, check_text, item_from_headline, normalise
 from .layout import (
     AGENTS,
@@ -122,6 +122,15 @@ class CompactionReport:
     duplicates: int
     deleted_logs: list[str]
 
+    def repl_view(self, renderer):
+        """The REPL's view: what moved and was deleted, and how to undo it."""
+        lines = [f"  moved    {kind:9} {item.title}" for kind, item in self.moved]
+        lines += [f"  deleted  {path}" for path in self.deleted_logs]
+        lines.append(f"{counted(len(self.moved), 'item')} moved, {self.duplicates} already known, "
+                     f"{counted(len(self.deleted_logs), 'log')} deleted; "
+                     f'(rollback "{short(self.before.oid)}") undoes it')
+        return renderer.text("\n".join(lines))
+
 
 @dataclass(frozen=True)
 class PurgeReport:
@@ -129,6 +138,10 @@ class PurgeReport:
 
     files: list[str]
     history: Forgotten | None = None
+
+    def repl_view(self, renderer):
+        """The REPL's view: what was removed, from the files and, when hard, from history."""
+        return renderer.text("\n".join([f"removed {files(self.files)}", *_erased(self.history)]))
 
 
 @dataclass(frozen=True)
@@ -140,6 +153,21 @@ class ForgetReport:
     files: list[str]
     before: Snapshot | None = None
     history: Forgotten | None = None
+
+    def repl_view(self, renderer):
+        """The REPL's view: what changed, in the files and, when hard, in history; how to undo a soft forget."""
+        lines = [f"forgot {', '.join(self.ids) or 'an item without :ID:'}; rewrote {files(self.files)}",
+                 *_erased(self.history)]
+        if self.before is not None:
+            lines.append(f'(rollback "{short(self.before.oid)}") undoes it')
+        return renderer.text("\n".join(lines))
+
+
+def _erased(forgotten: Forgotten | None) -> list[str]:
+    """What a hard purge or forget took from history, as lines (none when it was not hard)."""
+    if forgotten is None:
+        return []
+    return [f"rewrote {counted(forgotten.snapshots, 'snapshot')}, collected {counted(forgotten.objects, 'object')}"]
 
 
 @dataclass(frozen=True)

@@ -165,6 +165,16 @@ class SearchResult:
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.heading}"
 
+    def repl_view(self, renderer):
+        """The REPL's view of one result: where it is, why it ranked there, and its text."""
+        return renderer.group(renderer.text(f"{self.path}:{self.line}  {' / '.join(self.outline)}", "dim"),
+                              renderer.text(self.explain(), "dim"), renderer.text(self.text))
+
+    def repl_row(self, renderer, index: int) -> dict[str, str]:
+        """The REPL's row of a result in a table: rank, score, file:line, outline, :ID:."""
+        return {"#": str(index), "score": f"{self.score:.3f}", "file:line": f"{self.path}:{self.line}",
+                "outline": self.heading, "id": self.id or ""}
+
 
 @dataclass(frozen=True)
 class VectorStatus:
