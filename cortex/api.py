@@ -454,7 +454,7 @@ class Cortex:
 
         Refused (before anything changes) while another process has the store open.
         """
-        from .search.service import forget_embeddings
+        from .search.embeddings import forget_embeddings
 
         with self.store.engine.exclusively():
             self._drop_indexes()  # first: a crash halfway must not leave them holding the text
@@ -567,7 +567,8 @@ class Cortex:
 
     @cached_property
     def _search_index(self):
-        from .search.service import SearchIndex, cached_embedder
+        from .search.embeddings import cached_embedder
+        from .search.index import SearchIndex
 
         index = SearchIndex.load(self.store, cached_embedder(self.store), self._index_folder())
         if (notices := self._background_build) is not None:  # again after the indexes were dropped (a purge)
@@ -615,14 +616,16 @@ class Cortex:
         Items without a vector yet are embedded first for up to `budget` seconds (default: all of them;
         while a background build runs, only a moment's wait for it); those still without one are found
         by their words. `progress(done, total)` hears of the embedding; the results' `status` says how
-        many items had a vector (`cortex.search.service.Results`).
+        many items had a vector (`cortex.search.results.Results`).
         """
         from dataclasses import replace
         from datetime import date
 
         from .memory.layout import check_agent_id
+        from .search.building import BACKGROUND_WAIT
+        from .search.embeddings import preload_model
         from .search.fusion import Weights
-        from .search.service import BACKGROUND_WAIT, Filters, SearchIndex, preload_model
+        from .search.index import Filters, SearchIndex
 
         if fusion != "keyword":  # the model's session is made while the definitions and the indexes load
             preload_model()
@@ -678,7 +681,7 @@ class Cortex:
 
         `notify(line)` hears when a long build starts and ends, and why it stopped if it failed.
         """
-        from .search.service import BuildNotices
+        from .search.building import BuildNotices
 
         self._background_build = BuildNotices(notify or (lambda line: None))
         self._search_index.build_in_background(self.working, self._background_build, self._background_build.failed)

@@ -18,7 +18,7 @@ from cortex.errors import NotFound
 from cortex.hashing import hash_text
 from cortex.memory.agents import MemoryContext
 from cortex.repl.render import Renderer
-from cortex.search.service import EMBEDDINGS
+from cortex.search.embeddings import EMBEDDINGS
 
 SECRET = "The vault passphrase is correct-horse-battery-staple-42."
 KEPT = "Unrelated knowledge stays."

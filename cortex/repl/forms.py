@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..errors import UserError
 from ..words import quoted, shown_stats, unsaved_note
 from .registry import FORMS, form, prelude
-from .values import FileEntry, Help, HelpEntry, Message, OrgText, Outline, is_a
+from .values import FileEntry, Help, HelpEntry, Message, OrgText, Outline
 
 # --- helpers every session has ----------------------------------------------------------------
 
@@ -105,7 +105,9 @@ def show(session, target):
 
 def showable(session, target):
     """What `cortex.api`'s show takes for a value a user holds: a search result is the headline it was found in."""
-    if is_a(target, "cortex.search.service.SearchResult"):
+    from ..search.results import SearchResult  # here: a session starts without search
+
+    if isinstance(target, SearchResult):
         # By oid, so a result of a search :as-of a snapshot shows that snapshot's text.
         return target.oid
     return target
