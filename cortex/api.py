@@ -242,7 +242,7 @@ class Cortex:
         """Headlines matching an Org query, in the working state or the snapshot `as_of`: a predicate form
         (`(and (todo "TODO") (tags "security") (deadline :to "+7d"))`, as Hy text, Hy data or Python lists)
         or an Org match string (`+security-ops/TODO`); text not starting with "(" is a match string unless
-        `match` says otherwise. See `cortex.orgquery.predicates` for the predicates. `within`: only the files
+        `match` says otherwise. See `cortex.orgquery.reader` for the predicates. `within`: only the files
         under this folder (`agents/assistant/`), as if there were no other (a backlink from elsewhere included)."""
         from .orgquery import Index, parse_query
 
