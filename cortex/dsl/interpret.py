@@ -29,6 +29,7 @@ from cortex.dsl.definitions import (
 )
 from cortex.dsl.diagnostics import Problems, clip, did_you_mean
 from cortex.dsl.duration import DurationError, parse_duration
+from cortex.dsl.jsonpath import compile_query  # as the receiver runs it: RE2, linear time
 from cortex.dsl.reader import SourceFile
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
@@ -178,8 +179,6 @@ def _scalar(model, key, ctx):
 
 
 def _json_path(model, key, ctx) -> str:
-    from cortex.webhooks.filters import compile_query  # checked as the receiver runs it: RE2, linear time
-
     value = _text(model, key, ctx)
     try:
         compile_query(value)
