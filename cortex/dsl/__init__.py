@@ -20,6 +20,7 @@ _NAMES = {
     "literate": ("MARKER",),
     "loader": ("extract_from_org", "extract_memory_definitions", "extract_webhook_definitions",
                "load_definitions", "parse_definitions"),
+    "options": ("OptionError", "webhook_from_options"),
     "registry": ("Registry", "current_registry"),
     "render": ("render_definition",),
 }
