@@ -6,8 +6,13 @@ import json
 
 import click
 
+from ..errors import UserError
+from ..listen import listen
+from ..reads import read_bounded
 from ..words import counted
 from .common import Commands, console, cortex_options, duration, err_console, open_cortex, table, with_cortex
+
+__all__ = ["serve_command", "webhook_group"]
 
 PROVIDERS = ("github", "stripe", "slack", "standard", "custom", "jwt")
 MAX_PAYLOAD = 16 << 20  # bytes of a payload read from a file (a receiver takes 1 MiB unless told otherwise)
@@ -89,8 +94,6 @@ def test(cx, name, payload, event, url, tamper, stale, private_key):
     Exits 1 when the answer is not what the test expects: a delivery accepted (2xx), or with
     --tamper or --stale, rejected.
     """
-    from ..reads import read_bounded
-
     if payload.startswith("@"):
         payload = _read_payload(payload[1:])
     key = read_bounded(private_key, MAX_KEY, "a private key") if private_key else None
@@ -162,8 +165,6 @@ def redeliver(cx, delivery_id):
 @with_cortex
 def serve_command(cx, host, port, max_body, keep_logs):
     """Receive webhook deliveries over HTTP at the paths the definitions declare."""
-    from ..listen import listen
-
     service, server = cx.webhook_server(host, port, max_body, duration(keep_logs, "--keep-logs"))
     listen(host, port).close()  # an address no socket can listen at is refused in one line, before serving
     for warning in service.warnings:
@@ -195,9 +196,6 @@ def _secret_text(w) -> str:
 
 
 def _read_payload(path: str) -> str:
-    from ..errors import UserError
-    from ..reads import read_bounded
-
     try:
         return read_bounded(path, MAX_PAYLOAD, "a payload").decode("utf-8")
     except OSError as err:

@@ -32,6 +32,8 @@ from cortex.dsl.duration import DurationError, parse_duration
 from cortex.dsl.jsonpath import compile_query  # as the receiver runs it: RE2, linear time
 from cortex.dsl.reader import SourceFile
 
+__all__ = ["JWT_ALGORITHMS", "NAME", "Context", "Dialect", "Parsed", "check_unique", "interpret_form"]
+
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
 JWT_ALGORITHMS = ("HS256", "HS384", "HS512", *sorted(jwt.algorithms.requires_cryptography))
 _SEARCH_DEFAULTS = MemorySearchConfig()

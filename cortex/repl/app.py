@@ -32,6 +32,8 @@ from ..errors import CortexError
 from ..words import ingest_summary
 from .early import BANNER, PROMPT, EarlyPrompt
 
+__all__ = ["HISTORY_ENTRY_CHARS", "Startup", "StoreHistory", "run"]
+
 if TYPE_CHECKING:
     from .core import Session
 

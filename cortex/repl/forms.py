@@ -7,10 +7,14 @@ so `(find :todo "TODO")` calls `find(session, todo="TODO")`.
 
 from __future__ import annotations
 
+import inspect
+
 from ..errors import UserError
 from ..words import quoted, shown_stats, unsaved_note
 from .registry import FORMS, form, prelude
 from .values import FileEntry, Help, HelpEntry, Message, OrgText, Outline
+
+__all__ = ["duration", "snapshot_ref"]  # for the other forms modules; the forms register themselves (`form`)
 
 # --- helpers every session has ----------------------------------------------------------------
 
@@ -232,7 +236,5 @@ def help(session, topic=None):  # noqa: A001 - `help` is what a REPL user types
         return Help([HelpEntry(entry.name, entry.usage, entry.doc)])
     if isinstance(topic, str):
         raise UserError(f"no form named {topic}; (help) lists them")
-    import inspect
-
     name = getattr(topic, "__name__", str(topic))
     return Help([HelpEntry(name, "", inspect.getdoc(topic) or f"no documentation for {name}")])

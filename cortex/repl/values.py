@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+__all__ = ["FileEntry", "Help", "HelpEntry", "Message", "OrgText", "Outline", "SearchResults"]
+
 
 class OrgText(str):
     """Org text (a headline, a subtree, a file), printed highlighted with the TODO keywords of its file."""
