@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import history, ingest as ingesting, query
 from .bounded import BoundedDict
-from .files import ChangedMeanwhile, write_atomically
+from .files import EDIT_ATTEMPTS, ChangedMeanwhile, holds, read_or_none, write_atomically
 from .backends import Store, is_database_url, open_store
 from .backends.base import TABLES
 from .errors import NotFound, UserError, located
@@ -29,12 +29,10 @@ from .history import Change, DirtyWorkingFiles, LogEntry, RollbackReport, Versio
 from .ingest import IngestReport
 from .objects import Headline, Snapshot, Tree
 from .query import Node
+from .workspace import CONFIG, LITERATE, open_workspace  # noqa: F401 - CONFIG, LITERATE re-exported
 from .words import brief, quoted
 
-CONFIG = "config"
-LITERATE = "dsl.literate"
 DEFINITIONS_FILE = "definitions.hy"
-ORG_ROOT_KEY = b"org_root"
 PAST_INDEXES = 8  # search indexes of snapshots and folders a session keeps
 SEARCH_BUDGET = 2.5  # seconds a search asked by a person or an agent embeds before it answers (the rest by words)
 MAX_AGENDA_DAYS = 3660  # ten years: an agenda lists every day it spans
@@ -115,17 +113,6 @@ def open(store: str | os.PathLike | None = None, org_root: str | os.PathLike | N
         raise
 
 
-def _ingest_report(store: Store, synced: "history.SyncReport") -> IngestReport:
-    """An ingest's report of a sync of the Org folder: the files it read and parsed, those it sent and the
-    folder no longer holds (removed), those it received, its objects and its conflicts."""
-    entries = store.objects[synced.tree].entries
-    read = synced.read
-    return IngestReport(root=synced.tree, files=read.files, problems=read.problems, parsed=read.parsed,
-                        removed=[p for p in synced.sent if p not in entries], marked=synced.marked,
-                        new_objects=synced.new_objects, seconds=synced.seconds, received=synced.received,
-                        conflicts=synced.conflicts)
-
-
 def store_name(location: str | os.PathLike | None) -> str:
     """How messages name a store: its folder, or its server's URL with any password hidden."""
     if location is None:
@@ -144,10 +131,15 @@ class Cortex:
                  location: str | os.PathLike | None = None, *, folder: bool = True):
         self.store = store
         self.location = store_name(location)  # where the store is, password hidden
-        if not folder and org_root is not None:
-            raise UserError(f"an Org folder ({org_root}) and no Org folder were both asked for; choose one")
-        self.root: Path | None = self._settle_root(org_root) if folder else None
+        self.workspace = open_workspace(store, org_root, folder=folder)
+        self.workspace.erasing.append(self._drop_indexes)  # first: a crash halfway must not leave them holding it
+        self.workspace.replacing.append(self._forget_embeddings)
         self._closed = False
+
+    @property
+    def root(self) -> Path | None:
+        """The Org folder this machine has of the store (None: none, --no-org)."""
+        return self.workspace.root
 
     def _folder(self, what: str) -> Path:
         """The Org root, or a UserError saying that `what` needs one when this session has none."""
@@ -155,20 +147,6 @@ class Cortex:
             raise UserError(f"{what} needs an Org folder, and this session has none (--no-org); "
                             "open the store with --org DIR, or check out a copy with `cortex checkout DIR`")
         return self.root
-
-    def _settle_root(self, requested) -> Path:
-        config = self.store.table(CONFIG)
-        recorded = config.get(ORG_ROOT_KEY)
-        if requested is None:
-            return Path(recorded.decode()) if recorded else Path(os.path.abspath("org"))
-        root = Path(os.path.abspath(requested))
-        if recorded and Path(recorded.decode()) != root and self.store.refs.get(ingesting.WORKING):
-            raise UserError(
-                f"this store tracks the Org folder {recorded.decode()}, not {root}; "
-                "use another --store for another folder")
-        if recorded != str(root).encode() and not self.store.read_only:
-            config[ORG_ROOT_KEY] = str(root).encode()
-        return root
 
     # --- the store itself ---------------------------------------------------------------
 
@@ -182,39 +160,12 @@ class Cortex:
         from the Org root), taken as read, and `digests` their hashes when known; `then(report)` runs in
         the ingest's transaction (see `ingest.ingest`).
         """
-        return self._ingest(path, progress, written, digests, then)[0]
-
-    def _ingest(self, path, progress, written, digests, then) -> tuple[IngestReport, "history.SyncReport"]:
-        """`ingest`, and the sync of the Org folder it made."""
         self._folder("ingest")
-        if path is not None and Path(path).is_dir() and self.store.refs.get(ingesting.WORKING) is None:
-            self.root = self._settle_root(path)
-        from .dsl.literate import MARKER  # here, as it loads Hy's reader, which opening a store needs not
-
-        scope = "." if path is None else ingesting.relative_path(self.root, Path(path))  # (outside: a UserError)
-        if not self.root.is_dir() or not (self.root / scope).exists():
-            raise UserError(f"{self.root / scope}: no such file or folder")
-        # The Org folder is a working copy: a sync keeps what other writers committed meanwhile (writing it into
-        # the folder) and sends the folder's edits, of the files under `path`.
-        synced = history.sync(self.store, self.root, tracked=True, progress=progress, marker=MARKER.encode(),
-                              written=written, digests=digests, then=then, scope=scope,
-                              message=f"ingest {scope}{ingesting.SYNCED}")
-        self._note_literate_definitions(synced.sent + synced.received, synced.marked)
-        return _ingest_report(self.store, synced), synced
-
-    def _note_literate_definitions(self, changed: list[str], marked: list[str]) -> None:
-        """Remember which of the Org files `changed` hold cortex definition blocks (those `marked`)."""
-        literate = self.store.table(LITERATE)
-        for path in marked:
-            if path.encode() not in literate:
-                literate[path.encode()] = b""
-        for path in set(changed) - set(marked):
-            if path.encode() in literate:
-                del literate[path.encode()]
+        return self.workspace.ingest(path, progress, written, digests, then)
 
     def working(self) -> Tree:
         """The tree of the working state."""
-        return ingesting.working_tree(self.store)
+        return self.workspace.working()
 
     def state(self, ref: str | int | None = None, within: str | None = None) -> Tree:
         """The tree of a snapshot reference, or of the working state when `ref` is None; `within`: of its files
@@ -339,7 +290,7 @@ class Cortex:
 
     def snapshot(self, message: str = "") -> Snapshot:
         """Record the working state (O(1)) and move HEAD to it."""
-        return history.snapshot(self.store, message)
+        return self.workspace.snapshot(message)
 
     def snapshots(self) -> list[Snapshot]:
         """Kept snapshots, most recent first."""
@@ -362,13 +313,7 @@ class Cortex:
     def rollback(self, ref: str | int, *, keep: bool = False, force: bool = False) -> RollbackReport:
         """Return the working state, HEAD and the Org files to a snapshot (with no Org folder here: the working
         state and HEAD, which working copies receive when they sync)."""
-        if self.root is None:
-            return history.rollback_state(self.store, ref, keep=keep, force=force)
-        if self.root.is_dir():  # synced first: what store-side writers committed is an edit it must not lose
-            self.ingest()
-        report = history.rollback(self.store, self.root, ref, keep=keep, force=force)
-        self.ingest()  # and after: the folder's base is the state it was rolled back to
-        return report
+        return self.workspace.rollback(ref, keep=keep, force=force)
 
     def checkout(self, folder: str | os.PathLike) -> "history.SyncReport":
         """Write the working state into a new (or empty) folder, a working copy that `sync` keeps in step.
@@ -387,7 +332,7 @@ class Cortex:
         folder = Path(os.path.abspath(folder)) if folder is not None else self._folder("sync with no folder named")
         if folder != self.root:
             return history.sync(self.store, folder)
-        return self._ingest(None, None, None, None, None)[1]
+        return self.workspace.synced()[1]
 
     def copies(self) -> list["history.Copy"]:
         """The working copies of this store (folder, machine, when made), oldest first."""
@@ -397,7 +342,7 @@ class Cortex:
         """Forget a working copy by its id (or a unique prefix): its folder syncs no more."""
         return history.forget_copy(self.store, copy_id)
 
-    def conflicts(self, folder: str | os.PathLike | None = None) -> list["history.merge.Conflict"]:
+    def conflicts(self, folder: str | os.PathLike | None = None) -> list["history.conflicts.Conflict"]:
         """Conflicts a sync left unresolved: in a working copy's files, or (no folder) in the working state."""
         return history.conflicts(self.store, folder)
 
@@ -454,11 +399,13 @@ class Cortex:
 
         Refused (before anything changes) while another process has the store open.
         """
+        return self.workspace.erase(rewrite, what)
+
+    def _forget_embeddings(self, replaced) -> None:
+        """Delete the cached vectors of the texts an erasure took (see `search.embeddings.forget_embeddings`)."""
         from .search.embeddings import forget_embeddings
 
-        with self.store.engine.exclusively():
-            self._drop_indexes()  # first: a crash halfway must not leave them holding the text
-            return history.forget(self.store, rewrite, what, lambda replaced: forget_embeddings(self.store, replaced))
+        forget_embeddings(self.store, replaced)
 
     def export(self, ref: str | int = "HEAD", path: str | os.PathLike | None = None) -> tuple[Path, int]:
         """Write a snapshot and what it reaches to one file (default in `store_folder()`); return it and the count."""
@@ -758,7 +705,7 @@ class Cortex:
         """Agent memory: memory.org and daily logs per agent, over this session."""
         from .memory.agents import AgentMemory
 
-        return AgentMemory(self)
+        return AgentMemory(self.workspace, self.search)
 
     # --- webhooks ------------------------------------------------------------------------
 
@@ -886,13 +833,11 @@ class Cortex:
 def _rewrite(target: Path, change: Callable[[bytes | None], bytes]) -> None:
     """Write `change(the file's bytes)` (None: no file) over `target` atomically, never over an edit saved
     meanwhile: then again, on the bytes saved."""
-    from .memory.writes import ATTEMPTS, holds, read_or_none  # here: the api loads each feature on first use
-
-    for _ in range(ATTEMPTS):
+    for _ in range(EDIT_ATTEMPTS):
         old = read_or_none(target)
         try:
             write_atomically(target, change(old), unchanged=lambda path: holds(path, old))
             return
         except ChangedMeanwhile:
             continue
-    raise UserError(f"{target}: changed {ATTEMPTS} times while it was being saved; nothing was written")
+    raise UserError(f"{target}: changed {EDIT_ATTEMPTS} times while it was being saved; nothing was written")

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from .errors import UserError
 from .hashing import hash_text
-from .paths import path_problem
+from .paths import agent_folder_of, path_problem
 
 LEFTOVER_SECONDS = 600  # no write takes this long: an older temporary file was abandoned
 SPARE_SECONDS = LEFTOVER_SECONDS / 2  # a spare kept longer is not written over (a scan may be removing it)
@@ -215,6 +215,81 @@ def remove_under(root: Path, rel: str, unchanged: Check | None = None) -> None:
         except OSError:  # not empty (or not ours to remove): keep it and what is above it
             return
         parent = parent.parent
+
+
+class FilesBusy(UserError):
+    """Another process held a folder's files too long, or a file kept changing while it was being written."""
+
+
+EDIT_ATTEMPTS = 5  # reads of a file that keeps changing while an edit of it is written
+
+
+def read_or_none(path: Path) -> bytes | None:
+    """A file's bytes (at most the bound of an Org file), or None when it does not exist."""
+    from .reads import ORG_FILE, read_bounded
+
+    try:
+        return read_bounded(path, ORG_FILE, "an Org file")
+    except FileNotFoundError:
+        return None
+
+
+def holds(path: Path, data: bytes | None) -> bool:
+    """Whether the file holds exactly `data` (None: the file does not exist)."""
+    return not os.path.exists(path) if data is None else file_holds(path, data)
+
+
+def edit_file(root: Path, rel: str, compute: Callable[[bytes | None], bytes | None],
+              expected: bytes | None = None) -> tuple[bool, bytes | None]:
+    """Make the Org file `rel` under `root` hold `compute(its current bytes)` (None: no file), atomically, unless
+    the file changes meanwhile; return whether it changed, and its bytes now. Nothing is read or written
+    outside the root, nor through a link out of an agent's folder.
+
+    The bytes `compute` was given are compared with the file right before the new version replaces it
+    (or it is removed); when they differ, it runs again on the file's new bytes. `expected` is what the
+    caller last read or wrote there: the first run computes from it, so the file is read only when it
+    has changed. A UserError from `compute` stands only if the file still holds what it was given.
+    """
+    _in_its_agent_folder(root, rel)
+    path = None if expected is not None else confined(root, rel)  # (write_under confines what it writes)
+    old = expected if expected is not None else read_or_none(path)
+    for _ in range(EDIT_ATTEMPTS):
+        try:
+            new = compute(old)
+        except UserError:
+            path = path or confined(root, rel)
+            if holds(path, old):
+                raise
+            old = read_or_none(path)  # the error came from bytes the file no longer holds
+            continue
+        path = path or confined(root, rel)
+        try:
+            if new == old:
+                if holds(path, old):
+                    return False, old
+            elif new is None:
+                remove_under(root, rel, lambda real: holds(real, old))
+                return True, None
+            else:
+                write_under(root, rel, new, lambda real: holds(real, old))
+                return True, new
+        except ChangedMeanwhile:
+            pass
+        old = read_or_none(path)
+    raise FilesBusy(f"{path}: changed {EDIT_ATTEMPTS} times while it was being written; nothing was written")
+
+
+def _in_its_agent_folder(root: Path, rel: str) -> None:
+    """Refuse a file of an agent's folder that is a symbolic link out of that folder: an agent's memory is written
+    in its folder only, never through its name into another agent's file (ingest does not follow such a link).
+    A link out of the Org root is refused where the path is confined, as for any write."""
+    agent = agent_folder_of(rel)
+    if agent is None or not os.path.islink(root / rel):
+        return
+    real, folder = os.path.realpath(root / rel), os.path.realpath(root / agent)
+    if real.startswith(os.path.join(os.path.realpath(root), "")) and not real.startswith(os.path.join(folder, "")):
+        raise UserError(f"{root / rel}: a symbolic link out of the agent's folder {agent} (to {real}); an agent's "
+                        "memory is written in its own folder only")
 
 
 def _take_away(folder: int, target: Path, unchanged: Check) -> None:

@@ -80,7 +80,7 @@ class IngestReport:
     new_objects: int = 0
     seconds: float = 0.0
     received: list[str] = field(default_factory=list)  # files the sync before it wrote: what the store had new
-    conflicts: list = field(default_factory=list)  # what that sync left in conflict (`history.merge.Conflict`)
+    conflicts: list = field(default_factory=list)  # what that sync left in conflict (`history.conflicts.Conflict`)
 
     @property
     def unchanged(self) -> int:

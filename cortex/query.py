@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from . import orgfile
@@ -54,7 +54,12 @@ def walk(store: Store, tree: Tree, paths=None) -> Iterator[Node]:
 
 
 def walk_document(store: Store, path: str, doc: Document) -> Iterator[Node]:
-    """Every headline of one document, depth first, with line numbers."""
+    """Every headline of one document of the store, depth first, with line numbers."""
+    return walk_headlines(store.objects.__getitem__, path, doc)
+
+
+def walk_headlines(get: Callable[[bytes], object], path: str, doc: Document) -> Iterator[Node]:
+    """Every headline of one document (its objects given by `get`), depth first, with line numbers."""
     line = 1 + doc.preamble.count("\n")
     levels = [(enumerate(doc.children), (), ())]  # a stack, not recursion: files may nest thousands deep
     while levels:
@@ -64,7 +69,7 @@ def walk_document(store: Store, path: str, doc: Document) -> Iterator[Node]:
             levels.pop()
             continue
         index, oid = step
-        headline: Headline = store.objects[oid]
+        headline: Headline = get(oid)
         node = Node(path, (*outline, headline.title), (*position, index), line, headline)
         line += headline.raw.count("\n")
         yield node

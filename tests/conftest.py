@@ -223,3 +223,10 @@ def store_at(request, tmp_path, user_cache) -> str:
     (tmp_path / "cache" / "cortex" / "models").symlink_to(models, target_is_directory=True)
     request.getfixturevalue("monkeypatch").setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     return request.getfixturevalue("pg_url")
+
+
+def held_folder(folder: Path):
+    """Hold a folder of the Org root as a writer of it does (`Workspace.held`), from outside any session."""
+    from cortex.files import folder_lock
+
+    return folder_lock(folder, 60.0, lambda: TimeoutError(f"{folder}: held too long"))

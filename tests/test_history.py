@@ -7,6 +7,7 @@ import textwrap
 import pytest
 
 import cortex.api as cx
+from cortex import orgfile
 from cortex.backends.base import ObjectStore
 from cortex.errors import NotFound, UserError
 from cortex.history import DamagedExport, DirtyWorkingFiles
@@ -329,3 +330,22 @@ def test_concurrent_snapshots_from_four_processes_all_land(cortex, org, tmp_path
             chain.append(snap.oid)
             snap = snap.parent and c.store.objects[snap.parent]
         assert sorted(chain) == sorted(s.oid for s in listed)
+
+
+def test_diff_and_a_sync_agree_on_which_headline_is_the_same_one(tmp_path):
+    """A retitled headline keeping its text is one headline changed, for `diff` as for the merge of a sync:
+    they pair siblings with one matcher (`history.siblings`)."""
+    from cortex.history import diff, merge
+    from cortex.objects import Tree
+
+    with cx.open(tmp_path / "store", folder=False) as c:
+        before = "* Plan\nShip on Monday.\n* Budget\nTen thousand.\n"
+        after = "* The plan\nShip on Monday.\n* Budget\nTen thousand.\n"
+        parsed = [orgfile.parse(text) for text in (before, after)]
+        c.store.objects.add_many([obj for p in parsed for obj in p.objects])
+        old, new = (Tree({"a.org": p.document.oid}) for p in parsed)
+        assert [(ch.kind, ch.outline, ch.fields) for ch in diff(c.store, old, new)] == [
+            ("changed", ("The plan",), ("title",))]
+        merged = merge.merge_documents(parsed[0].document, parsed[1].document, parsed[0].document,
+                                       c.store.objects.__getitem__)
+        assert merged.clean and merged.text == after

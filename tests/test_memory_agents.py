@@ -324,7 +324,7 @@ def test_a_symlinked_agent_folder_leading_outside_is_refused(cortex, org, tmp_pa
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     (org / "agents" / "sneaky").symlink_to(outside)
-    with pytest.raises(BadAgentId, match="leads outside the Org root"):
+    with pytest.raises(UserError, match="leads outside the Org root"):
         cortex.memory.save_context("sneaky", MemoryContext(facts=["x"]))
     assert list(outside.iterdir()) == []
 

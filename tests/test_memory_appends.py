@@ -52,7 +52,7 @@ def test_a_crlf_log_gets_crlf_entries_and_a_new_log_starts_with_its_title(cortex
 
 def test_appends_neither_read_nor_hash_the_log_whole_yet_its_document_is_that_of_its_bytes(cortex, org, monkeypatch):
     import cortex.ingest as ingesting
-    import cortex.memory.writes as writes
+    import cortex.files as writes
     from cortex.hashing import hash_bytes
 
     cortex.memory.save_context("assistant", session(1), now=NOW)

@@ -11,9 +11,10 @@ from datetime import datetime
 import pytest
 
 import cortex.memory.agents as agents
+import cortex.workspace as workspace
 from cortex.memory.agents import MemoryContext
 from cortex.memory.memoryfile import MemoryConflict
-from cortex.memory.writes import agent_lock
+from conftest import held_folder
 
 NOW = datetime(2026, 11, 21, 10, 5)
 
@@ -22,18 +23,23 @@ NOW = datetime(2026, 11, 21, 10, 5)
 def counted(cortex, monkeypatch):
     """The saves prepared, and the writes of memory.org, the daily-log appends and the ingests made for them."""
     calls = {"prepared": [], "memory": [], "log": [], "ingest": []}
-    prepared, replace, ingest = agents._prepared_save, agents.replace_file, cortex.ingest
+    prepared, edit, synced = agents.prepared_save, workspace.edit_file, cortex.workspace._synced
 
-    def counting(name, function):
-        return lambda *args, **kwargs: calls[name].append(args) or function(*args, **kwargs)
+    def preparing(*args, **kwargs):
+        return calls["prepared"].append(args) or prepared(*args, **kwargs)
 
-    def replacing(root, rel, *args, **kwargs):  # memory.org, or a daily log
+    def editing(root, rel, *args, **kwargs):  # memory.org, or a daily log
         calls["memory" if rel.endswith("memory.org") else "log"].append(rel)
-        return replace(root, rel, *args, **kwargs)
+        return edit(root, rel, *args, **kwargs)
 
-    monkeypatch.setattr(agents, "_prepared_save", counting("prepared", prepared))
-    monkeypatch.setattr(agents, "replace_file", replacing)
-    monkeypatch.setattr(cortex, "ingest", counting("ingest", ingest))
+    def syncing(scope, progress=None, written=None, *args, **kwargs):  # the sync of what a write wrote
+        if written:
+            calls["ingest"].append(scope)
+        return synced(scope, progress, written, *args, **kwargs)
+
+    monkeypatch.setattr(agents, "prepared_save", preparing)
+    monkeypatch.setattr(workspace, "edit_file", editing)
+    monkeypatch.setattr(cortex.workspace, "_synced", syncing)
     return calls
 
 
@@ -49,7 +55,7 @@ def run_together(org, agent: str, calls: dict, jobs: dict) -> dict:
             results[name] = error
 
     threads = [threading.Thread(target=run, args=item) for item in jobs.items()]
-    with agent_lock(org / "agents" / agent):
+    with held_folder(org / "agents" / agent):
         for thread in threads:
             thread.start()
         deadline = time.monotonic() + 30

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from cortex import orgfile
-from cortex.history.merge import (CONFLICT_TAG, Conflict, conflicts_in, merge_documents, merge_texts,
-                                  merge_trees)
+from cortex.history.conflicts import CONFLICT_TAG, Conflict, conflicts_in
+from cortex.history.merge import merge_documents, merge_texts, merge_trees
 from cortex.hashing import Oid
 from cortex.objects import Document, Headline, Tree, children_in_encoding
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 import cortex.api as cx
-from cortex.memory.writes import agent_lock
+from conftest import held_folder
 from cortex.webhooks import verifier_for
 from cortex.webhooks.deliveries import DeliveryLog, Outcome
 
@@ -163,7 +163,7 @@ def test_a_delivery_cut_off_before_its_log_entry_is_routed_on_the_next_start(rec
             pass  # the receiver stopped before it answered
 
     # Holding the agent's lock stops the receiver between accepting the delivery and writing its entry.
-    with agent_lock(org / "agents" / "assistant"):
+    with held_folder(org / "agents" / "assistant"):
         sender = threading.Thread(target=send)
         sender.start()
         with opened(tmp_path, org) as c:
@@ -211,7 +211,7 @@ def test_kill_9_mid_burst_loses_and_doubles_nothing(receivers, tmp_path, org):
             pool.submit(send, n)
         wait(lambda: len(answers) >= 10, "the first answers")
         # Holding the agent's lock lets a group of deliveries queue; the kill comes while it is being written.
-        with agent_lock(org / "agents" / "assistant"), opened(tmp_path, org) as c:
+        with held_folder(org / "agents" / "assistant"), opened(tmp_path, org) as c:
             log = DeliveryLog(c.store)
             wait(lambda: len(log.pending()) >= 20, "a group to queue")
         time.sleep(random.uniform(0, 0.02))

@@ -15,9 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-import cortex.memory.agents as agents
+import cortex.workspace as workspace
 from cortex.dsl import Provider, WebhookDefinition
-from cortex.memory.writes import agent_lock
+from conftest import held_folder
 from cortex.webhooks.deliveries import Outcome
 from cortex.webhooks.receiver import serving
 from cortex.webhooks.service import WebhookService
@@ -42,9 +42,15 @@ class Counted:
 
     def __init__(self, cortex, service, monkeypatch):
         self.appends, self.ingests, self.finished = [], [], []
-        replace, ingest, finish = agents.replace_file, cortex.ingest, service.log.finish
-        monkeypatch.setattr(agents, "replace_file", lambda *a, **k: self.appends.append(a[1]) or replace(*a, **k))
-        monkeypatch.setattr(cortex, "ingest", lambda *a, **k: self.ingests.append(a) or ingest(*a, **k))
+        edit, synced, finish = workspace.edit_file, cortex.workspace._synced, service.log.finish
+
+        def syncing(scope, progress=None, written=None, *args, **kwargs):  # the sync of what a write wrote
+            if written:
+                self.ingests.append(scope)
+            return synced(scope, progress, written, *args, **kwargs)
+
+        monkeypatch.setattr(workspace, "edit_file", lambda *a, **k: self.appends.append(a[1]) or edit(*a, **k))
+        monkeypatch.setattr(cortex.workspace, "_synced", syncing)
         monkeypatch.setattr(service.log, "finish", lambda ended: self.finished.append(ended) or finish(ended))
 
 
@@ -80,7 +86,7 @@ def test_concurrent_deliveries_are_routed_in_groups_each_logged_once(cortex, org
     with serving(service) as url, httpx.Client(base_url=url, timeout=60) as client, \
             ThreadPoolExecutor(20) as pool:
         post = lambda request: client.post(request[0], content=request[2], headers=request[1])  # noqa: E731
-        with agent_lock(org / "agents" / "assistant"):
+        with held_folder(org / "agents" / "assistant"):
             first = pool.submit(post, requests[0])
             wait_for_pending(service, 1)  # its group is being routed, and waits for the lock
             rest = [pool.submit(post, request) for request in requests[1:]]
@@ -108,7 +114,7 @@ def test_a_replay_a_duplicate_and_a_failure_in_a_group_leave_their_group_mates_r
     with serving(service) as url, httpx.Client(base_url=url, timeout=60) as client, \
             ThreadPoolExecutor(12) as pool:
         post = lambda request: client.post(request[0], content=request[2], headers=request[1])  # noqa: E731
-        with agent_lock(org / "agents" / "assistant"):
+        with held_folder(org / "agents" / "assistant"):
             first = pool.submit(post, good[0])
             wait_for_pending(service, 1)
             group = {name: pool.submit(post, request) for name, request in [
@@ -142,7 +148,7 @@ def test_a_provider_retry_of_a_delivery_being_routed_waits_for_it_and_is_a_dupli
     path, headers, body = github(service, 1, delivery="d-1")
     endpoint = service.endpoint("github-events")
     answers = {}
-    with agent_lock(org / "agents" / "assistant"):
+    with held_folder(org / "agents" / "assistant"):
         original = threading.Thread(target=lambda: answers.update(first=service.deliver(endpoint, headers, body)))
         original.start()
         wait_for_pending(service, 1)

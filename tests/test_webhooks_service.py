@@ -231,16 +231,18 @@ def test_a_duplicate_of_a_filtered_delivery_is_acknowledged_and_not_routed(corte
 def test_an_entry_written_but_not_ingested_stays_pending_and_a_retry_completes_it_once(cortex, org, service,
                                                                                        monkeypatch):
     endpoint, headers, body = signed(service, "github-events", OPENED, **{"X-GitHub-Delivery": "d-2"})
-    ingest = cortex.ingest
+    synced = cortex.workspace._synced
 
-    def full_disk(*args, **kwargs):
-        raise OSError(28, "No space left on device")
+    def full_disk(scope, progress=None, written=None, *args, **kwargs):  # the sync of what the delivery wrote
+        if written:
+            raise OSError(28, "No space left on device")
+        return synced(scope, progress, written, *args, **kwargs)
 
-    monkeypatch.setattr(cortex, "ingest", full_disk)
+    monkeypatch.setattr(cortex.workspace, "_synced", full_disk)
     cut = service.deliver(endpoint, headers, body)
     assert (cut.status, cut.outcome, cut.reason) == (500, "pending", "routing_failed")
     assert agent_log(org).count(f":SESSION:  {cut.id}\n") == 1 and cortex.find(prop=("SESSION", cut.id)) == []
-    monkeypatch.setattr(cortex, "ingest", ingest)
+    monkeypatch.setattr(cortex.workspace, "_synced", synced)
     retry = service.deliver(endpoint, headers, body)  # the provider's retry, as after any 5xx
     assert (retry.status, retry.outcome, retry.duplicate_of) == (200, "duplicate", cut.id)
     assert service.log.get(cut.id).outcome == "routed"

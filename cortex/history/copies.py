@@ -44,7 +44,9 @@ from ..reads import ORG_FILE, TooLarge, read_bounded
 from ..words import brief, counted, quoted
 from . import erasures
 from .checkout import holds, holds_bytes
-from .merge import Conflict, Getter, conflicts_in, merge_documents, merge_trees
+from .conflicts import Conflict, conflicts_in
+from .merge import merge_documents, merge_trees
+from .siblings import Getter
 
 RECORD = Path(".cortex") / "copy"
 BASE = Path(".cortex") / "base"
@@ -236,8 +238,9 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None, *, t
     yet. The folder is read as `ingest.ingest` reads it (`progress`, `written`, `digests`), and the
     report lists the files changed that hold `marker`; `then(report of the read)` runs in the sync's
     commit, which the working state's log names `message`. Only the files under `scope` (a path from the
-    folder) are read, sent and received; the others wait for a sync that reads them. Syncs of one folder take turns (on its machine): one that read the folder before another
-    brought it up to date would take that other's writes for edits of its own."""
+    folder) are read, sent and received; the others wait for a sync that reads them. Syncs of one folder
+    take turns (on its machine): one that read the folder before another brought it up to date would take
+    that other's writes for edits of its own."""
     folder = Path(os.path.abspath(folder))
 
     def busy() -> CopyBusy:

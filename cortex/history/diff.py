@@ -11,6 +11,7 @@ from ..ingest import working_tree
 from ..objects import EMPTY_TREE, Headline, Snapshot, Tree
 from ..query import with_id
 from ..words import brief
+from .siblings import pair
 from .snapshots import not_negative, resolve, snapshots
 
 @dataclass(frozen=True)
@@ -82,31 +83,14 @@ def _diff_children(get, path, outline, old_oids, new_oids, found: _Found) -> Non
             tasks.append(("siblings", (*outline, b.title), a.children, b.children))
 
 
-def _paired(get, old_oids, new_oids) -> list:
-    """The siblings that differ, paired (`_pair`); equal oids on both sides are left out unopened."""
-    unmatched_new = list(new_oids)
-    leftover_old = []
-    for oid in old_oids:
-        if oid in unmatched_new:
-            unmatched_new.remove(oid)
-        else:
-            leftover_old.append(oid)
-    return _pair([get(o) for o in leftover_old], [get(o) for o in unmatched_new])
-
-
-def _pair(olds: list[Headline], news: list[Headline]):
-    """Pair old and new siblings: by :ID:, then by title, then by order; the rest stand alone."""
-    pairs, olds, news = [], list(olds), list(news)
-    for match in (lambda a, b: a.id is not None and a.id == b.id,
-                  lambda a, b: a.id is None and b.id is None and a.title == b.title,
-                  lambda a, b: a.id is None and b.id is None):
-        for a in list(olds):
-            b = next((b for b in news if match(a, b)), None)
-            if b is not None:
-                pairs.append((a, b))
-                olds.remove(a)
-                news.remove(b)
-    return pairs + [(a, None) for a in olds] + [(None, b) for b in news]
+def _paired(get, old_oids, new_oids) -> list[tuple[Headline | None, Headline | None]]:
+    """The siblings that differ, paired as a merge pairs them (`siblings.pair`), each list's order kept;
+    equal subtrees are left out unopened."""
+    pairs = pair(list(old_oids), list(new_oids), get, loose=True)
+    paired = set(pairs.values())
+    changed = [(get(old_oids[i]), get(new_oids[j])) for i, j in sorted(pairs.items()) if old_oids[i] != new_oids[j]]
+    return (changed + [(get(oid), None) for i, oid in enumerate(old_oids) if i not in pairs]
+            + [(None, get(oid)) for j, oid in enumerate(new_oids) if j not in paired])
 
 
 def _changed_fields(a: Headline, b: Headline) -> tuple[str, ...]:
@@ -133,12 +117,17 @@ def _moves(get, found: _Found) -> list[Change]:
         return nodes
 
     added, removed = expand(found.added), expand(found.removed)
+    by_id, by_oid = {}, {}  # the removed headlines, by :ID: and by oid (first found first)
+    for node in removed:
+        if node[2].id:
+            by_id.setdefault(node[2].id, []).append(node)
+        by_oid.setdefault(node[2].oid, []).append(node)
     moved_new, moved_old, moves = set(), set(), []
     for path, outline, h, ancestors in added:
         if moved_new.intersection(ancestors):
             continue  # it moved with its parent
-        twin = next((r for r in removed if r[2].oid not in moved_old
-                     and ((h.id and r[2].id == h.id) or r[2].oid == h.oid)), None)
+        candidates = (by_id.get(h.id, []) if h.id else []) + by_oid.get(h.oid, [])
+        twin = next((r for r in candidates if r[2].oid not in moved_old), None)
         if twin is not None:
             moved_new.add(h.oid)
             moved_old.add(twin[2].oid)

@@ -5,12 +5,9 @@ base). The units are a headline's own section (`Headline.raw`: its line and its 
 first child), split in two: the headline line (stars, TODO, title, tags) and the rest (planning,
 drawer, text); each list of children; and the text before the first headline (the preamble).
 
-Matching. Within a list of siblings, the headlines of two versions are paired, strongest evidence
-first: equal oids (the same subtree, wherever it moved in the list); equal :ID:; equal titles with
-the same text (:ID: lines aside, as org-id adds them) or the same children; against the base, the
-same text under another title (a retitle); then position among same-titled siblings; last, the
-same children under another title. Lists are matched under matched parents, so the outline path
-is part of a headline's name; a headline with an :ID: that one side moved to another parent is
+Matching. Within a list of siblings, the headlines of two versions are paired as `siblings.pair`
+pairs them (the pairing `diff` uses too). Lists are matched under matched parents, so the outline
+path is part of a headline's name; a headline with an :ID: that one side moved to another parent is
 followed there (a refile), see below.
 
 Rules, per part of a section and per list entry: changed on one side only, take that side; changed
@@ -24,20 +21,14 @@ theirs' list). A headline moved (by :ID:) to another parent on one side is merge
 with the other side's version; moved on both to different parents, it stays where ours put it,
 marked.
 
-Conflicts stay in the file, in Org. A conflict headline carries the tag `:CONFLICT:` (so an agenda
-tag search lists them all) and properties naming what it conflicts with (`:CONFLICT_OF:` `id:<ID>`
-or the outline path), where the version came from (`:CONFLICT_FROM:`, a label the caller gives)
-and the kind (`:CONFLICT_KIND:`, one of `KINDS`). Theirs' copy holds theirs' section only, with
-ours' stars (so it stands beside ours), and without the :ID: it shares with ours: the children are
-merged under ours' headline on their own (each conflicting child gets its own copy), so a copy of
-theirs' whole subtree would duplicate every descendant and its :ID: in the file, and deleting the
-copy would throw away theirs' non-conflicting child edits with it. A preamble changed on both
-sides keeps ours; theirs' becomes a conflict headline at the end of the file, its text in an
-example block with Org's comma escapes: a headline because that is what a person and
-`conflicts_in` look for, at the end because a one-star headline there never captures another's
-children, and in a raw block so theirs' `#+TODO:` and `#+STARTUP:` lines, which Org reads anywhere
-in a file, do not change how the merged file reads. A conflict is resolved by deleting its copy
-(or, for a kept subtree, its `CONFLICT_*` properties); `conflicts_in` lists those left.
+Conflicts stay in the file, in Org, marked as `conflicts` says. Theirs' copy holds theirs' section
+only, with ours' stars (so it stands beside ours), and without the :ID: it shares with ours: the
+children are merged under ours' headline on their own (each conflicting child gets its own copy), so
+a copy of theirs' whole subtree would duplicate every descendant and its :ID: in the file, and
+deleting the copy would throw away theirs' non-conflicting child edits with it. A preamble changed on
+both sides keeps ours; theirs' becomes a conflict headline at the end of the file (a one-star headline
+there never captures another's children), its text in a raw block so theirs' `#+TODO:` and
+`#+STARTUP:` lines, which Org reads anywhere in a file, do not change how the merged file reads.
 
 Cost. Subtrees equal (by oid) on two sides are taken whole, never opened. A list is compared as
 tuples of oids: the common ends are cut off, and when the two sides' changes are apart, the
@@ -65,9 +56,8 @@ different edits is a both-added conflict).
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
 from collections import defaultdict, deque
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import chain, count
@@ -76,48 +66,11 @@ from .. import orgfile
 from ..hashing import Oid
 from ..ingest import decode_org
 from ..objects import Document, Headline, OrgObject, Tree
+from .conflicts import Conflict, Within, marked, origin, preamble_conflict, walk
+from .siblings import Getter, increasing, pair, split_section
 
-Getter = Callable[[Oid], OrgObject]
-
-CONFLICT_TAG = "CONFLICT"
-CONFLICT_OF, CONFLICT_FROM, CONFLICT_KIND = "CONFLICT_OF", "CONFLICT_FROM", "CONFLICT_KIND"
-# both-changed: sections changed differently; both-added: added on both sides with one name;
-# ours-deleted / theirs-deleted: that side deleted what the other changed or moved (the change is kept);
-# both-moved: both moved a headline to different parents (it stays where ours put it);
-# preamble: the text before the first headline changed differently;
-# erased: a hard forget or purge erased from theirs what ours changed (the change is kept).
-KINDS = ("both-changed", "both-added", "ours-deleted", "theirs-deleted", "both-moved", "preamble", "erased")
-
-_PLANNING = re.compile(r"[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):", re.I)
-_DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*$", re.I)
-_DRAWER_END = re.compile(r"[ \t]*:END:[ \t]*$", re.I)
-_PROPERTY = re.compile(r"[ \t]*:[^ \t\f\n\r\xa0]+:(?: .*)?$")
-_MARK_PROPERTY = re.compile(r"[ \t]*:(?:CONFLICT_OF|CONFLICT_FROM|CONFLICT_KIND):(?:[ \t]|$)", re.I)
-_ID_OR_MARK = re.compile(r"[ \t]*:(?:ID|CONFLICT_OF|CONFLICT_FROM|CONFLICT_KIND):(?:[ \t]|$)", re.I)
-_ID_LINE = re.compile(r"^[ \t]*:ID:(?:[ \t].*)?\n", re.M | re.I)
-_EMPTY_DRAWER = re.compile(r"^[ \t]*:PROPERTIES:[ \t]*\r?\n[ \t]*:END:[ \t]*\r?\n", re.M | re.I)
 # Lines that set up how the whole file reads, wherever they are.
 _SETUP_LINE = re.compile(r"^[ \t]*#\+(?:TODO|SEQ_TODO|TYP_TODO|STARTUP):", re.M | re.I)
-# Org's escape for text in a block (`org-escape-code-in-string`): a comma before `*` and `#+`.
-_ESCAPE = re.compile(r"^([ \t]*)(,*(?:\*|#\+))", re.M)
-
-
-@dataclass(frozen=True)
-class Conflict:
-    """One place both sides changed differently: its kind, its marked headline and where it is."""
-
-    kind: str
-    outline: tuple[str, ...] = ()  # titles down to the marked headline, in the merged file
-    id: str | None = None  # the :ID: of the headline in conflict
-    line: int | None = None  # 1-based line of the marked headline in the merged text
-    path: str | None = None  # the file, in a tree merge
-
-    def __str__(self) -> str:
-        where = " / ".join(self.outline) or "(whole file)"
-        at = f"{self.path}:{self.line or 1}: " if self.path else f"line {self.line}: " if self.line else ""
-        ident = f" [{self.id}]" if self.id else ""
-        return f"{at}{self.kind}: {where}{ident}"
-
 
 @dataclass(frozen=True)
 class _Mark:
@@ -174,7 +127,7 @@ class Merged:
         for mark in self.marks:
             pending[mark.raw].append(mark)
         found: list[Conflict] = []
-        for line, within, headline in _walk(self.document, self.get) if self.marks else ():
+        for line, within, headline in walk(self.document, self.get) if self.marks else ():
             waiting = pending.get(headline.raw)
             if waiting:
                 mark = waiting.popleft()
@@ -275,58 +228,11 @@ def _holds(get: Getter, document: Oid, headlines: frozenset[Oid]) -> bool:
     return False
 
 
-def conflicts_in(document: Document | orgfile.Parsed | str | bytes, get: Getter | None = None) -> list[Conflict]:
-    """The conflict headlines left in a document (those with a :CONFLICT_OF: property), in text order."""
-    if isinstance(document, (str, bytes)):
-        document = orgfile.parse(document if isinstance(document, str) else decode_org(document))
-    if isinstance(document, orgfile.Parsed):
-        if get is None:
-            objects = {obj.oid: obj for obj in document.objects}
-            get = objects.__getitem__
-        document = document.document
-    found = []
-    for line, within, headline in _walk(document, get):
-        origin = headline.get(CONFLICT_OF)
-        if origin is not None:
-            ident = origin[3:] if origin.startswith("id:") else None
-            found.append(Conflict(headline.get(CONFLICT_KIND) or KINDS[0], within.outline(), ident, line))
-    return found
-
-
 def _entries(tree: Tree | Mapping[str, Oid] | None) -> Mapping[str, Oid]:
     """A tree's path -> oid entries (none for a missing base)."""
     if tree is None:
         return {}
     return tree.entries if isinstance(tree, Tree) else tree
-
-
-@dataclass(frozen=True)
-class _Within:
-    """A headline's place in the merged outline: its title and its parent's place (shared, not copied)."""
-
-    parent: _Within | None
-    title: str
-
-    def outline(self) -> tuple[str, ...]:
-        """The titles from the top-level ancestor down to this headline."""
-        titles, at = [], self
-        while at is not None:
-            titles.append(at.title)
-            at = at.parent
-        return tuple(reversed(titles))
-
-
-def _walk(document: Document, get: Getter) -> Iterator[tuple[int, _Within, Headline]]:
-    """Every headline in text order, with the line it starts on and its place."""
-    line = 1 + document.preamble.count("\n")
-    stack: list[tuple[Oid, _Within | None]] = [(oid, None) for oid in reversed(document.children)]
-    while stack:
-        oid, above = stack.pop()
-        headline = get(oid)
-        here = _Within(above, headline.title)
-        yield line, here, headline
-        line += headline.raw.count("\n")
-        stack.extend((child, here) for child in reversed(headline.children))
 
 
 class _Block:
@@ -470,19 +376,10 @@ class _Merge:
         return o, not (t == b or t == o)
 
     def preamble_copy(self, text: str) -> Oid:
-        """Theirs' preamble as a conflict headline: its text in an example block, escaped as Org escapes it."""
-        eol, label = self.eol, self.labels[1]
-        text = text.removeprefix("\ufeff")  # a byte-order mark is not content
-        if text and not text.endswith("\n"):
-            text += eol
-        entries = "".join(f":{name}: {value}{eol}" for name, value in (
-            (CONFLICT_OF, "preamble"), (CONFLICT_FROM, label), (CONFLICT_KIND, "preamble")))
-        escaped = _ESCAPE.sub(r"\1,\2", text)
-        raw = (f"* Preamble from {label} :{CONFLICT_TAG}:{eol}:PROPERTIES:{eol}{entries}:END:{eol}"
-               f"#+BEGIN_EXAMPLE{eol}{escaped}#+END_EXAMPLE{eol}")
-        return self.mark(raw, "preamble", None, None, ())
+        """Theirs' preamble as a conflict headline (`conflicts.preamble_conflict`)."""
+        return self.mark(preamble_conflict(text, self.labels[1], self.eol), "preamble", None, None, ())
 
-    def siblings(self, hb: OrgObject | None, ho: OrgObject, ht: OrgObject, within: _Within | None) -> Task:
+    def siblings(self, hb: OrgObject | None, ho: OrgObject, ht: OrgObject, within: Within | None) -> Task:
         """Merge three versions of a list of children, those of `hb` (None: none), `ho` and `ht`; its
         result is the merged tuple of oids."""
         b, o, t = () if hb is None else hb.children, ho.children, ht.children
@@ -537,7 +434,7 @@ class _Merge:
         """Whether a list holds a headline on the way to one moved here (one side's version, to merge)."""
         return bool(self.through) and not self.through.isdisjoint(oids)
 
-    def entry(self, x: Oid | None, y: Oid | None, z: Oid | None, within: _Within | None) -> Task:
+    def entry(self, x: Oid | None, y: Oid | None, z: Oid | None, within: Within | None) -> Task:
         """Merge one headline of a list (None: absent from that version); its result is the oids it
         becomes, none when it is deleted or moved away. Records :ID:s leaving and arriving, for `moves_seen`."""
         if y is not None and z is not None:
@@ -600,7 +497,7 @@ class _Merge:
             stack.pop()
         return done[oid]
 
-    def moved_here(self, moved: _Moved, y: Oid | None, z: Oid | None, within: _Within | None) -> Task:
+    def moved_here(self, moved: _Moved, y: Oid | None, z: Oid | None, within: Within | None) -> Task:
         """A headline one side moved here from another list, merged with the other side's version."""
         self.merged_moves.add((moved.ident, "ours" if z is None else "theirs"))
         if y is not None:
@@ -661,7 +558,7 @@ class _Merge:
                 if j in partner:
                     stack.append((self.get(b_list[partner[j]]).children, headline.children, (oid, way)))
 
-    def node(self, b: Oid | None, o: Oid, t: Oid, within: _Within | None) -> Task:
+    def node(self, b: Oid | None, o: Oid, t: Oid, within: Within | None) -> Task:
         """Merge one headline present on both sides; its result is the oids it becomes (with a copy on a clash)."""
         if o == t:
             return (o,)
@@ -676,11 +573,12 @@ class _Merge:
         # The headline line and the rest of the section (planning, drawer, text) merge on their own:
         # a retitle, a TODO state or a refile's new level on one side and new text on the other is no clash.
         (line, line_clash), (rest, rest_clash) = (
-            _three_way(*parts) for parts in zip(*(_split(raw) for raw in (base_raw, ho.raw, ht.raw))))
+            _three_way(*parts) for parts in zip(*(split_section(raw) for raw in (base_raw, ho.raw, ht.raw))))
         clash = hb is None and ho.raw != ht.raw or line_clash or rest_clash
         raw = ho.raw if clash else line + rest
-        own = ho if raw == ho.raw else ht if raw == ht.raw else self.section(raw, ho if line == _split(ho.raw)[0] else ht)
-        children = yield self.siblings(hb, ho, ht, _Within(within, own.title))
+        own = ho if raw == ho.raw else ht if raw == ht.raw else \
+            self.section(raw, ho if line == split_section(ho.raw)[0] else ht)
+        children = yield self.siblings(hb, ho, ht, Within(within, own.title))
         oid = self.make(own if children == own.children else replace(own, children=children))
         if children and self.stars(children[-1]) <= _stars(own.raw):
             self.reparse = True  # a level changed on one side: the children would read as siblings
@@ -688,14 +586,14 @@ class _Merge:
             return (oid,)
         kind = "both-added" if hb is None else "both-changed"
         # The copy drops an :ID: ours has too (two headlines with one :ID: confuse org-id), not one theirs added.
-        raw = self.marked(ht, _origin(ho, within), self.labels[1], kind, stars=_stars(ho.raw),
-                          drop_id=ho.id is not None and ht.id == ho.id)
+        raw = marked(ht, origin(ho, within), self.labels[1], kind, stars=_stars(ho.raw),
+                     drop_id=ho.id is not None and ht.id == ho.id, crlf=self.crlf)
         return (oid, self.mark(raw, kind, ho.id, ho, ()))
 
-    def survivor(self, oid: Oid, kind: str, label: str, within: _Within | None) -> Oid:
+    def survivor(self, oid: Oid, kind: str, label: str, within: Within | None) -> Oid:
         """A subtree deleted on one side and changed on the other, kept whole and marked."""
         headline = self.get(oid)
-        raw = self.marked(headline, _origin(headline, within), label, kind, stars=None, drop_id=False)
+        raw = marked(headline, origin(headline, within), label, kind, stars=None, drop_id=False, crlf=self.crlf)
         return self.mark(raw, kind, headline.id, headline, headline.children)
 
     def mark(self, raw: str, kind: str, ident: str | None, like: Headline | None, children: tuple[Oid, ...]) -> Oid:
@@ -703,44 +601,6 @@ class _Merge:
         self.marks.append(_Mark(raw, kind, ident))
         headline = self.section(raw, like)
         return self.make(replace(headline, children=children) if children else headline)
-
-    def marked(self, headline: Headline, origin: str, label: str, kind: str, *, stars: int | None,
-               drop_id: bool) -> str:
-        """A section's text with the conflict tag and properties (and `stars`, and without its :ID:)."""
-        lines = headline.raw.split("\n")
-        cr = "\r" if self.crlf else ""
-        head = lines[0]
-        end = "\r" if head.endswith("\r") else ""
-        head = head[:len(head) - len(end)]
-        if stars is not None:
-            head = "*" * stars + head.lstrip("*")
-        if CONFLICT_TAG not in headline.tags:
-            head = head.rstrip(" \t") + (f"{CONFLICT_TAG}:" if headline.tags else f" :{CONFLICT_TAG}:")
-        lines[0] = head + end
-        at = 2 if len(lines) > 1 and _PLANNING.match(lines[1]) else 1
-        entries = [f":{CONFLICT_OF}: {origin}", f":{CONFLICT_FROM}: {label}", f":{CONFLICT_KIND}: {kind}"]
-        stop = self.drawer_end(lines, at, bool(headline.properties))
-        if stop is None:
-            lines[at:at] = [line + cr for line in (":PROPERTIES:", *entries, ":END:")]
-        else:
-            indent = lines[at][:len(lines[at]) - len(lines[at].lstrip(" \t"))]
-            drop = _ID_OR_MARK if drop_id else _MARK_PROPERTY
-            kept = [line for line in lines[at + 1:stop] if not drop.match(line.rstrip("\r"))]
-            lines[at + 1:stop] = kept + [indent + entry + cr for entry in entries]
-        return "\n".join(lines)
-
-    @staticmethod
-    def drawer_end(lines: list[str], at: int, parsed: bool) -> int | None:
-        """Where the property drawer starting at `lines[at]` ends, if there is one to add to (parsed, or empty)."""
-        if at >= len(lines) or not _DRAWER_START.match(lines[at].rstrip("\r")):
-            return None
-        for k in range(at + 1, len(lines)):
-            line = lines[k].rstrip("\r")
-            if _DRAWER_END.match(line):
-                return k
-            if not (parsed or _PROPERTY.match(line)):
-                return None
-        return None
 
     def section(self, raw: str, like: Headline | None) -> Headline:
         """The headline `raw` reads as in this file: parsed after lines giving the file's TODO keywords
@@ -753,70 +613,8 @@ class _Merge:
         return headline
 
     def pair(self, xs: list, ys: list, *, loose: bool, gone: frozenset[Oid] = frozenset()) -> dict[int, int]:
-        """Pair entries of two lists of siblings that are one headline: index in `xs` -> index in `ys`.
-
-        Equal oids first, then equal :ID:, then equal titles keeping their body, then their children;
-        `loose` then pairs those keeping their body (a retitle); then equal titles in order; last,
-        `loose` pairs those keeping their children. Two different :ID:s never pair, and an entry of
-        `xs` that is `gone` (erased from `ys`) pairs only with itself.
-        """
-        pairs: dict[int, int] = {}
-        waiting: dict[object, deque[int]] = defaultdict(deque)
-        for j, y in enumerate(ys):
-            waiting[y].append(j)
-        for i, x in enumerate(xs):
-            if waiting.get(x):
-                pairs[i] = waiting[x].popleft()
-        paired = set(pairs.values())
-        rest_x = [i for i in range(len(xs)) if i not in pairs and xs[i] not in gone]
-        rest_y = [j for j in range(len(ys)) if j not in paired]
-        if not (rest_x and rest_y):
-            return pairs
-        hx = {i: self.get(xs[i]) for i in rest_x}
-        hy = {j: self.get(ys[j]) for j in rest_y}
-        ids: dict[str, deque[int]] = defaultdict(deque)
-        for j in rest_y:
-            if hy[j].id is not None:
-                ids[hy[j].id].append(j)
-        for i in rest_x:
-            if ids.get(hx[i].id):
-                pairs[i] = ids[hx[i].id].popleft()
-        if self.moves:  # a headline known to have moved is that headline, by its :ID: only
-            hx = {i: h for i, h in hx.items() if h.id not in self.moves}
-            hy = {j: h for j, h in hy.items() if h.id not in self.moves}
-        # A headline without an :ID: pairs with a same-titled one keeping its text, :ID: lines aside
-        # (org-id adds them), or its children; one that lost its :ID: pairs only after.
-        keeping = [(lambda i: (hx[i].title, _unidentified(hx[i])), lambda j: (hy[j].title, _unidentified(hy[j]))),
-                   (lambda i: hx[i].children and (hx[i].title, hx[i].children),
-                    lambda j: hy[j].children and (hy[j].title, hy[j].children))]
-        keys = [(*key, ids) for ids in ("added", "any") for key in keeping]
-        if loose:
-            anchors = sorted(pairs.items())
-            kept = [anchors[k] for k in _increasing([j for _, j in anchors])]
-            x_at, y_at = [i for i, _ in kept], [j for _, j in kept]
-
-            def gap_x(i: int) -> int:
-                return bisect_left(x_at, i)
-
-            def gap_y(j: int) -> int:
-                return bisect_left(y_at, j)
-
-            # A retitle keeps its body: between the same neighbours first, then anywhere in the list (a
-            # side may also have moved a neighbour) if the body has text, as a bare headline's is no evidence.
-            keys += [(lambda i: (gap_x(i), _body(hx[i])), lambda j: (gap_y(j), _body(hy[j])), "any"),
-                     (lambda i: _body(hx[i]).strip() and ("body", _body(hx[i])),
-                      lambda j: _body(hy[j]).strip() and ("body", _body(hy[j])), "any")]
-        # Then position among same-titled siblings (two without an :ID: first: one with an :ID: new
-        # here may have moved in), and last, for a retitle, the same children: a new headline given
-        # another's children (moved into it) is not that one.
-        keys += [(lambda i: (hx[i].title,), lambda j: (hy[j].title,), ids) for ids in ("none", "added", "any")]
-        if loose:
-            keys += [(lambda i: hx[i].children and (gap_x(i), hx[i].children),
-                      lambda j: hy[j].children and (gap_y(j), hy[j].children), "any"),
-                     (lambda i: hx[i].children, lambda j: hy[j].children, "any")]
-        for key_x, key_y, ids in keys:
-            _pair_by(pairs, hx, hy, key_x, key_y, ids)
-        return pairs
+        """`siblings.pair`, knowing the headlines this merge found moved."""
+        return pair(xs, ys, self.get, loose=loose, moving=self.moves, gone=gone)
 
     def levels_hold(self, runs: list[tuple[tuple[Oid, ...], bool]]) -> bool:
         """Whether siblings read as siblings: each has no more stars than the one before (runs
@@ -852,25 +650,6 @@ class _Merge:
                     seen.add(oid)
                     stack.append(self.made[oid])
         return tuple(reversed(found))
-
-
-def _pair_by(pairs: dict[int, int], hx: dict[int, Headline], hy: dict[int, Headline],
-             key_x: Callable[[int], object], key_y: Callable[[int], object], ids: str) -> None:
-    """Pair the unpaired entries whose keys are equal (falsy keys never), in order. `ids` says which
-    may pair, by their :ID:s: "none", two without; "added", an `xs` entry without with any; "any",
-    also one with with one without (equal :ID:s were paired before; two different ones never pair)."""
-    paired = set(pairs.values())
-    queues: dict[tuple, deque[int]] = defaultdict(deque)
-    for j in hy:
-        if j not in paired and (key := key_y(j)):
-            queues[key, hy[j].id is not None].append(j)
-    for i in hx:
-        if i in pairs or not (key := key_x(i)) or (hx[i].id and ids != "any"):
-            continue
-        with_id = None if hx[i].id or ids == "none" else queues.get((key, True))
-        candidates = [q for q in (queues.get((key, False)), with_id) if q]
-        if candidates:
-            pairs[i] = min(candidates, key=lambda q: q[0]).popleft()
 
 
 def _middle(b: tuple, o: tuple, t: tuple, o_ends: tuple[int, int], t_ends: tuple[int, int]
@@ -927,29 +706,8 @@ def _moved(base: list[int], side: list[int]) -> set[int]:
     """The tokens a side moved: those of both lists outside a longest run kept in the base's order."""
     where = {x: k for k, x in enumerate(base)}
     common = [x for x in side if x in where]
-    kept = {common[k] for k in _increasing([where[x] for x in common])}
+    kept = {common[k] for k in increasing([where[x] for x in common])}
     return set(common) - kept
-
-
-def _increasing(values: list[int]) -> list[int]:
-    """The positions of a longest strictly increasing subsequence of `values` (patience sorting)."""
-    tails: list[int] = []
-    tail_at: list[int] = []
-    back = [-1] * len(values)
-    for k, value in enumerate(values):
-        at = bisect_left(tails, value)
-        if at:
-            back[k] = tail_at[at - 1]
-        if at == len(tails):
-            tails.append(value)
-            tail_at.append(k)
-        else:
-            tails[at], tail_at[at] = value, k
-    found, k = [], tail_at[-1] if tail_at else -1
-    while k >= 0:
-        found.append(k)
-        k = back[k]
-    return found[::-1]
 
 
 def _eol(document: Document, get: Getter) -> str | None:
@@ -959,12 +717,6 @@ def _eol(document: Document, get: Getter) -> str | None:
         text = get(document.children[0]).raw
     at = text.find("\n")
     return None if at < 0 else "\r\n" if at > 0 and text[at - 1] == "\r" else "\n"
-
-
-def _split(raw: str) -> tuple[str, str]:
-    """A section's headline line (with its line end) and the rest."""
-    at = raw.find("\n") + 1
-    return (raw[:at], raw[at:]) if at else (raw, "")
 
 
 def _three_way(base: str, ours: str, theirs: str) -> tuple[str, bool]:
@@ -978,16 +730,3 @@ def _stars(raw: str) -> int:
     return len(raw) - len(raw.lstrip("*"))
 
 
-def _unidentified(headline: Headline) -> str:
-    """A section's text after its headline line, without :ID: lines (and a property drawer they leave empty)."""
-    return _EMPTY_DRAWER.sub("", _ID_LINE.sub("", _body(headline)))
-
-
-def _body(headline: Headline) -> str:
-    """A section's text after its headline line."""
-    return _split(headline.raw)[1]
-
-
-def _origin(headline: Headline, within: _Within | None) -> str:
-    """What a conflict headline is a version of: `id:<ID>`, or the outline path."""
-    return f"id:{headline.id}" if headline.id else "/".join(_Within(within, headline.title).outline())

@@ -124,3 +124,20 @@ def classify(path: str, outline: tuple[str, ...], headline: Headline) -> MemoryT
     if len(parts) == 4 and parts[2] == LOGS and log_date(parts[3]) is not None:
         return MemoryTag(agent, tagged_type(headline) or LOG)
     return None
+
+
+def logs_in(tree, agent: str) -> dict[str, date]:
+    """The agent's daily logs in a tree (path -> document): path -> day."""
+    prefix = f"{AGENTS}/{agent}/{LOGS}/"
+    logs = {}
+    for path in tree.entries:
+        name = path[len(prefix):]
+        if path.startswith(prefix) and "/" not in name and (day := log_date(name)) is not None:
+            logs[path] = day
+    return logs
+
+
+def holds_items(agent: str, path: str) -> bool:
+    """Whether `path` is the agent's memory.org or one of its daily logs."""
+    logs = f"{AGENTS}/{agent}/{LOGS}/"
+    return path == memory_path(agent) or (path.startswith(logs) and log_date(path[len(logs):]) is not None)

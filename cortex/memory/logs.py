@@ -19,13 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 
-from ..backends import Store
 from ..errors import UserError
 from ..objects import Document
 from ..orgfile import render_headline
-from ..query import walk_document
+from ..query import walk_headlines
 from .items import MemoryItem, item_from_headline, org_timestamp
 from .layout import tagged_type
+from .memoryfile import Getter
 
 COMPACTED = "COMPACTED"
 _ENTRY_TIME = re.compile(r"(\d{1,2}):(\d{2})\b")
@@ -85,18 +85,19 @@ def _blank_line_after(text: str, nl: str) -> str:
     return nl if text.endswith("\n") else nl + nl
 
 
-def marked_items(store: Store, path: str, doc: Document, day: date) -> list[Marked]:
-    """Headlines of a log marked with a memory type and not compacted yet, as items (outermost only)."""
+def marked_items(get: Getter, path: str, doc: Document, day: date) -> list[Marked]:
+    """Headlines of a log (its objects given by `get`) marked with a memory type and not compacted yet, as items
+    (outermost only)."""
     found: list[Marked] = []
     inside: tuple[int, ...] | None = None
-    for node in walk_document(store, path, doc):
+    for node in walk_headlines(get, path, doc):
         if inside is not None and node.position[:len(inside)] == inside:
             continue
         kind = tagged_type(node.headline)
         if kind is None or node.headline.get(COMPACTED) is not None:
             continue
         inside = node.position
-        item = item_from_headline(node.headline, render_headline(node.headline, store.objects.__getitem__))
+        item = item_from_headline(node.headline, render_headline(node.headline, get))
         when = _ENTRY_TIME.match(node.outline[0])
         moment = datetime(day.year, day.month, day.day)
         if when and int(when[1]) < 24 and int(when[2]) < 60:
