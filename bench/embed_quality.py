@@ -27,7 +27,7 @@ import numpy as np
 
 import cortex.api as cx
 from cortex.search.embedders import MAX_TOKENS, MiniLMEmbedder
-from cortex.search.service import Item, changed_units
+from cortex.search.items import Item, changed_units
 
 EVAL = REPO / "tests" / "data" / "sections_eval.json"
 OTHERS = 3000  # headlines sampled from files without a target

@@ -35,7 +35,7 @@ import numpy as np
 import cortex.api as cx
 from cortex.memory.conversation.orglog import Utterance
 from cortex.search.fusion import METHODS
-from cortex.search.service import Filters
+from cortex.search.index import Filters
 
 DEV = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")  # the development half; never the others
 DEPTHS = (1, 5, 10, 20)

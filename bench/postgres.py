@@ -29,8 +29,9 @@ from urllib.parse import urlsplit, urlunsplit
 from _common import CORPUS, REPO, best_of, corpus_copy, examples_copy, percentiles, report
 
 import cortex.api as cx
-import cortex.search.service as service
+import cortex.search.embeddings as embeddings
 from cortex.search import HashingEmbedder
+from cortex.search.index import SearchIndex
 
 WRITERS, WRITES = 8, 40  # processes, and writes each makes
 MEMORY_ADDS = 20
@@ -85,7 +86,7 @@ class Engines:
 def corpus_costs(engines: Engines, work: Path) -> dict[str, dict[str, float]]:
     """Per engine: cold ingest, snapshot, one-edit re-ingest, index build from cached vectors, query p50."""
     hashing = HashingEmbedder()  # the model's speed is bench/search_engine.py's business, not the engine's
-    service.shared_embedder = lambda: hashing
+    embeddings.shared_embedder = lambda: hashing
     costs = {}
     for engine in ("LMDB", "PostgreSQL"):
         org, store = corpus_copy(work / f"corpus-{engine}"), engines.fresh(engine)
@@ -110,7 +111,7 @@ def corpus_costs(engines: Engines, work: Path) -> dict[str, dict[str, float]]:
             items = len(c._search_index.items)
 
             def build():
-                index = service.SearchIndex(c.store, c._search_index.embedder)
+                index = SearchIndex(c.store, c._search_index.embedder)
                 index.follow(c.working())
 
             build_s = best_of(build, repeat=2)

@@ -30,11 +30,11 @@ from _common import REPO
 import numpy as np
 
 import cortex.api as cx
-import cortex.search.service as service
+import cortex.search.embeddings as embeddings
 from cortex.search.embedders import CachedEmbedder, MiniLMEmbedder
 from cortex.search.fusion import METHODS, hybrid_search
 from cortex.search.keyword import KeywordIndex
-from cortex.search.service import Filters
+from cortex.search.index import Filters
 from cortex.search.vector import VectorIndex
 
 SETS = {
@@ -85,7 +85,7 @@ def measure_logs(path: Path, embedder) -> dict[str, list[float]]:
     data = json.loads(path.read_text(encoding="utf-8"))
     today = date.fromisoformat(data["today"])
     work = Path(tempfile.mkdtemp(prefix="cortex-quality-"))
-    shared, service.shared_embedder = service.shared_embedder, lambda: embedder
+    shared, embeddings.shared_embedder = embeddings.shared_embedder, lambda: embedder
     try:
         days: dict[str, list[str]] = defaultdict(list)
         for note in data["notes"]:
@@ -110,7 +110,7 @@ def measure_logs(path: Path, embedder) -> dict[str, list[float]]:
                     found = c.search(query, agent="eval", limit=len(mask), fusion=method, today=today)
                     ranks[method].append(rank([(r.item.key, r.score) for r in found], target))
     finally:
-        service.shared_embedder = shared
+        embeddings.shared_embedder = shared
         shutil.rmtree(work, ignore_errors=True)
     return {name: quality(found) for name, found in ranks.items()}
 

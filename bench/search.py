@@ -30,7 +30,8 @@ from tokenizers import Tokenizer
 from _common import best_of, corpus_copy, corpus_files, percentiles, report
 
 import cortex.api as cx
-from cortex.search.service import SearchIndex, shared_embedder
+from cortex.search.embeddings import shared_embedder
+from cortex.search.index import SearchIndex
 
 
 class Counting:
@@ -77,10 +78,10 @@ def raw_onnx(model, texts: list[str], alone: bool = True) -> tuple[float, float]
 
 
 def main() -> None:
-    import cortex.search.service as service
+    import cortex.search.embeddings as embeddings
 
     counting = Counting(shared_embedder())
-    service.shared_embedder = lambda: counting
+    embeddings.shared_embedder = lambda: counting
     files = corpus_files()
     used = time.process_time()
     parse = best_of(lambda: [orgparse.load(str(path)) for path in files])

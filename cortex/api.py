@@ -193,7 +193,7 @@ class Cortex:
         """Headlines matching an Org query, in the working state or the snapshot `as_of`: a predicate form
         (`(and (todo "TODO") (tags "security") (deadline :to "+7d"))`, as Hy text, Hy data or Python lists)
         or an Org match string (`+security-ops/TODO`); text not starting with "(" is a match string unless
-        `match` says otherwise. See `cortex.orgquery.predicates` for the predicates. `within`: only the files
+        `match` says otherwise. See `cortex.orgquery.reader` for the predicates. `within`: only the files
         under this folder (`agents/assistant/`), as if there were no other (a backlink from elsewhere included)."""
         from .orgquery import Index, parse_query
 
@@ -398,8 +398,8 @@ class Cortex:
         return self.workspace.erase(rewrite, what)
 
     def _forget_embeddings(self, replaced) -> None:
-        """Delete the cached vectors of the texts an erasure took (see `search.service.forget_embeddings`)."""
-        from .search.service import forget_embeddings
+        """Delete the cached vectors of the texts an erasure took (see `search.embeddings.forget_embeddings`)."""
+        from .search.embeddings import forget_embeddings
 
         forget_embeddings(self.store, replaced)
 
@@ -510,7 +510,8 @@ class Cortex:
 
     @cached_property
     def _search_index(self):
-        from .search.service import SearchIndex, cached_embedder
+        from .search.embeddings import cached_embedder
+        from .search.index import SearchIndex
 
         index = SearchIndex.load(self.store, cached_embedder(self.store), self._index_folder())
         if (notices := self._background_build) is not None:  # again after the indexes were dropped (a purge)
@@ -558,14 +559,16 @@ class Cortex:
         Items without a vector yet are embedded first for up to `budget` seconds (default: all of them;
         while a background build runs, only a moment's wait for it); those still without one are found
         by their words. `progress(done, total)` hears of the embedding; the results' `status` says how
-        many items had a vector (`cortex.search.service.Results`).
+        many items had a vector (`cortex.search.results.Results`).
         """
         from dataclasses import replace
         from datetime import date
 
         from .memory.layout import check_agent_id
+        from .search.building import BACKGROUND_WAIT
+        from .search.embeddings import preload_model
         from .search.fusion import Weights
-        from .search.service import BACKGROUND_WAIT, Filters, SearchIndex, preload_model
+        from .search.index import Filters, SearchIndex
 
         if fusion != "keyword":  # the model's session is made while the definitions and the indexes load
             preload_model()
@@ -621,7 +624,7 @@ class Cortex:
 
         `notify(line)` hears when a long build starts and ends, and why it stopped if it failed.
         """
-        from .search.service import BuildNotices
+        from .search.building import BuildNotices
 
         self._background_build = BuildNotices(notify or (lambda line: None))
         self._search_index.build_in_background(self.working, self._background_build, self._background_build.failed)

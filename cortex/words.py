@@ -1,6 +1,11 @@
-"""How counts and lists read in what the CLI and the REPL print: `1 file`, `2 files: a.org, b.org`."""
+"""How counts, lists, times and oids read in what the CLI and the REPL print: `1 file`, `2 files: a.org, b.org`."""
 
 from __future__ import annotations
+
+from datetime import datetime
+
+__all__ = ["QUOTED", "brief", "counted", "files", "ingest_summary", "listed", "memory_summary", "quoted", "short",
+           "shown_stats", "size", "unsaved_note", "when"]
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
@@ -13,6 +18,16 @@ def files(paths: list[str]) -> str:
     return f"{counted(len(paths), 'file')}: {', '.join(paths)}" if paths else counted(0, "file")
 
 
+def when(time_ns: int) -> str:
+    """A local time a person reads at a glance: `2026-11-20 09:30:00`."""
+    return datetime.fromtimestamp(time_ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def short(oid) -> str:
+    """The 12-character prefix of an oid (`-` for none)."""
+    return "-" if oid is None else bytes(oid).hex()[:12]
+
+
 def memory_summary(agent: str, context, logs: list) -> str:
     """`assistant: 3 facts, 1 procedure, 2 learned patterns; 4 daily logs, 2026-11-02 to 2026-11-20`, from an
     agent's `MemoryContext` and the days of its daily logs."""
@@ -20,6 +35,22 @@ def memory_summary(agent: str, context, logs: list) -> str:
                        counted(len(context.patterns), "learned pattern")])
     days = f", {logs[0]} to {logs[-1]}" if len(logs) > 1 else f", {logs[0]}" if logs else ""
     return f"{agent}: {items}; {counted(len(logs), 'daily log')}{days}"
+
+
+def ingest_summary(report, root) -> str:
+    """One line on what an ingest did (an `IngestReport` of the Org folder `root`), then one line per file it
+    could not read and per conflict."""
+    parts = [f"{len(report.parsed)} parsed", f"{report.unchanged} unchanged"]
+    if report.removed:
+        parts.append(f"{len(report.removed)} removed")
+    if report.problems:
+        parts.append(f"{len(report.problems)} with problems")
+    if report.received:
+        parts.append(f"{len(report.received)} received from the store")
+    lines = [f"ingested {counted(report.files, 'Org file')} from {root} ({', '.join(parts)}) in {report.seconds:.2f} s"]
+    lines += [f"  {problem}" for problem in report.problems]
+    lines += [f"  conflict {conflict}" for conflict in report.conflicts]
+    return "\n".join(lines)
 
 
 def size(n: int) -> str:

@@ -17,8 +17,8 @@ from cortex import orgfile
 from cortex.memory import items
 from cortex.memory.items import item_from_headline, parse_timestamp
 from cortex.objects import Headline
-from cortex.search import service
-from cortex.search.service import units
+from cortex.search import items as search_items
+from cortex.search.items import units
 
 from conftest import cpu_seconds
 
@@ -50,7 +50,7 @@ def headline(text: str) -> Headline:
     return next(o for o in orgfile.parse(text).objects if isinstance(o, Headline))
 
 
-# --- search/service.py: property drawers --------------------------------------------------------
+# --- search/items.py: property drawers --------------------------------------------------------
 
 def test_unclosed_property_drawers_index_in_linear_time():
     # Each opening line once made the drawer pattern read on to the end of the text.
@@ -73,7 +73,7 @@ def test_drawers_are_removed_as_before():
     rng = random.Random(1)
     for _ in range(3000):
         text = "\n".join(rng.choices(lines, k=rng.randrange(8))) + rng.choice(["", "\n"])
-        assert service._without_drawers(text) == OLD_DRAWER.sub("", text), text
+        assert search_items._without_drawers(text) == OLD_DRAWER.sub("", text), text
 
 
 # --- memory/items.py: tags, timestamps, stars ---------------------------------------------------

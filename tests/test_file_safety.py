@@ -547,7 +547,7 @@ def test_a_full_disk_under_the_org_root_is_one_line_and_loses_nothing(small_disk
 def test_two_saves_of_one_index_folder_take_turns(cortex, monkeypatch):
     """Two processes closing one store save its index folder at once: they must not interleave."""
     import cortex.search.keyword as keyword
-    from cortex.search.service import SearchIndex
+    from cortex.search.index import SearchIndex
 
     cortex.search("staging")
     index = cortex._search_index

@@ -25,7 +25,7 @@ from cortex.memory.conversation.conformance import WHO, make_turn
 from cortex.memory.conversation.log import TABLE as CONVERSATION
 from cortex.objects import Tree
 from cortex.search.embedders import HashingEmbedder
-from cortex.search.service import EMBEDDINGS
+from cortex.search.embeddings import EMBEDDINGS
 from cortex.webhooks.deliveries import BODIES, DELIVERIES, Delivery, DeliveryLog, Outcome, id_time_ns, new_id
 from cortex.webhooks.seen import DELIVERY, SEEN, SeenKey
 
@@ -70,7 +70,7 @@ def delivery(c) -> Delivery:
 @pytest.fixture
 def hashing_search(monkeypatch):
     """Search embeds with the cheap hashing embedder (the cache is what is under test, not the model)."""
-    monkeypatch.setattr("cortex.search.service.shared_embedder", lambda: HashingEmbedder())
+    monkeypatch.setattr("cortex.search.embeddings.shared_embedder", lambda: HashingEmbedder())
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ from click.testing import CliRunner
 import cortex.api as cx
 from cortex.cli import main
 from cortex.cli.app import cli
-from cortex.search import service
-from cortex.search.service import EMBEDDINGS
+from cortex.search import embeddings
+from cortex.search.embeddings import EMBEDDINGS
 
 READING = "notes/reading.org"
 LATER = "* Later thoughts\nRead the paper on content-addressed stores.\n"
@@ -23,7 +23,7 @@ def cache(tmp_path, monkeypatch):
 @pytest.fixture
 def counting(monkeypatch):
     """The texts the embedder is asked to embed, in this process."""
-    embedder = service.shared_embedder()
+    embedder = embeddings.shared_embedder()
     texts = []
 
     class Counting:
@@ -33,7 +33,7 @@ def counting(monkeypatch):
             texts.extend(batch)
             return embedder.embed(batch)
 
-    monkeypatch.setattr(service, "shared_embedder", Counting)
+    monkeypatch.setattr(embeddings, "shared_embedder", Counting)
     return texts
 
 

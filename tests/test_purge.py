@@ -17,8 +17,8 @@ from cortex.cli.app import cli
 from cortex.errors import NotFound
 from cortex.hashing import hash_text
 from cortex.memory.agents import MemoryContext
-from cortex.repl import views
-from cortex.search.service import EMBEDDINGS
+from cortex.repl.render import Renderer
+from cortex.search.embeddings import EMBEDDINGS
 
 SECRET = "The vault passphrase is correct-horse-battery-staple-42."
 KEPT = "Unrelated knowledge stays."
@@ -223,10 +223,13 @@ def test_cli_forget_purge_log_and_gc_compact(tmp_path, org):
 
 
 def test_repl_views_of_forget_and_purge(cortex):
+    def shown(report) -> str:
+        return Renderer(None).render(report).plain
+
     cortex.snapshot("first")
-    shown = views.forget(cortex.memory.forget("assistant", "mem-assistant-dark-mode", hard=True))
-    assert shown.startswith("forgot mem-assistant-dark-mode; rewrote 1 file: agents/assistant/memory.org\n"
-                            "rewrote 1 snapshot, collected ")
-    assert views.forget(cortex.memory.forget("assistant", "mem-assistant-rate-limit")).endswith("undoes it")
-    purged = views.purge(cortex.memory.purge("reviewer", hard=True))
+    forgot = shown(cortex.memory.forget("assistant", "mem-assistant-dark-mode", hard=True))
+    assert forgot.startswith("forgot mem-assistant-dark-mode; rewrote 1 file: agents/assistant/memory.org\n"
+                             "rewrote 1 snapshot, collected ")
+    assert shown(cortex.memory.forget("assistant", "mem-assistant-rate-limit")).endswith("undoes it")
+    purged = shown(cortex.memory.purge("reviewer", hard=True))
     assert purged.startswith("removed 1 file: agents/reviewer/memory.org\nrewrote ")

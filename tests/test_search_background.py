@@ -13,7 +13,9 @@ from pathlib import Path
 
 import cortex.api as cx
 from cortex.search import HashingEmbedder
-from cortex.search.service import BATCH, EMBEDDINGS, QUERIES_KEPT, QueryVectors, SearchIndex, cached_embedder
+from cortex.search.building import BATCH
+from cortex.search.embeddings import EMBEDDINGS, cached_embedder
+from cortex.search.index import QUERIES_KEPT, QueryVectors, SearchIndex
 from test_repl_app import CTRL_D, ENTER, Until, drive, screen_until
 
 REPO = Path(__file__).resolve().parents[1]

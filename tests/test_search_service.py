@@ -4,8 +4,9 @@ import pytest
 
 import cortex.api as cx
 from cortex.errors import UserError
-from cortex.search import service
-from cortex.search.service import SearchIndex, cached_embedder, shared_embedder
+from cortex.search import items
+from cortex.search.embeddings import cached_embedder, shared_embedder
+from cortex.search.index import Filters, SearchIndex
 
 PROJECTS = "notes/projects.org"
 
@@ -26,7 +27,7 @@ class CountingEmbedder:
 @pytest.fixture
 def counting(monkeypatch):
     embedder = CountingEmbedder()
-    monkeypatch.setattr("cortex.search.service.shared_embedder", lambda: embedder)
+    monkeypatch.setattr("cortex.search.embeddings.shared_embedder", lambda: embedder)
     return embedder
 
 
@@ -141,8 +142,8 @@ def test_an_edit_in_a_large_file_reads_only_what_it_changed_and_keeps_the_index_
         index = SearchIndex(c.store, cached_embedder(c.store))
         index.follow(c.working())
         read = []
-        units = service.units
-        monkeypatch.setattr(service, "units",
+        units = items.units
+        monkeypatch.setattr(items, "units",
                             lambda path, outline, *rest: read.append(outline) or units(path, outline, *rest))
         edits = [
             big_notes(range(80), range(80, 160), "** A note about zebras\n"),
@@ -162,7 +163,7 @@ def test_an_edit_in_a_large_file_reads_only_what_it_changed_and_keeps_the_index_
             whole = SearchIndex(c.store, cached_embedder(c.store))
             whole.follow(c.working())
             assert index.items.keys() == whole.items.keys(), n
-            hit = index.search("Note 3 about topic 3", limit=1, filters=service.Filters(path="notes/big.org"))[0]
+            hit = index.search("Note 3 about topic 3", limit=1, filters=Filters(path="notes/big.org"))[0]
             assert text.splitlines()[hit.line - 1] == "** Note 3 about topic 3", n
             zebras = index.search("zebras", limit=1)[0].outline
             assert (zebras == ("Archive", "A note about zebras")) == ("zebras" in text), n

@@ -6,7 +6,6 @@ import functools
 import sys
 import threading
 from contextlib import contextmanager
-from datetime import datetime
 
 import click
 from rich.console import Console
@@ -60,21 +59,29 @@ org_option = click.option("--org", "org_root", type=click.Path(file_okay=False),
                           help="Org folder the store tracks (default: the one it tracked, else ./org).")
 
 
-def with_cortex(fn):
-    """Add --store, --org and --no-org to a command and pass it an open `Cortex` as its first argument.
+def cortex_options(fn):
+    """Add --store, --org and --no-org to a command, for `open_cortex`."""
+    return store_option(org_option(no_org_option(fn)))
+
+
+def open_cortex(store, org_root, no_org):
+    """The `Cortex` that --store, --org and --no-org name, to open with `with`.
 
     With --no-org this machine has no Org folder: memory writes (and webhook routing) commit to the
     store's working state directly; what needs a folder (ingest, rollback of files) is refused.
     """
+    from .. import api
 
-    @store_option
-    @org_option
-    @no_org_option
+    return api.open(store, org_root, folder=not no_org)
+
+
+def with_cortex(fn):
+    """Add --store, --org and --no-org to a command and pass it an open `Cortex` as its first argument."""
+
+    @cortex_options
     @functools.wraps(fn)
     def wrapper(store, org_root, no_org, **kwargs):
-        from .. import api
-
-        with api.open(store, org_root, folder=not no_org) as cx:
+        with open_cortex(store, org_root, no_org) as cx:
             return fn(cx, **kwargs)
 
     return wrapper
@@ -134,16 +141,6 @@ def print_nodes(nodes) -> None:
                   node.id or "")
     console.print(t)
     console.print(counted(len(nodes), "headline"))
-
-
-def when(time_ns: int) -> str:
-    """A local time a person reads at a glance."""
-    return datetime.fromtimestamp(time_ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def short(oid) -> str:
-    """The 12-character prefix of an oid."""
-    return "-" if oid is None else bytes(oid).hex()[:12]
 
 
 def duration(text: str, param: str):

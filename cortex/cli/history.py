@@ -6,8 +6,8 @@ from __future__ import annotations
 import click
 from rich.text import Text
 
-from ..words import counted, unsaved_note
-from .common import console, duration, err_console, short, table, when, with_cortex
+from ..words import counted, short, unsaved_note, when
+from .common import console, duration, err_console, table, with_cortex
 
 KIND_STYLE = {"added": "green", "removed": "red", "changed": "yellow", "moved": "cyan"}
 

@@ -8,8 +8,8 @@ from datetime import datetime
 import click
 
 from ..errors import NotFound, UserError, located
-from ..words import counted, memory_summary, quoted
-from .common import Commands, console, duration, err_console, short, table, with_cortex
+from ..words import counted, memory_summary, quoted, short
+from .common import Commands, console, duration, err_console, table, with_cortex
 from .search import note_status, searched
 
 

@@ -3,67 +3,20 @@
 from __future__ import annotations
 
 import json
-import re
 
 import click
 
-from ..words import counted, quoted
-from .common import Commands, console, duration, err_console, table, when, with_cortex
+from ..errors import UserError
+from ..listen import listen
+from ..reads import read_bounded
+from ..words import counted
+from .common import Commands, console, cortex_options, duration, err_console, open_cortex, table, with_cortex
+
+__all__ = ["serve_command", "webhook_group"]
 
 PROVIDERS = ("github", "stripe", "slack", "standard", "custom", "jwt")
 MAX_PAYLOAD = 16 << 20  # bytes of a payload read from a file (a receiver takes 1 MiB unless told otherwise)
 MAX_KEY = 1 << 20  # bytes of a private key file
-MAX_NAME = 64  # characters of a webhook's or an agent's name written into the definitions file
-# What `add` writes into the definitions file is checked here, so a mistake names its option.
-_URL_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*\Z")  # RFC 3986 path characters, no { } for Starlette
-_HEADER = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # an RFC 9110 token
-
-
-def _name(ctx, param, value):
-    from ..dsl.interpret import NAME  # here: it loads jwt, which most commands do without
-
-    if value is not None and not (NAME.match(value) and len(value) <= MAX_NAME):
-        raise click.BadParameter(f"{quoted(value)} is not a name: a letter, then letters, digits, - or _ "
-                                 f"(like code-review-agent), at most {MAX_NAME} of them")
-    return value
-
-
-def _url_path(ctx, param, value):
-    if not _URL_PATH.match(value):
-        raise click.BadParameter(f"{value!r} is not a URL path like /hooks/github: it starts with / and holds "
-                                 'only what RFC 3986 allows in a path (no spaces, ", {, } or ?)')
-    return value
-
-
-def _header_name(ctx, param, value):
-    if value is not None and not _HEADER.match(value):
-        raise click.BadParameter(f"{value!r} is not an HTTP header name (like X-Signature)")
-    return value
-
-
-def _text(ctx, param, value):
-    if value is not None and not value.strip():
-        raise click.BadParameter("must not be empty")
-    return value
-
-
-def _jwt_algorithms(ctx, param, value):
-    from ..dsl.interpret import JWT_ALGORITHMS  # here: it loads jwt, which most commands do without
-
-    unknown = [name for name in value if name not in JWT_ALGORITHMS]
-    if unknown:
-        raise click.BadParameter(f"{unknown[0]!r} is not one of {', '.join(JWT_ALGORITHMS)}")
-    return value
-
-
-def _json_path(ctx, param, value):
-    from ..errors import UserError
-    from ..webhooks.filters import JsonPathFilter
-
-    try:
-        return value and JsonPathFilter(value).json_path
-    except UserError as err:
-        raise click.BadParameter(str(err)) from None
 
 
 @click.group(name="webhook", cls=Commands)
@@ -72,57 +25,46 @@ def webhook_group() -> None:
 
 
 @webhook_group.command()
-@click.argument("name", callback=_name)
-@click.option("--path", required=True, callback=_url_path,
-              help="URL path the receiver serves it at, e.g. /hooks/github.")
+@click.argument("name")
+@click.option("--path", required=True, help="URL path the receiver serves it at, e.g. /hooks/github.")
 @click.option("--provider", required=True, type=click.Choice(PROVIDERS), help="How deliveries are signed.")
-@click.option("--secret", callback=_text,
-              help="secret://env/NAME, secret://file/PATH, or (discouraged) the secret itself.")
-@click.option("--agent", callback=_name, help="Agent whose daily log receives each delivery.")
-@click.option("--json-path", callback=_json_path,
-              help="Accept only deliveries where this RFC 9535 JSONPath finds a value ...")
+@click.option("--secret", help="secret://env/NAME, secret://file/PATH, or (discouraged) the secret itself.")
+@click.option("--agent", help="Agent whose daily log receives each delivery.")
+@click.option("--json-path", help="Accept only deliveries where this RFC 9535 JSONPath finds a value ...")
 @click.option("--equals", help="... equal to this (numbers and true/false read as JSON, anything else as text).")
 @click.option("--contains", help="... containing this (a substring, or a list element).")
-@click.option("--header", callback=_header_name, help="custom: the header that carries the signature.")
+@click.option("--header", help="custom: the header that carries the signature.")
 @click.option("--prefix", default="", help="custom: text before the digest, e.g. sha256=.")
 @click.option("--encoding", type=click.Choice(["hex", "base64"]), default="hex", show_default=True,
               help="custom: how the digest is written.")
-@click.option("--hmac", "hmac_algorithm", type=click.Choice(["sha1", "sha256", "sha384", "sha512"]),
-              default="sha256", show_default=True, help="custom: the hash the HMAC uses.")
-@click.option("--algorithm", "jwt_algorithms", multiple=True, callback=_jwt_algorithms,
-              help="jwt: an allowed algorithm (repeatable), e.g. RS256.")
-@click.option("--issuer", callback=_text, help="jwt: the required iss claim.")
-@click.option("--audience", callback=_text, help="jwt: the required aud claim.")
-@click.option("--public-key", callback=_text, help="jwt: the PEM public key, or secret://file/PATH holding it.")
-@click.option("--body-hash-claim", callback=_text,
+@click.option("--hmac", type=click.Choice(["sha1", "sha256", "sha384", "sha512"]), default="sha256",
+              show_default=True, help="custom: the hash the HMAC uses.")
+@click.option("--algorithm", "algorithms", multiple=True, help="jwt: an allowed algorithm (repeatable), e.g. RS256.")
+@click.option("--issuer", help="jwt: the required iss claim.")
+@click.option("--audience", help="jwt: the required aud claim.")
+@click.option("--public-key", help="jwt: the PEM public key, or secret://file/PATH holding it.")
+@click.option("--body-hash-claim",
               help="jwt: the claim that must hold the SHA-256 of the body (binds a token to one delivery).")
 @click.option("--max-lifetime", help="jwt: the longest a token may live from iat to exp, e.g. 5m.")
-@with_cortex
-def add(cx, name, path, provider, secret, agent, json_path, equals, contains, header, prefix, encoding,
-        hmac_algorithm, jwt_algorithms, issuer, audience, public_key, body_hash_claim, max_lifetime):
+@cortex_options
+def add(store, org_root, no_org, name, **options):
     """Add webhook NAME to the definitions file, keeping the rest of the file as it is."""
-    from ..api import Encoding, HmacAlgorithm, JwtSettings, Provider, SignatureScheme, WebhookDefinition, resolve_secret
+    from ..api import resolve_secret
+    from ..dsl.options import OptionError, webhook_from_options
 
-    if (equals is not None or contains is not None) and not json_path:
-        raise click.UsageError("--equals and --contains test the value --json-path finds; give --json-path")
-    if json_path and (equals is None) == (contains is None):
-        raise click.UsageError("--json-path needs one of --equals or --contains")
-    kind = Provider(provider)
-    _check_keys(kind.value, secret, header, jwt_algorithms, public_key)
-    definition = WebhookDefinition(
-        name=name, path=path, provider=kind, secret=secret, agent=agent,
-        filter=_filter(json_path, equals, contains),
-        signature=SignatureScheme(header, prefix, Encoding(encoding), HmacAlgorithm(hmac_algorithm))
-        if kind is Provider.CUSTOM and header else None,
-        jwt=JwtSettings(jwt_algorithms or (("HS256",) if public_key is None else ("RS256",)), issuer, audience,
-                        public_key, body_hash_claim,
-                        None if max_lifetime is None else duration(max_lifetime, "--max-lifetime"))
-        if kind is Provider.JWT else None)
-    target = cx.add_webhook(definition)
-    if secret and not secret.startswith("secret://"):
-        err_console.print(resolve_secret(secret, name).warning, style="yellow", markup=False)
-    console.print(f"added webhook {name}: POST {path} ({provider}"
-                  + (f", to agent {agent}" if agent else "") + f") in {target}", markup=False)
+    try:  # every value is checked before the store opens
+        definition = webhook_from_options(name, **options)
+    except OptionError as err:
+        if err.option is None:
+            raise click.UsageError(err.message) from None
+        raise click.BadParameter(err.message, param_hint=[err.option]) from None
+    with open_cortex(store, org_root, no_org) as cx:
+        target = cx.add_webhook(definition)
+    if definition.secret and not definition.secret.startswith("secret://"):
+        err_console.print(resolve_secret(definition.secret, name).warning, style="yellow", markup=False)
+    agent = f", to agent {definition.agent}" if definition.agent else ""
+    console.print(f"added webhook {name}: POST {definition.path} ({definition.provider.value}{agent}) in {target}",
+                  markup=False)
 
 
 @webhook_group.command(name="list")
@@ -152,8 +94,6 @@ def test(cx, name, payload, event, url, tamper, stale, private_key):
     Exits 1 when the answer is not what the test expects: a delivery accepted (2xx), or with
     --tamper or --stale, rejected.
     """
-    from ..reads import read_bounded
-
     if payload.startswith("@"):
         payload = _read_payload(payload[1:])
     key = read_bounded(private_key, MAX_KEY, "a private key") if private_key else None
@@ -186,11 +126,11 @@ def logs(cx, name, tail):
     if not deliveries:
         err_console.print("no deliveries" + (f" for webhook {name}" if name else ""))
         return
-    t = table("time", "delivery", "webhook", "trigger", "event", "answer", "why", "agent", "ms")
+    rows = [d.row() for d in deliveries]
+    t = table(*rows[0])
     t.columns[1].no_wrap = True  # an id is copied whole into `redeliver`
-    for d in deliveries:
-        t.add_row(when(d.time_ns), d.id, d.webhook, d.trigger, d.event or "-", f"{d.status} {d.outcome}",
-                  d.why or "-", d.agent or "-", f"{d.duration_us / 1000:.1f}")
+    for row in rows:
+        t.add_row(*row.values())
     console.print(t)
 
 
@@ -225,8 +165,6 @@ def redeliver(cx, delivery_id):
 @with_cortex
 def serve_command(cx, host, port, max_body, keep_logs):
     """Receive webhook deliveries over HTTP at the paths the definitions declare."""
-    from ..listen import listen
-
     service, server = cx.webhook_server(host, port, max_body, duration(keep_logs, "--keep-logs"))
     listen(host, port).close()  # an address no socket can listen at is refused in one line, before serving
     for warning in service.warnings:
@@ -240,41 +178,6 @@ def serve_command(cx, host, port, max_body, keep_logs):
                       + (f", agent {d.agent}" if d.agent else "") + ")", markup=False)
     cx.build_search_in_background(lambda line: err_console.print(line, markup=False))  # while serving
     server.run()
-
-
-def _check_keys(provider: str, secret, header, jwt_algorithms, public_key) -> None:
-    """Refuse, naming the options, what the provider cannot verify with."""
-    if provider == "custom" and not header:
-        raise click.UsageError("--provider custom needs --header, the request header that carries the signature")
-    if provider != "jwt":
-        if not secret:
-            raise click.UsageError(f"--provider {provider} needs --secret to verify signatures")
-        return
-    if (secret is None) == (public_key is None):
-        raise click.UsageError("--provider jwt needs --secret (HS256 tokens) or --public-key, not both")
-    wrong = [a for a in jwt_algorithms if a.startswith("HS") != (secret is not None)]
-    if wrong:
-        needs, given = ("--secret", "--public-key") if public_key else ("--public-key", "--secret")
-        raise click.UsageError(f"--algorithm {wrong[0]} verifies with {needs}, but {given} is given")
-
-
-def _filter(json_path, equals, contains):
-    from ..api import WebhookFilter
-
-    if not json_path:
-        return None
-    return WebhookFilter(json_path, equals=_scalar(equals), contains=_scalar(contains))
-
-
-def _scalar(text: str | None):
-    """A number or true/false when the text is one in JSON, else the text itself."""
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return text
-    return value if isinstance(value, (str, int, float, bool)) else text
 
 
 def _filter_text(f) -> str:
@@ -293,9 +196,6 @@ def _secret_text(w) -> str:
 
 
 def _read_payload(path: str) -> str:
-    from ..errors import UserError
-    from ..reads import read_bounded
-
     try:
         return read_bounded(path, MAX_PAYLOAD, "a payload").decode("utf-8")
     except OSError as err:

@@ -11,17 +11,18 @@ from importlib import import_module
 
 _NAMES = {
     "convert": ("convert_brace_syntax",),
-    "definitions": ("Definition", "Definitions", "Encoding", "Fusion", "HmacAlgorithm", "JwtSettings",
+    "definitions": ("ROW_HEADERS", "Definition", "Definitions", "Encoding", "Fusion", "HmacAlgorithm", "JwtSettings",
                     "MemoryDefinition", "MemorySearchConfig", "Provider", "SignatureScheme", "SourceLocation",
-                    "StoreKind", "WebhookDefinition", "WebhookFilter"),
+                    "StoreKind", "WebhookDefinition", "WebhookFilter", "definition_rows"),
     "diagnostics": ("Diagnostic", "DslError", "format_diagnostics"),
     "duration": ("DurationError", "format_duration", "parse_duration"),
     "edit": ("add_definition", "remove_definition", "replace_definition"),
     "literate": ("MARKER",),
     "loader": ("extract_from_org", "extract_memory_definitions", "extract_webhook_definitions",
                "load_definitions", "parse_definitions"),
+    "options": ("OptionError", "webhook_from_options"),
     "registry": ("Registry", "current_registry"),
-    "render": ("ROW_HEADERS", "definition_rows", "render_definition"),
+    "render": ("render_definition",),
 }
 _HOMES = {name: module for module, names in _NAMES.items() for name in names}
 

@@ -26,6 +26,8 @@ from cortex.dsl.interpret import Context, Dialect, check_unique, interpret_form
 from cortex.dsl.reader import MAX_DEPTH, MAX_SIZE, SourceFile, too_large
 from cortex.dsl.render import render_definition
 
+__all__ = ["convert_brace_syntax"]
+
 BRACE = Dialect(key=lambda k: k.replace("-", "_"), form=lambda f: f.removeprefix("def"))
 _CONVERTED = {"memory": "defmemory", "webhook": "defwebhook"}
 _SKIPPED = ("metadata", "agent", "policy", "schedule", "channel", "type", "function", "tool", "with")

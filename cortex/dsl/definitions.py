@@ -1,10 +1,22 @@
-"""What the DSL declares: agent memories and webhook endpoints, as immutable values."""
+"""What the DSL declares: agent memories and webhook endpoints, as immutable values, and how each reads as
+a row of a table (`cortex dsl show`, the REPL)."""
 
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import ClassVar
+
+from cortex.dsl.duration import format_duration
+
+__all__ = ["ROW_HEADERS", "Definition", "Definitions", "Encoding", "Fusion", "HmacAlgorithm", "JwtSettings",
+           "MemoryDefinition", "MemorySearchConfig", "Provider", "Scalar", "SignatureScheme", "SourceLocation",
+           "StoreKind", "WebhookDefinition", "WebhookFilter", "definition_rows"]
+
+ROW_HEADERS = ("kind", "name", "defined at", "settings")
+_REFERENCE = re.compile(r"\w+://")
 
 
 class StoreKind(enum.Enum):
@@ -70,8 +82,26 @@ class MemorySearchConfig:
     fusion: Fusion = Fusion.WEIGHTED
 
 
+class _Listed:
+    """How a definition reads as a row of a table: its `kind`, name, where it is defined and its `settings()`
+    (secrets stay hidden)."""
+
+    def row(self) -> tuple[str, str, str, str]:
+        """The cells of its row, in the order of `ROW_HEADERS`."""
+        return (self.kind, self.name, str(self.location or ""), self.settings())
+
+    def repl_row(self, renderer, index: int) -> dict[str, str]:
+        """The REPL's row: where it is defined is placed as the REPL names files (relative to the Org folder)."""
+        kind, name, where, settings = self.row()
+        return dict(zip(ROW_HEADERS, (kind, name, renderer.place(where), settings), strict=True))
+
+    def repl_view(self, renderer):
+        """The REPL's view: its row as key/value pairs."""
+        return renderer.key_values(self.repl_row(renderer, 0).items())
+
+
 @dataclass(frozen=True)
-class MemoryDefinition:
+class MemoryDefinition(_Listed):
     """An agent memory: where it lives, how long it keeps logs, how it searches."""
 
     name: str
@@ -80,6 +110,13 @@ class MemoryDefinition:
     retention: timedelta = timedelta(days=90)
     search: MemorySearchConfig = MemorySearchConfig()
     location: SourceLocation | None = field(default=None, compare=False)
+    kind: ClassVar[str] = "memory"
+
+    def settings(self) -> str:
+        """Store, path, retention and search, in a line."""
+        search = self.search
+        return (f"store {self.store.value} · path {self.path} · retention {format_duration(self.retention)} · "
+                f"search {search.vector_weight:g} vector + {search.keyword_weight:g} keyword ({search.fusion.value})")
 
 
 Scalar = str | int | float | bool
@@ -117,7 +154,7 @@ class JwtSettings:
 
 
 @dataclass(frozen=True)
-class WebhookDefinition:
+class WebhookDefinition(_Listed):
     """A webhook endpoint: its path, how deliveries are verified, filtered and routed."""
 
     name: str
@@ -129,6 +166,24 @@ class WebhookDefinition:
     signature: SignatureScheme | None = None  # only for Provider.CUSTOM
     jwt: JwtSettings | None = None  # only for Provider.JWT
     location: SourceLocation | None = field(default=None, compare=False)
+    kind: ClassVar[str] = "webhook"
+
+    def settings(self) -> str:
+        """Path, provider, where the secret or key comes from, agent and filter, in a line."""
+        parts = [f"POST {self.path}", f"provider {self.provider.value}"]
+        if self.secret is not None:
+            parts.append(f"secret {self.secret}" if _REFERENCE.match(self.secret) else "secret (inline)")
+        if self.jwt and self.jwt.public_key is not None:
+            parts.append(f"{'/'.join(self.jwt.algorithms)} public key")
+        if self.signature:
+            parts.append(f"signature in {self.signature.header}")
+        if self.agent:
+            parts.append(f"agent {self.agent}")
+        if self.filter:
+            f = self.filter
+            test = f"== {f.equals!r}" if f.equals is not None else f"contains {f.contains!r}"
+            parts.append(f"only if {f.json_path} {test}")
+        return " · ".join(parts)
 
 
 Definition = MemoryDefinition | WebhookDefinition
@@ -140,3 +195,13 @@ class Definitions:
 
     memories: tuple[MemoryDefinition, ...] = ()
     webhooks: tuple[WebhookDefinition, ...] = ()
+
+    def repl_view(self, renderer):
+        """The REPL's view: a table of every definition (or "no definitions")."""
+        rows = [d.repl_row(renderer, n) for n, d in enumerate((*self.memories, *self.webhooks))]
+        return renderer.records(rows) if rows else renderer.text("no definitions")
+
+
+def definition_rows(definitions: Definitions) -> list[tuple[str, str, str, str]]:
+    """One row per definition for `dsl show`, in the order of `ROW_HEADERS`; secrets stay hidden."""
+    return [d.row() for d in (*definitions.memories, *definitions.webhooks)]

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from cortex.errors import UserError, located
 
+__all__ = ["CHECKED", "SHOWN", "Diagnostic", "DslError", "Problems", "clip", "did_you_mean", "format_diagnostics"]
+
 SHOWN = 20  # problems a report lists; the others are only counted
 CHECKED = 1000  # problems after which reading stops: more would only be counted, at the cost of reading them
 

@@ -6,6 +6,8 @@ import difflib
 import re
 from datetime import timedelta
 
+__all__ = ["DurationError", "format_duration", "parse_duration"]
+
 _NS = {
     "ns": 1,
     "us": 10**3,

@@ -11,6 +11,8 @@ from cortex.dsl.render import render_definition
 from cortex.errors import NotFound, UserError
 from cortex.words import brief
 
+__all__ = ["add_definition", "remove_definition", "replace_definition"]
+
 Kind = type[MemoryDefinition] | type[WebhookDefinition]
 
 

@@ -29,7 +29,10 @@ from cortex.dsl.definitions import (
 )
 from cortex.dsl.diagnostics import Problems, clip, did_you_mean
 from cortex.dsl.duration import DurationError, parse_duration
+from cortex.dsl.jsonpath import compile_query  # as the receiver runs it: RE2, linear time
 from cortex.dsl.reader import SourceFile
+
+__all__ = ["JWT_ALGORITHMS", "NAME", "Context", "Dialect", "Parsed", "check_unique", "interpret_form"]
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
 JWT_ALGORITHMS = ("HS256", "HS384", "HS512", *sorted(jwt.algorithms.requires_cryptography))
@@ -178,8 +181,6 @@ def _scalar(model, key, ctx):
 
 
 def _json_path(model, key, ctx) -> str:
-    from cortex.webhooks.filters import compile_query  # checked as the receiver runs it: RE2, linear time
-
     value = _text(model, key, ctx)
     try:
         compile_query(value)

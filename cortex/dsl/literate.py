@@ -16,6 +16,8 @@ import re
 from cortex.dsl.diagnostics import Problems
 from cortex.dsl.reader import SourceFile
 
+__all__ = ["MARKER", "cortex_blocks"]
+
 MARKER = ":cortex yes"
 
 _BEGIN = re.compile(r"^[ \t]*#\+begin_src[ \t]+(\S+)(.*)$", re.I | re.M)

@@ -14,6 +14,9 @@ from cortex.dsl.reader import MAX_SIZE, SourceFile, read_forms, too_large
 from cortex.errors import NotFound, UserError
 from cortex.reads import ORG_FILE, read_bounded
 
+__all__ = ["collect", "extract_from_org", "extract_memory_definitions", "extract_webhook_definitions",
+           "load_definitions", "parse_definitions"]
+
 # Lets one file be both loaded as data and run by Hy, which needs the macros required first.
 _REQUIRE = hy.read("(require cortex.dsl.macros)")
 

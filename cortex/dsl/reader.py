@@ -18,6 +18,8 @@ from hy.reader.exceptions import LexException
 
 from cortex.dsl.diagnostics import Diagnostic, Problems, clip
 
+__all__ = ["MAX_DEPTH", "MAX_SIZE", "SourceFile", "form_span", "read_forms", "too_large"]
+
 # Characters of definitions read from one file: over a thousand definitions, which Hy's reader
 # (some 150 KB a second) reads in about two seconds.
 MAX_SIZE = 256 * 1024

@@ -11,6 +11,8 @@ from cortex.dsl.diagnostics import Diagnostic, DslError, clip
 from cortex.dsl.interpret import Context, interpret_form
 from cortex.dsl.reader import SourceFile
 
+__all__ = ["Registry", "check_form", "current_registry", "define", "reject"]
+
 
 class Registry:
     """Definitions made in a running session; defining a name again replaces it, as a REPL expects."""

@@ -1,27 +1,15 @@
-"""Definitions as text: well-formatted Hy forms for files, and rows for a table."""
+"""Definitions as text: well-formatted Hy forms for files."""
 
 from __future__ import annotations
 
-import re
-
 import hy
 
-from cortex.dsl.definitions import (
-    Definition,
-    Definitions,
-    Encoding,
-    Fusion,
-    HmacAlgorithm,
-    MemoryDefinition,
-    Provider,
-    WebhookFilter,
-)
+from cortex.dsl.definitions import Definition, Encoding, Fusion, HmacAlgorithm, MemoryDefinition, Provider
 from cortex.dsl.duration import format_duration
 from cortex.dsl.interpret import NAME
 from cortex.errors import UserError
 
-ROW_HEADERS = ("kind", "name", "defined at", "settings")
-_REFERENCE = re.compile(r"\w+://")
+__all__ = ["render_definition"]
 
 
 def render_definition(definition: Definition, newline: str = "\n") -> str:
@@ -35,31 +23,6 @@ def render_definition(definition: Definition, newline: str = "\n") -> str:
         head, pairs = "defwebhook", _webhook_pairs(definition)
     lines = [f"({head} {_name(definition.name, f'{head[3:]} name')}"] + [f"  :{key} {value}" for key, value in pairs]
     return newline.join(lines) + ")"
-
-
-def definition_rows(definitions: Definitions) -> list[tuple[str, str, str, str]]:
-    """One row per definition for `dsl show`, in the order of `ROW_HEADERS`; secrets stay hidden."""
-    rows = []
-    for m in definitions.memories:
-        search = m.search
-        settings = (f"store {m.store.value} · path {m.path} · retention {format_duration(m.retention)} · "
-                    f"search {search.vector_weight:g} vector + {search.keyword_weight:g} keyword "
-                    f"({search.fusion.value})")
-        rows.append(("memory", m.name, str(m.location or ""), settings))
-    for w in definitions.webhooks:
-        parts = [f"POST {w.path}", f"provider {w.provider.value}"]
-        if w.secret is not None:
-            parts.append(f"secret {w.secret}" if _REFERENCE.match(w.secret) else "secret (inline)")
-        if w.jwt and w.jwt.public_key is not None:
-            parts.append(f"{'/'.join(w.jwt.algorithms)} public key")
-        if w.signature:
-            parts.append(f"signature in {w.signature.header}")
-        if w.agent:
-            parts.append(f"agent {w.agent}")
-        if w.filter:
-            parts.append(f"only if {_filter_text(w.filter)}")
-        rows.append(("webhook", w.name, str(w.location or ""), " · ".join(parts)))
-    return rows
 
 
 def _memory_pairs(m: MemoryDefinition) -> list[tuple[str, str]]:
@@ -98,12 +61,6 @@ def _webhook_pairs(w) -> list[tuple[str, str]]:
         value = getattr(w.filter, test)
         pairs.append(("filter", _map([("json-path", _string(w.filter.json_path)), (test, hy.repr(value))])))
     return pairs
-
-
-def _filter_text(f: WebhookFilter) -> str:
-    if f.equals is not None:
-        return f"{f.json_path} == {f.equals!r}"
-    return f"{f.json_path} contains {f.contains!r}"
 
 
 def _string(value: str) -> str:

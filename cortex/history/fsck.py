@@ -33,7 +33,7 @@ from .forget import PURGES
 from .snapshots import SNAPSHOTS, SUMMARIES, snapshot_key
 
 # Tables owned by features above history (see the module docstring).
-EMBEDDINGS = "search.embeddings"  # cortex.search.service
+EMBEDDINGS = "search.embeddings"  # cortex.search.embeddings
 CONFIG = "config"  # cortex.api
 LITERATE = "dsl.literate"  # cortex.api
 CONVERSATION = "conversation"  # cortex.memory.conversation.log

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import NotFound, UserError
 from ..objects import Snapshot
+from ..words import counted, short
 from ..workspace import UNCHANGED, Current
 from .changes import context_of, keyed, merged_into, minute
 from .layout import AGENTS, check_agent_id, logs_in, memory_path
@@ -36,6 +37,15 @@ class CompactionReport:
     moved: list[Typed]
     duplicates: int  # marked items memory.org already held
     deleted_logs: list[str]
+
+    def repl_view(self, renderer):
+        """The REPL's view: what moved and was deleted, and how to undo it."""
+        lines = [f"  moved    {kind:9} {item.title}" for kind, item in self.moved]
+        lines += [f"  deleted  {path}" for path in self.deleted_logs]
+        lines.append(f"{counted(len(self.moved), 'item')} moved, {self.duplicates} already known, "
+                     f"{counted(len(self.deleted_logs), 'log')} deleted; "
+                     f'(rollback "{short(self.before.oid)}") undoes it')
+        return renderer.text("\n".join(lines))
 
 
 def compact(memory: AgentMemory, agent: str, policy: RetentionPolicy | None = None, *,

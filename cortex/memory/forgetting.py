@@ -16,7 +16,7 @@ from ..errors import NotFound
 from ..history import Forgotten, rewrite_documents
 from ..objects import Document, Snapshot, Tree
 from ..orgfile import parse, render_headline
-from ..words import quoted
+from ..words import counted, files, quoted, short
 from ..workspace import UNCHANGED, Current, paths_under
 from .changes import parsed_text
 from .items import MemoryItem, item_from_headline, normalise
@@ -37,6 +37,10 @@ class PurgeReport:
     files: list[str]
     history: Forgotten | None = None
 
+    def repl_view(self, renderer):
+        """The REPL's view: what was removed, from the files and, when hard, from history."""
+        return renderer.text("\n".join([f"removed {files(self.files)}", *_erased(self.history)]))
+
 
 @dataclass(frozen=True)
 class ForgetReport:
@@ -47,6 +51,21 @@ class ForgetReport:
     files: list[str]
     before: Snapshot | None = None
     history: Forgotten | None = None
+
+    def repl_view(self, renderer):
+        """The REPL's view: what changed, in the files and, when hard, in history; how to undo a soft forget."""
+        lines = [f"forgot {', '.join(self.ids) or 'an item without :ID:'}; rewrote {files(self.files)}",
+                 *_erased(self.history)]
+        if self.before is not None:
+            lines.append(f'(rollback "{short(self.before.oid)}") undoes it')
+        return renderer.text("\n".join(lines))
+
+
+def _erased(forgotten: Forgotten | None) -> list[str]:
+    """What a hard purge or forget took from history, as lines (none when it was not hard)."""
+    if forgotten is None:
+        return []
+    return [f"rewrote {counted(forgotten.snapshots, 'snapshot')}, collected {counted(forgotten.objects, 'object')}"]
 
 
 def purge(memory: AgentMemory, agent: str, hard: bool = False) -> PurgeReport:

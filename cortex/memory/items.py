@@ -74,6 +74,12 @@ class MemoryItem:
         """The name this item is merged by: its org-id, else a hash of its type and normalised text."""
         return self.id or text_key(type_, self.normalised)
 
+    def repl_view(self, renderer):
+        """The REPL's view: the :ID:, text, when it was added and where from, and the tags if any."""
+        pairs = [("id", self.id or ""), ("text", self.text),
+                 ("added", f"{self.added:%Y-%m-%d %H:%M}" if self.added else ""), ("source", self.source)]
+        return renderer.key_values(pairs + ([("tags", ":".join(self.tags))] if self.tags else []))
+
     @property
     def as_plain(self) -> bool:
         """Whether it is written as a list item: a plain item with nothing a list item cannot hold."""

@@ -22,6 +22,8 @@ from ..objects import Document, Headline
 from ..query import Node
 from .dates import Cookie, Stamp, add_months, day_of, headline_dates, repeater, section_stamps, warning
 
+__all__ = ["Agenda", "AgendaDay", "AgendaEntry", "AgendaFile", "agenda"]
+
 DEADLINE_WARNING_DAYS = 14  # org-deadline-warning-days
 PAST_DAYS = 10000  # org-scheduled-past-days and org-deadline-past-days
 TAGS_COLUMN = 80  # where tags end, as in a batch Emacs's 80-column window

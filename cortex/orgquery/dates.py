@@ -22,6 +22,9 @@ from ..objects import Headline
 from ..words import quoted
 from .errors import QueryError
 
+__all__ = ["Cookie", "HeadlineDates", "Stamp", "add_months", "day_of", "headline_dates", "object_lines", "parse_when",
+           "planning_date", "repeater", "section_lines", "section_stamps", "timestamps_in", "warning"]
+
 # Emacs's own cookie patterns (org-element-timestamp-parser); the first match in a timestamp counts.
 _REPEATER = re.compile(r"([.+]?\+)([0-9]+)([hdwmy])")
 _DELAY = re.compile(r"(-)?-([0-9]+)([hdwmy])")

@@ -49,6 +49,8 @@ from . import links
 from .dates import day_of, headline_dates, section_lines, timestamps_in
 from .predicates import PRIORITY_DEFAULT, SPECIAL_PROPERTIES, Predicate
 
+__all__ = ["DAY_KINDS", "KEYS", "Index", "Row", "scan"]
+
 # org-priority-regexp, matched from the start of the headline as Emacs's `looking-at` does (ignoring case)
 _PRIORITY_COOKIE = re.compile(r"\*++.*\[#([A-Z0-9]+)\] ?", re.I)  # `.*` alone gives back: no retry per star
 _KEYWORD = re.compile(r"^[ \t]*#\+(FILETAGS|CATEGORY|PROPERTY):[ \t]*(.*)$", re.M | re.I)  # value: strip its end

@@ -21,6 +21,9 @@ from ..orgfile import file_properties
 from ..query import Node, file_id
 from .dates import object_lines, section_lines
 
+__all__ = ["LINK_TYPES", "Backlink", "Link", "backlinks", "broken", "document_links", "file_keys", "file_node",
+           "headline_links", "link_key", "links_in", "resolve", "sources", "target_index", "target_keys"]
+
 # The link types of Emacs's Org 9.5 with its default modules and org-id (`org-link-types`).
 LINK_TYPES = ("attachment", "bbdb", "bibtex", "docview", "doi", "elisp", "eww", "file", "file+emacs", "file+sys",
               "ftp", "gnus", "help", "http", "https", "id", "info", "irc", "mailto", "mhe", "news", "rmail", "shell",

@@ -28,6 +28,8 @@ from ..words import quoted
 from .errors import QueryError
 from .predicates import And, Level, Not, Or, Predicate, Property, Tags, TagsRegexp, Todo, string_to_number, time_value
 
+__all__ = ["compile_match", "emacs_regexp"]
+
 _NUMBER = re.compile(r"-?[.0-9]+(?:[eE][-+]?[0-9]+)?")  # matched at one place, without alternatives to retry
 _OPS = {"<": "<", ">": ">", "<=": "<=", "=<": "<=", ">=": ">=", "=>": ">=", "=": "=", "==": "=", "<>": "<>"}
 

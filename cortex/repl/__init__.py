@@ -12,6 +12,8 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from ..reads import read_text_bounded
+
 MAX_PIPED = 16 << 20  # characters of forms read from stdin
 
 
@@ -35,8 +37,6 @@ def eval_source(text: str, store=None, org_root=None, *, filename: str = "<eval>
 
 def piped_forms() -> str:
     """The forms piped on stdin: at most MAX_PIPED characters (TooLarge, naming stdin and the bound, beyond)."""
-    from ..reads import read_text_bounded
-
     return read_text_bounded(sys.stdin, MAX_PIPED, "forms piped in", "stdin")
 
 

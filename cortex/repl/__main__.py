@@ -9,6 +9,8 @@ import sys
 from ..errors import UserError
 from . import eval_source, piped_forms, run
 
+__all__ = ["main"]
+
 TRUE = ("1", "true", "t", "yes", "y", "on")  # what the CLI's flags read as set in the environment
 
 

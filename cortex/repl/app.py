@@ -29,7 +29,10 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.patch_stdout import StdoutProxy
 
 from ..errors import CortexError
+from ..words import ingest_summary
 from .early import BANNER, PROMPT, EarlyPrompt
+
+__all__ = ["HISTORY_ENTRY_CHARS", "Startup", "StoreHistory", "run"]
 
 if TYPE_CHECKING:
     from .core import Session
@@ -61,7 +64,6 @@ def run(store=None, org_root=None, *, ingest: bool = True, folder: bool = True,
 
         def make_session() -> Session:
             from .core import Session
-            from .printer import ingest_summary
 
             session = Session(store, org_root, ingest=ingest, folder=folder, build_search=True, out=out)
             session.ask = lambda question: confirm(question, input, output)

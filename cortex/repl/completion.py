@@ -18,7 +18,10 @@ import hy
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
+from ..errors import CortexError
 from .registry import FORMS, PRELUDE
+
+__all__ = ["SessionCompleter"]
 
 SYMBOL_TAIL = re.compile(r"[^\s()\[\]{}\"';`~,]*$")
 QUOTE = re.compile(r'(?<!\\)"')
@@ -104,8 +107,6 @@ class SessionCompleter(Completer):
 
     def _webhooks(self) -> list:
         """The webhooks in force; none while the definitions are broken (`cortex dsl check` says why)."""
-        from ..errors import CortexError
-
         cortex = self.session.cortex
         file = cortex.definitions_path if cortex.root is not None else None
         live = tuple(cortex.registry.webhooks.values())

@@ -22,6 +22,9 @@ from ..errors import CortexError, located
 from ..words import brief, quoted
 from .printer import Printer
 from .registry import macro_words, namespace
+from .watch import Watcher
+
+__all__ = ["Session", "describe_error", "is_complete"]
 
 RESULT_NAMES = ("*1", "*2", "*3")  # the last three results, as in Hy's own REPL
 ERROR_NAME = "*e"
@@ -117,8 +120,6 @@ class Session:
 
     def watch(self, on: bool = True, interval: float = 1.0) -> str:
         """Start or stop re-ingesting the Org folder when its files change; say what happened."""
-        from .watch import Watcher
-
         if self.watcher is not None:
             self.watcher.stop()
             self.watcher = None

@@ -16,6 +16,8 @@ import termios
 import threading
 import tty
 
+__all__ = ["BANNER", "PROMPT", "EarlyPrompt"]
+
 PROMPT = "cortex=> "
 BANNER = "cortex REPL: (help) lists the forms, Tab completes, Ctrl-C cancels an entry, Ctrl-D leaves"
 RUBOUT = ("\x7f", "\b")

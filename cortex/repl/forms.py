@@ -7,10 +7,14 @@ so `(find :todo "TODO")` calls `find(session, todo="TODO")`.
 
 from __future__ import annotations
 
+import inspect
+
 from ..errors import UserError
 from ..words import quoted, shown_stats, unsaved_note
 from .registry import FORMS, form, prelude
-from .values import FileEntry, Help, HelpEntry, Message, OrgText, Outline, is_a
+from .values import FileEntry, Help, HelpEntry, Message, OrgText, Outline
+
+__all__ = ["duration", "snapshot_ref"]  # for the other forms modules; the forms register themselves (`form`)
 
 # --- helpers every session has ----------------------------------------------------------------
 
@@ -105,7 +109,9 @@ def show(session, target):
 
 def showable(session, target):
     """What `cortex.api`'s show takes for a value a user holds: a search result is the headline it was found in."""
-    if is_a(target, "cortex.search.service.SearchResult"):
+    from ..search.results import SearchResult  # here: a session starts without search
+
+    if isinstance(target, SearchResult):
         # By oid, so a result of a search :as-of a snapshot shows that snapshot's text.
         return target.oid
     return target
@@ -230,7 +236,5 @@ def help(session, topic=None):  # noqa: A001 - `help` is what a REPL user types
         return Help([HelpEntry(entry.name, entry.usage, entry.doc)])
     if isinstance(topic, str):
         raise UserError(f"no form named {topic}; (help) lists them")
-    import inspect
-
     name = getattr(topic, "__name__", str(topic))
     return Help([HelpEntry(name, "", inspect.getdoc(topic) or f"no documentation for {name}")])

@@ -9,6 +9,8 @@ from pygments.lexer import RegexLexer, bygroups, include
 from pygments.token import Comment, Generic, Keyword, Name, Number, String, Text
 from pygments.util import get_list_opt
 
+__all__ = ["DEFAULT_DONE", "DEFAULT_TODO", "OrgLexer"]
+
 DEFAULT_TODO = ("TODO", "NEXT", "WAITING", "HOLD")
 DEFAULT_DONE = ("DONE", "CANCELLED", "CANCELED")
 

@@ -7,6 +7,7 @@ A macro form is a Hy macro of another module, documented by a Python function of
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 import hy
 
 from ..errors import UserError
+
+__all__ = ["FORMS", "PRELUDE", "form", "macro", "macro_words", "namespace", "prelude"]
 
 # Modules whose import registers forms; a new group of forms is one more entry here.
 FORM_MODULES = ("cortex.repl.forms", "cortex.repl.memory_forms", "cortex.repl.dsl_forms", "cortex.repl.query_forms",
@@ -88,8 +91,6 @@ def prelude(fn: Callable) -> Callable:
 
 def load_forms() -> dict[str, Form]:
     """Import every form module once and return the registry."""
-    import importlib
-
     for module in FORM_MODULES:
         importlib.import_module(module)
     return FORMS

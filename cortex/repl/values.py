@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
+
+__all__ = ["FileEntry", "Help", "HelpEntry", "Message", "OrgText", "Outline", "SearchResults"]
 
 
 class OrgText(str):
@@ -23,7 +24,7 @@ class Message(str):
 
 class SearchResults(list):
     """Search results, best first, printed as a table; with `explain`, each with its score breakdown; and the
-    `status` of the vectors they were ranked with (`cortex.search.service.VectorStatus`), when known."""
+    `status` of the vectors they were ranked with (`cortex.search.results.VectorStatus`), when known."""
 
     def __init__(self, results=(), explain: bool = False):
         super().__init__(results)
@@ -55,14 +56,3 @@ class HelpEntry:
 
 class Help(list):
     """Help for the forms: one entry prints in full, several print as a table of summaries."""
-
-
-def is_a(value, qualified_name: str) -> bool:
-    """`isinstance` against a class named `module.Class`, without importing its module.
-
-    A value of a class whose module was never imported cannot exist, so the REPL can recognise
-    search results or webhook definitions without paying for their libraries at start-up.
-    """
-    module, _, name = qualified_name.rpartition(".")
-    loaded = sys.modules.get(module)
-    return loaded is not None and isinstance(value, getattr(loaded, name))

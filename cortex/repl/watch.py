@@ -11,6 +11,8 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+__all__ = ["Watcher"]
+
 
 def stamps(paths: Iterable[Path]) -> dict[Path, tuple[int, int]]:
     """Modification time and size of each of these files."""

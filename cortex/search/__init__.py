@@ -1,11 +1,24 @@
 """Hybrid memory search: offline embeddings, BM25 keyword and usearch vector indexes, fusion.
 
+    items.py       what search sees of a tree: items (a headline's own text, a memory list item), keys, dates
+    index.py       SearchIndex: the indexes of one tree, kept in line with it, and the query that fuses them
+    fusion.py      how the meaning side and the words side make one ranking that explains itself
+    results.py     what a search answers: results and the status of the vectors (light: no engine loaded)
+    building.py    embedding what has no vector yet, within a budget or in a background thread
+    lines.py       where each item stands in its file now (a result's file:line)
+    saving.py      the indexes saved beside the store and trusted on load only when whole
+    embeddings.py  the store's cache of embeddings, the process's embedder, forgetting purged text's vectors
+    embedders.py   the sentence embedders (MiniLM int8 on onnxruntime, feature hashing) and their cache
+    keyword.py     BM25 (bm25s) with exact terms;  vector.py  usearch;  dates.py  the period a query names
+
 The indexes are derived data keyed by uint64 integers that the owner maps to its items; they hold no
-store state of their own, so they can always be rebuilt from the store.
+store state of their own, so they can always be rebuilt from the store. Names load from their modules on
+first use, so that the light modules (results, items) are had without the engine.
 """
 
 import sys
 import warnings
+from importlib import import_module
 
 # usearch's Linux wheel carries its own C++ runtime, whose locale tables the system's then adopts:
 # onnxruntime loaded after usearch crashes the process (a segfault), and nothing done after usearch
@@ -17,33 +30,26 @@ if sys.platform.startswith("linux") and "usearch.compiled" in sys.modules and "o
                   "runtimes clash and would crash the process): search runs without the MiniLM model; "
                   "import cortex (or onnxruntime) before usearch to keep it", RuntimeWarning, stacklevel=2)
 
-from cortex.search.embedders import (
-    CachedEmbedder,
-    Embedder,
-    EmbedderUnavailable,
-    HashingEmbedder,
-    MiniLMEmbedder,
-    default_embedder,
-)
-from cortex.search.fusion import METHODS, Candidates, Hit, Weights, fuse, hybrid_search
-from cortex.search.keyword import KeywordIndex, exact_terms, tokenize
-from cortex.search.vector import VectorIndex
+_NAMES = {
+    "embedders": ("CachedEmbedder", "Embedder", "EmbedderUnavailable", "HashingEmbedder", "MiniLMEmbedder",
+                  "default_embedder"),
+    "fusion": ("METHODS", "Candidates", "Hit", "Weights", "fuse", "hybrid_search"),
+    "keyword": ("KeywordIndex", "exact_terms", "tokenize"),
+    "vector": ("VectorIndex",),
+}
+_HOMES = {name: module for module, names in _NAMES.items() for name in names}
 
-__all__ = [
-    "METHODS",
-    "CachedEmbedder",
-    "Candidates",
-    "Embedder",
-    "EmbedderUnavailable",
-    "HashingEmbedder",
-    "Hit",
-    "KeywordIndex",
-    "MiniLMEmbedder",
-    "VectorIndex",
-    "Weights",
-    "default_embedder",
-    "fuse",
-    "hybrid_search",
-    "exact_terms",
-    "tokenize",
-]
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'cortex.search' has no attribute {name!r}")
+    value = getattr(import_module(f"cortex.search.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

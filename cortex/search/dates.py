@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
+__all__ = ["Period", "named_period"]
+
 _MONTHS = {name.lower(): n for n, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): n for n, name in enumerate(calendar.month_abbr) if name and name != "May"})
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))

@@ -29,6 +29,9 @@ from cortex.errors import CortexError
 from cortex.files import write_atomically
 from cortex.hashing import hash_text
 
+__all__ = ["MAX_TOKENS", "MODEL_SHA256", "CachedEmbedder", "Embedder", "EmbedderUnavailable", "HashingEmbedder",
+           "MiniLMEmbedder", "default_embedder"]
+
 
 @runtime_checkable
 class Embedder(Protocol):

@@ -32,6 +32,9 @@ from cortex.search.embedders import Embedder
 from cortex.search.keyword import K1, KeywordIndex
 from cortex.search.vector import VectorIndex
 
+__all__ = ["DATE_BONUS", "EXACT_SHARE", "METHODS", "NEIGHBOUR", "RRF_K", "WORDS_FLOOR", "WORDS_SCALE", "Candidates",
+           "Hit", "Layout", "Weights", "fuse", "hybrid_search"]
+
 METHODS = ("weighted", "rrf", "keyword")
 RRF_K = 60
 WORDS_FLOOR = 0.4   # the share of the query's weight an item's words must hold before they count

@@ -32,6 +32,8 @@ from pathlib import Path
 import numpy as np
 import Stemmer
 
+__all__ = ["K1", "TITLE", "KeywordIndex", "document_terms", "exact_terms", "query_terms", "title_terms", "tokenize"]
+
 with warnings.catch_warnings():  # bm25s imports tqdm.auto, which warns in notebooks without ipywidgets
     warnings.simplefilter("ignore")
     import bm25s

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+__all__ = ["VectorIndex"]
+
 # onnxruntime has to be loaded before usearch: in the other order its initialisation crashes the
 # process (usearch 2.26 ships its own C++ runtime; seen with onnxruntime 1.31).
 with contextlib.suppress(ImportError):

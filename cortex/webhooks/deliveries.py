@@ -27,7 +27,7 @@ from cortex.backends import Store
 from cortex.codec import decode, encode
 from cortex.errors import NotFound, UserError
 from cortex.webhooks.seen import SeenKey, SeenKeys
-from cortex.words import brief, quoted
+from cortex.words import brief, quoted, when
 
 DELIVERIES = "webhooks.deliveries"
 BODIES = "webhooks.bodies"
@@ -80,6 +80,20 @@ class Delivery:
     def why(self) -> str:
         """The reason behind the outcome, if there is one: the reject reason, the filter's, or the detail."""
         return self.reason or (self.filter_reason if self.filter_matched is False else self.detail)
+
+    def row(self) -> dict[str, str]:
+        """The delivery as a line of the log shows it: when, ids, trigger, event, answer, why, agent, time taken."""
+        return {"time": when(self.time_ns), "delivery": self.id, "webhook": self.webhook, "trigger": self.trigger,
+                "event": self.event or "-", "answer": f"{self.status} {self.outcome}", "why": self.why or "-",
+                "agent": self.agent or "-", "ms": f"{self.duration_us / 1000:.1f}"}
+
+    def repl_view(self, renderer):
+        """The REPL's view: the log's row as key/value pairs."""
+        return renderer.key_values(self.row().items())
+
+    def repl_row(self, renderer, index: int) -> dict[str, str]:
+        """The REPL's row of a delivery in a table: the log's."""
+        return self.row()
 
     def answer(self) -> dict[str, object]:
         """The JSON the receiver answers with: the id and outcome, and past verification, what happened."""

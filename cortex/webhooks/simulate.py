@@ -50,6 +50,10 @@ class Simulation:
                    filter_matched=answer.get("filter_matched"), filter_reason=str(answer.get("filter_reason", "")),
                    agent=answer.get("agent"), latency_ms=latency_ms, url=url)
 
+    def repl_view(self, renderer):
+        """The REPL's view: the summary as key/value pairs."""
+        return renderer.key_values(self.summary())
+
     def summary(self) -> list[tuple[str, str]]:
         """(label, text) pairs as a person checks a delivery: verified, filtered, routed, answered, how fast."""
         verified = {True: "yes", False: f"no: {self.reason} ({self.detail})", None: "not checked"}[self.verified]

@@ -7,6 +7,7 @@ from typing import Protocol, runtime_checkable
 
 from ...errors import UserError
 from ...hashing import Oid
+from ...words import counted
 from .health import Health
 from .identity import Identity
 from .turns import Turn
@@ -21,6 +22,17 @@ class ContextPatch:
     turns: tuple[Turn, ...]
     tokens: int
     health: Health = Health.HEALTHY
+
+    def repl_view(self, renderer):
+        """The REPL's view: strategy, health and tokens, the summary, then the turns as a table."""
+        head = (f"{self.strategy}: {counted(len(self.turns), 'turn')}, {counted(self.tokens, 'token')} "
+                f"({self.health.value})")
+        parts = [renderer.text(head, "dim")]
+        if self.summary:
+            parts.append(renderer.text(f"summary: {self.summary}"))
+        turns = [turn.repl_row(renderer, n) for n, turn in enumerate(self.turns)]
+        parts.append(renderer.records(turns) if turns else renderer.text("no turns"))
+        return renderer.group(*parts)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from functools import cache, cached_property
 from ...codec import encode
 from ...errors import UserError
 from ...hashing import Oid, hash_bytes
+from ...words import when
 
 CHARS_PER_TOKEN = 4
 
@@ -103,6 +104,11 @@ class Turn:
         digest = "" if self.trajectory is None else self.trajectory.visible_text()
         return estimate_tokens("\n".join([self.user_message, self.assistant_response, digest,
                                           *self.artifacts_shown]))
+
+    def repl_row(self, renderer, index: int) -> dict:
+        """The REPL's row of a turn in a table."""
+        return {"#": str(index), "time": when(self.timestamp_ns), "user": self.user_message,
+                "assistant": self.assistant_response, "tokens": str(self.tokens)}
 
 
 def _check_fields(obj, where: str) -> None:

@@ -1,0 +1,236 @@
+"""What search sees of a tree: its items (a headline's own text, or one list item of a memory section), their
+keys and dates, and which items a document's change removes and adds.
+
+A key names a unit of text in place (path, outline, headline oid, unit, and what tells identical siblings
+apart), so an edit changes the keys of the items it touched and of no other.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
+from dataclasses import dataclass
+from datetime import date
+
+import blake3
+
+from ..codec import encode
+from ..hashing import Oid
+from ..memory.layout import classify
+from ..objects import Document, Headline, OrgObject
+
+__all__ = ["SOURCES", "TYPES", "Item", "Items", "changed_units", "item_date", "item_key", "texts", "units"]
+
+SOURCES = ("memory", "notes")
+TYPES = ("fact", "procedure", "pattern", "log")
+# A property drawer is found as its opening line, then the first `:END:` line after it: one pattern
+# spanning both (`:PROPERTIES:.*?:END:`) would scan to the end of the text again from every
+# opening line when none is closed, quadratic in the text.
+_DRAWER_START = re.compile(r"^[ \t]*:PROPERTIES:[ \t]*\r?$", re.M | re.I)
+_DRAWER_END = re.compile(r"^[ \t]*:END:[ \t]*\r?$\n?", re.M | re.I)
+_PLANNING = re.compile(r"^[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):.*\n?", re.M)
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-+]|\d+[.)])[ \t]+(.+(?:\n(?![ \t]*(?:[-+]|\d+[.)])[ \t])[ \t]+\S.*)*)", re.M)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One searchable unit: a headline's own text, or one list item of a memory section."""
+
+    key: int
+    path: str
+    outline: tuple[str, ...]
+    position: tuple[int, ...]
+    oid: Oid
+    id: str | None
+    text: str
+    agent: str | None = None
+    type: str | None = None
+    tags: tuple[str, ...] = ()
+    todo: str | None = None
+    date: str | None = None      # the day it belongs to (ISO): see `item_date`
+    speaker: str | None = None   # who said it, for a turn of a conversation ("** Caroline: ...")
+    container: bool = False      # a session entry holding turns and no text of its own
+
+    @property
+    def source(self) -> str:
+        """`memory` for agent memory files, `notes` for every other Org file."""
+        return "memory" if self.agent is not None else "notes"
+
+    def record(self) -> list:
+        return [self.key, self.path, list(self.outline), list(self.position), bytes(self.oid), self.id,
+                self.text, self.agent, self.type, list(self.tags), self.todo, self.date, self.speaker, self.container]
+
+    @classmethod
+    def from_record(cls, r: list) -> "Item":
+        return cls(r[0], r[1], tuple(r[2]), tuple(r[3]), Oid(r[4]), r[5], r[6], r[7], r[8], tuple(r[9]), *r[10:])
+
+
+class Items(dict):
+    """Items by key. Those read from a saved index are kept as their records and made into `Item`s when first
+    looked up: a search looks at a few of many thousands (making 13,561 of them took 0.14 s of a 0.6 s search)."""
+
+    def __getitem__(self, key: int) -> Item:
+        value = super().__getitem__(key)
+        if type(value) is list:
+            value = Item.from_record(value)
+            super().__setitem__(key, value)
+        return value
+
+    def get(self, key: int, default=None):
+        return self[key] if key in self else default
+
+    def pop(self, key: int, *default):
+        if key not in self:
+            return super().pop(key, *default)
+        value = self[key]
+        del self[key]
+        return value
+
+    def values(self) -> list[Item]:
+        return [self[key] for key in self]
+
+    def items(self) -> list[tuple[int, Item]]:
+        return [(key, self[key]) for key in self]
+
+
+def item_key(path: str, outline: tuple[str, ...], oid: bytes, unit: int, twin: tuple[int, ...] = ()) -> int:
+    """A 64-bit key for a unit of text in place; `twin` tells identical headlines under one parent apart (for
+    it and each ancestor, how many identical headlines precede it among its siblings)."""
+    data = encode([path, list(outline), bytes(oid), unit, list(twin)])
+    return int.from_bytes(blake3.blake3(data).digest()[:8], "little")
+
+
+_DAY = r"(\d{4})-(\d{2})-(\d{2})"
+_ACTIVE = re.compile(rf"<{_DAY}(?:[ \t][^>\n]*)?>")  # an active Org timestamp
+_DATED_TITLE = re.compile(rf"[<\[]?{_DAY}(?:[ \t][^\]>\n]*)?[\]>]?(?:[ \t]+[^\W\d_]+)?")  # 2023-05-08 Monday
+_LOG_FILE = re.compile(rf"(?:^|/){_DAY}\.org$")
+_SPEAKER = re.compile(r"([^\s:,][^:,\n]{0,99}?):(?:[ \t]|$)")  # "Caroline: ...", a turn's speaker (orglog)
+
+
+def _day(match: re.Match | None) -> str | None:
+    if match is None:
+        return None
+    try:
+        return date(int(match[1]), int(match[2]), int(match[3])).isoformat()
+    except ValueError:
+        return None
+
+
+def item_date(path: str, outline: tuple[str, ...], own: str) -> str | None:
+    """The day an item belongs to (ISO): that of the first active timestamp in its own text (`own`: its title,
+    planning and body, drawers left out); else that of the nearest heading (itself or above) titled with a
+    date (a date tree's 2023-05-08 Monday, or a timestamp); else that of its file, a daily log YYYY-MM-DD.org."""
+    found = _day(_ACTIVE.search(own))
+    for title in reversed(outline):
+        if found:
+            break
+        found = _day(_DATED_TITLE.fullmatch(title.strip()))
+    return found or _day(_LOG_FILE.search(path))
+
+
+def units(path: str, outline: tuple[str, ...], position: tuple[int, ...], h: Headline,
+          twin: tuple[int, ...] = ()) -> Iterable[Item]:
+    """The searchable units of a headline in place: its own text; a memory section's list items one by one."""
+    tag = classify(path, outline, h)
+    own = _without_drawers(h.raw)
+    body = _PLANNING.sub("", own.split("\n", 1)[1] if "\n" in own else "")
+    turn = tag is not None and tag.type == "log" and len(outline) > 1 and _SPEAKER.match(h.title)
+    common = dict(path=path, outline=outline, position=position, oid=h.oid, id=h.id,
+                  agent=tag and tag.agent, type=tag and tag.type, tags=h.tags, todo=h.todo,
+                  date=item_date(path, outline, own), speaker=turn[1].strip() if turn else None,
+                  container=bool(tag and tag.type == "log" and len(outline) == 1 and h.children
+                                 and not body.strip()))
+    section = tag is not None and len(outline) == 1 and path.endswith("/memory.org")
+    if section:
+        for n, match in enumerate(_LIST_ITEM.finditer(body), 1):
+            text = " ".join(match.group(1).split())
+            yield Item(item_key(path, outline, h.oid, n, twin), text=text, **common)
+        return
+    text = (h.title + "\n" + body).strip()
+    yield Item(item_key(path, outline, h.oid, 0, twin), text=text, **common)
+
+
+def _without_drawers(text: str) -> str:
+    """`text` without its property drawers: each `:PROPERTIES:` line through the first `:END:` line after it."""
+    kept = []
+    pos = 0
+    while (start := _DRAWER_START.search(text, pos)) and (end := _DRAWER_END.search(text, start.end())):
+        kept.append(text[pos:start.start()])
+        pos = end.end()
+    # With no `:END:` after an opening line, none comes after any later one either: the rest is kept.
+    kept.append(text[pos:])
+    return "".join(kept)
+
+
+# (position of a headline, what tells it from identical siblings of its ancestors, its children's oids)
+Parents = list[tuple[tuple[int, ...], tuple[int, ...], tuple[Oid, ...]]]
+
+
+def changed_units(get: Callable[[bytes], OrgObject], path: str, old: Document | None,
+                  new: Document | None) -> tuple[dict[int, Item], dict[int, Item]]:
+    """The units of the `old` and the `new` document of a file outside the subtrees both hold, by key.
+
+    A subtree found on both sides among the children of the same outline, as many times on each, has the
+    same units on both sides, so it is skipped whole, unless a sibling that changed has its title and
+    children: then the children of both are compared one level down, as they share an outline.
+    """
+    gone: dict[int, Item] = {}
+    came: dict[int, Item] = {}
+    levels = [((), [((), (), old.children)] if old else [], [((), (), new.children)] if new else [])]
+    while levels:
+        outline, before, after = levels.pop()
+        counts = [Counter(oid for _, _, children in parents for oid in children) for parents in (before, after)]
+        shared = {oid for oid, count in counts[0].items() if counts[1].get(oid) == count}
+        below: dict[str, tuple[Parents, Parents]] = {}
+        for side, (parents, found) in enumerate(((before, gone), (after, came))):
+            if changed := counts[side].keys() - shared:
+                for position, twin, headline in _among(get, parents, changed):
+                    found.update((u.key, u) for u in units(path, (*outline, headline.title), position, headline, twin))
+                    if headline.children:
+                        below.setdefault(headline.title, ([], []))[side].append((position, twin, headline.children))
+        if below:
+            for side, parents in enumerate((before, after)):
+                for position, twin, headline in _among(get, parents, shared):
+                    if headline.children and headline.title in below:
+                        below[headline.title][side].append((position, twin, headline.children))
+        levels.extend(((*outline, title), b, a) for title, (b, a) in below.items())
+    return gone, came
+
+
+def _among(get: Callable[[bytes], OrgObject], parents: Parents,
+           wanted: set[bytes]) -> Iterator[tuple[tuple[int, ...], tuple[int, ...], Headline]]:
+    """The children of `parents` whose oids are `wanted`, with their positions and twin counts."""
+    for position, twin, children in parents:
+        found = _positions(children, wanted)
+        if len(found) * 8 > len(children):  # many: count the identical ones before each in one pass
+            seen: Counter = Counter()
+            earlier = []
+            for oid in children:
+                earlier.append(seen[oid])
+                seen[oid] += 1
+        else:
+            earlier = {n: children[:n].count(children[n]) for n in found}
+        for n in found:
+            yield (*position, n), (*twin, earlier[n]), get(children[n])
+
+
+def _positions(children: tuple[Oid, ...], wanted: set[bytes]) -> list[int]:
+    """Where `wanted` oids stand among `children`; a few among thousands are found by C-level search."""
+    if len(wanted) * 8 > len(children):
+        return [n for n, oid in enumerate(children) if oid in wanted]
+    found = []
+    for oid in wanted:
+        n = -1
+        with suppress(ValueError):
+            while True:
+                n = children.index(oid, n + 1)
+                found.append(n)
+    return sorted(found)
+
+
+def texts(get: Callable[[bytes], OrgObject], path: str, doc: bytes) -> set[str]:
+    """The texts of every unit of a document, as search indexes them."""
+    return {unit.text for unit in changed_units(get, path, None, get(doc))[1].values()}
+
