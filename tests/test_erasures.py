@@ -71,7 +71,7 @@ def test_the_next_sync_of_every_copy_takes_the_erased_text_out_and_never_sends_i
     with cx.open(store_side, folder=False) as c:
         c.snapshot("after")
         assert SECRET not in c.show(MEMORY)
-    no_trace(store_side, tmp_path, b"4111")
+    no_trace(store_side, tmp_path, b"4111 1111")  # (digits alone may be in a stat)
 
 
 def test_a_headline_changed_in_the_folder_since_stays_as_a_conflict_that_names_the_erasure(store_side, tmp_path):
@@ -125,7 +125,7 @@ def test_a_sync_stopped_after_it_committed_the_erasure_still_takes_the_text_out(
     with open_store(store_side) as s:
         assert sync(s, a).conflicts == [] and SECRET not in (a / MEMORY).read_text()
         assert list(s.table(ERASURES).items()) == []
-    no_trace(store_side, tmp_path, b"4111")
+    no_trace(store_side, tmp_path, b"4111 1111")  # (digits alone may be in a stat)
 
 
 def test_the_tracked_folder_receives_an_erasure_made_with_no_folder(store_side, tmp_path):
