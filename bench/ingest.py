@@ -18,7 +18,7 @@ from _common import best_of, corpus_copy, corpus_files, report, untracked
 import orgparse
 
 import cortex.api as cx
-from cortex import orgfile
+from cortex.org import Layout, parse, reparse
 
 
 def orgparse_alone(files: list[Path]) -> None:
@@ -145,13 +145,13 @@ def ordinary(size: int) -> tuple[str, int, str]:
 def parse_and_edit(text: str, at: int, insert: str) -> tuple[float, float]:
     """Seconds to parse `text`, and to re-parse it after `insert` at `at` (-1: the end) from its layout
     (parsing whole when the re-parse declines), as the first edit a process sees."""
-    parse_s = best_of(lambda: orgfile.parse(text), repeat=2)
-    parsed, data = orgfile.parse(text), text.encode()
+    parse_s = best_of(lambda: parse(text), repeat=2)
+    parsed, data = parse(text), text.encode()
     at = len(data) if at < 0 else len(text[:at].encode())
     edited = data[:at] + insert.encode() + data[at:]
     get = {o.oid: o for o in parsed.objects}.__getitem__
-    edit_s = best_of(lambda: orgfile.reparse(orgfile.Layout.of(data, parsed), edited, get)
-                     or orgfile.parse(edited.decode()), repeat=2)
+    edit_s = best_of(lambda: reparse(Layout.of(data, parsed), edited, get)
+                     or parse(edited.decode()), repeat=2)
     return parse_s, edit_s
 
 

@@ -24,7 +24,7 @@ from datetime import date, timedelta
 
 from _common import percentiles, report
 
-from cortex import orgfile
+from cortex import org
 from cortex.backends import open_store
 from cortex.objects import Tree
 from cortex.orgquery import Index, parse_query
@@ -90,7 +90,7 @@ def make_tree(store) -> Tree:
             level = rng.randint(1, min(level + 1, 4))
             parts.append(headline(rng, n, level))
             n += 1
-        parsed = orgfile.parse("".join(parts))
+        parsed = org.parse("".join(parts))
         store.objects.add_many(parsed.objects)
         entries[f"notes/{f // 100}/file{f}.org"] = parsed.document.oid
     return Tree(entries)
@@ -130,8 +130,8 @@ def main() -> None:
 
     # one headline edited: follow the new tree, vs building the index again
     path = sorted(tree.entries)[500]
-    text = orgfile.render(store.objects[tree.entries[path]], store.objects.__getitem__)
-    parsed = orgfile.parse(text.replace("Headline ", "TODO Headline ", 1))
+    text = org.render(store.objects[tree.entries[path]], store.objects.__getitem__)
+    parsed = org.parse(text.replace("Headline ", "TODO Headline ", 1))
     store.objects.add_many(parsed.objects)
     edited = Tree({**tree.entries, path: parsed.document.oid})
     follow = timed(lambda: index.follow(edited))

@@ -8,7 +8,7 @@ it costs one hash: its bytes' blake3 names the document parsed from
 them. An edited file re-parses only the headlines whose subtree text changed; every
 other subtree is found by its text's hash. A large file edited again in the same process
 goes further: its last layout is kept, and only the sections around the changed bytes are
-read at all (`orgfile.reparse`). Each ingest is one write transaction, applied to whatever
+read at all (`org.reparse`). Each ingest is one write transaction, applied to whatever
 other writers committed meanwhile (see `retry`).
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISDIR, S_ISREG
 
-from . import orgfile
+from . import org
 from .backends import Store
 from .codec import decode, encode
 from .errors import CortexError, RefConflict, UserError, located
@@ -48,7 +48,7 @@ READ_ATTEMPTS = 3  # reads of a file that keeps changing while it is read, befor
 RACY_SECONDS = 2  # timestamps are as coarse as this on some filesystems (FAT); finer on most
 
 # The last layout of each large file ingested into a store by this process.
-_layouts: WeakKeyDictionary[Store, dict[str, orgfile.Layout]] = WeakKeyDictionary()
+_layouts: WeakKeyDictionary[Store, dict[str, org.Layout]] = WeakKeyDictionary()
 # The documents of bytes this process wrote to files (by their hash), for the parse cache: stored by the
 # next commit of the store here, or when the session closes (`store_written`).
 _written: WeakKeyDictionary[Store, dict[bytes, Oid]] = WeakKeyDictionary()
@@ -402,7 +402,7 @@ class FolderRead:
         """The bytes read from the file `rel` if they are kept (a large file's are, for its layout)."""
         return self.batch.bytes_read.get(os.path.join(self.root, rel))
 
-    def render(self, rel: str, oid: Oid, get: orgfile.Getter | None = None) -> bytes:
+    def render(self, rel: str, oid: Oid, get: org.Getter | None = None) -> bytes:
         """The bytes of a document for the file `rel` (its objects read with `get`, else as `get` here):
         an edit of what was read there costs what it changed."""
         get = get or self.get
@@ -413,17 +413,17 @@ class FolderRead:
         document = get(oid)
         splice = None if layout is None else layout.splice(document, get)
         if splice is None:
-            return orgfile.render(document, get).encode("utf-8")
+            return org.render(document, get).encode("utf-8")
         self.batch.spliced[path] = layout, splice  # for `layout_of` these bytes, if they are written
         return splice.data
 
-    def layout_of(self, rel: str, data: bytes) -> orgfile.Layout | None:
+    def layout_of(self, rel: str, data: bytes) -> org.Layout | None:
         """The layout of bytes `render` made for the file `rel`, derived from the one it edited without
         parsing them (None: parse them); it reads nothing else, so it may run on another thread."""
         layout, splice = self.batch.spliced.get(os.path.join(self.root, rel), (None, None))
         return None if splice is None or splice.data is not data else layout.edited(splice)
 
-    def relayout(self, rel: str, data: bytes, layout: orgfile.Layout | None) -> None:
+    def relayout(self, rel: str, data: bytes, layout: org.Layout | None) -> None:
         """Keep `layout` (else the parse of `data`) as the layout of the bytes about to be written to the
         file `rel` (a layout need not be the file's: a re-parse compares its bytes with the file's), so that
         an edit of them re-parses only what it touched."""
@@ -526,10 +526,10 @@ def _files_under(root: Path, target: Path, scope: str, folder: bool | None = Non
 class _Batch:
     """Objects and cache entries gathered during one ingest, written in one transaction."""
 
-    def __init__(self, store: Store, layouts: dict[str, orgfile.Layout], base: Tree, under: str | None):
+    def __init__(self, store: Store, layouts: dict[str, org.Layout], base: Tree, under: str | None):
         self.store = store
         self.layouts = layouts
-        self.new_layouts: dict[str, orgfile.Layout] = {}
+        self.new_layouts: dict[str, org.Layout] = {}
         self.in_base = set(base.entries.values())  # stored: the working state reaches them
         self.stats = store.table(STATS)
         # The stat entries of every file under `under` (a folder, or one file; None: no files read), in one
@@ -545,8 +545,8 @@ class _Batch:
         self.reused: set[bytes] = set()  # checked again when committing, in case gc ran meanwhile
         self.digests: dict[str, bytes] = {}  # path -> the hash of the bytes read there (or known unchanged)
         self.bytes_read: dict[str, bytes] = {}  # path -> the bytes read there, for a large file (its layout's)
-        self.spliced: dict[str, tuple[orgfile.Layout, orgfile.Splice]] = {}  # path -> how its last rendering was made
-        self.replaced: list[orgfile.Layout] = []  # layouts `committed` replaced (freeing them takes a while)
+        self.spliced: dict[str, tuple[org.Layout, org.Splice]] = {}  # path -> how its last rendering was made
+        self.replaced: list[org.Layout] = []  # layouts `committed` replaced (freeing them takes a while)
 
     def unchanged(self, path: str) -> Oid | None:
         """The document of a file whose stat is what it was when last read, if it is still stored."""
@@ -587,7 +587,7 @@ class _Batch:
         self.doc_cache[digest] = parsed.document.oid
         return parsed.document.oid, True
 
-    def relayout(self, path: str, data: bytes, layout: orgfile.Layout | None) -> None:
+    def relayout(self, path: str, data: bytes, layout: org.Layout | None) -> None:
         """Keep `layout` (else the parse of `data`) as the layout of the bytes to be written at `path`."""
         if len(data) >= LAYOUT_MIN_BYTES:
             self.new_layouts[path] = layout or (self._reparse(path, data) or self._parse(data))[1]
@@ -597,15 +597,15 @@ class _Batch:
         layout = self.new_layouts.get(path)
         return marker in data if layout is None else layout.contains(marker)
 
-    def _parse(self, data: bytes) -> tuple[orgfile.Parsed, orgfile.Layout]:
-        parsed = orgfile.parse(decode_org(data), cached=self._cached_subtree)
-        return parsed, orgfile.Layout.of(data, parsed)
+    def _parse(self, data: bytes) -> tuple[org.Parsed, org.Layout]:
+        parsed = org.parse(decode_org(data), cached=self._cached_subtree)
+        return parsed, org.Layout.of(data, parsed)
 
-    def layout(self, path: str) -> orgfile.Layout | None:
+    def layout(self, path: str) -> org.Layout | None:
         """The last layout of the file at `path`: as read now, else as last committed."""
         return self.new_layouts.get(path) or self.layouts.get(path)
 
-    def _reparse(self, path: str, data: bytes) -> tuple[orgfile.Parsed, orgfile.Layout] | None:
+    def _reparse(self, path: str, data: bytes) -> tuple[org.Parsed, org.Layout] | None:
         """Re-parse an edit of a file whose last layout is kept (this batch's own, else one committed), if every
         object it names is still stored or in this batch."""
         old = self.new_layouts.get(path)
@@ -613,7 +613,7 @@ class _Batch:
             old = self.layouts.get(path)
             if old is None or not self._still_stored(old.document.oid):
                 return None
-        return orgfile.reparse(old, data, self.get, cached=self._cached_subtree)
+        return org.reparse(old, data, self.get, cached=self._cached_subtree)
 
     def get(self, oid: bytes) -> OrgObject:
         """An object this batch made, or a stored one."""

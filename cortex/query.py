@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from . import orgfile
+from . import org
 from .backends import Store
 from .bounded import BoundedDict
 from .errors import NotFound
@@ -139,7 +139,7 @@ def find(store: Store, tree: Tree, *, todo: str | None = None, tag: str | None =
 
 def file_id(doc: Document) -> str | None:
     """The :ID: of a file's own property drawer, if it has one."""
-    return next((value for key, value in orgfile.file_properties(doc.preamble) if key.upper() == "ID"), None)
+    return next((value for key, value in org.file_properties(doc.preamble) if key.upper() == "ID"), None)
 
 
 def file_ids(store: Store, tree: Tree) -> dict[str, str]:
@@ -155,14 +155,14 @@ def file_ids(store: Store, tree: Tree) -> dict[str, str]:
 def show(store: Store, node_or_headline) -> str:
     """A headline and its subtree rendered back as Org text."""
     headline = getattr(node_or_headline, "headline", node_or_headline)
-    return orgfile.render_headline(headline, store.objects.__getitem__)
+    return org.render_headline(headline, store.objects.__getitem__)
 
 
 def render_file(store: Store, tree: Tree, path: str) -> str:
     """A file's exact text as recorded in a tree."""
     if path not in tree.entries:
         raise NotFound(f"{path}: not in this state")
-    return orgfile.render(store.objects[tree.entries[path]], store.objects.__getitem__)
+    return org.render(store.objects[tree.entries[path]], store.objects.__getitem__)
 
 
 def stats(store: Store, tree: Tree) -> dict[str, int | list[str]]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from . import history, ingest as ingesting, orgfile
+from . import history, ingest as ingesting, org
 from .backends import Store
 from .errors import UserError, located
 from .files import FilesBusy, edit_file, folder_lock, remove_tree
@@ -61,7 +61,7 @@ class Current:
         """The file's bytes."""
         if self.given_data is not None or self.given_document is None:
             return self.given_data
-        return orgfile.render(self.given_document, self._get).encode("utf-8")
+        return org.render(self.given_document, self._get).encode("utf-8")
 
     @cached_property
     def document(self) -> Document | None:
@@ -73,7 +73,7 @@ class Current:
             self._get = self._store.objects.__getitem__
             return self._store.objects[known]
         try:
-            parsed = orgfile.parse(decode_org(self.given_data))
+            parsed = org.parse(decode_org(self.given_data))
         except ingesting.NotOrgText as exc:
             raise UserError(located(self.path, exc.line, exc.reason)) from None
         objects = {obj.oid: obj for obj in parsed.objects}

@@ -13,7 +13,7 @@ import random
 import re
 from datetime import datetime
 
-from cortex import orgfile
+from cortex import org
 from cortex.memory import items
 from cortex.memory.items import item_from_headline, parse_timestamp
 from cortex.objects import Headline
@@ -47,7 +47,7 @@ def assert_linear(call, make, n: int) -> None:
 
 
 def headline(text: str) -> Headline:
-    return next(o for o in orgfile.parse(text).objects if isinstance(o, Headline))
+    return next(o for o in org.parse(text).objects if isinstance(o, Headline))
 
 
 # --- search/items.py: property drawers --------------------------------------------------------

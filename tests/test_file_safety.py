@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 import cortex.api as cx
-from cortex import files, orgfile
+from cortex import files
+from cortex.org import parse
 from cortex.codec import encode
 from cortex.errors import UserError
 from cortex.files import (COMPARED_BYTES, SPARE_SECONDS, ChangedMeanwhile, OutsideRoot, Staged, file_holds,
@@ -53,8 +54,8 @@ def test_paths_ingest_writes_are_accepted(path):
 
 def crafted_export(cortex, tmp_path, entries) -> Path:
     """An export whose snapshot's tree names `entries` (path -> a real document), checksums all valid."""
-    doc = orgfile.parse("* Payload\n#!/bin/sh\nrm -rf ~\n").document
-    objects = [*orgfile.parse("* Payload\n#!/bin/sh\nrm -rf ~\n").objects]
+    doc = parse("* Payload\n#!/bin/sh\nrm -rf ~\n").document
+    objects = [*parse("* Payload\n#!/bin/sh\nrm -rf ~\n").objects]
     tree = Tree({path: doc.oid for path in entries})
     snap = Snapshot(root=tree.oid, parent=None, time_ns=1, message="crafted")
     pairs = [[o.oid, o.encoded] for o in (*objects, tree, snap)]
@@ -74,7 +75,7 @@ def test_import_refuses_a_crafted_tree_and_adds_nothing(cortex, tmp_path, bad):
 
 
 def test_import_refuses_objects_of_the_wrong_kind(cortex, tmp_path):
-    doc = orgfile.parse("* A\n").document
+    doc = parse("* A\n").document
     snap = Snapshot(root=doc.oid, parent=None, time_ns=1)  # a document where a tree belongs
     body = encode([1, snap.oid, [[doc.oid, doc.encoded], [snap.oid, snap.encoded]]])
     (tmp_path / "x.cortex").write_bytes(MAGIC + body + hash_bytes(body))
@@ -102,10 +103,10 @@ def test_a_folder_nested_a_thousand_deep_is_skipped_in_one_line_and_nothing_brea
 
 def test_rollback_to_a_crafted_tree_already_in_the_store_writes_nothing(cortex, org, tmp_path):
     """A store that took a crafted export before imports were checked: rollback still refuses."""
-    doc = orgfile.parse("* Payload\n").document
+    doc = parse("* Payload\n").document
     tree = Tree({"notes/fine.org": doc.oid, "../victim.org": doc.oid})
     snap = Snapshot(root=tree.oid, parent=None, time_ns=1, message="crafted")
-    cortex.store.objects.add_many([*orgfile.parse("* Payload\n").objects, tree, snap])
+    cortex.store.objects.add_many([*parse("* Payload\n").objects, tree, snap])
     cortex.store.table(SNAPSHOTS)[snapshot_key(snap)] = snap.oid
     cortex.snapshot("mine")
     with pytest.raises(OutsideRoot, match="victim"):
@@ -188,7 +189,7 @@ def test_an_edit_saved_while_rollback_runs_is_never_overwritten(cortex, org, mon
         (org / path).write_text((org / path).read_text() + "* Later\n")
     cortex.ingest()
     cortex.snapshot("second")
-    render, calls = checkout.orgfile.render, []
+    render, calls = checkout.org.render, []
 
     def render_then_edit(*args):  # the person saves reading.org once rollback has checked every file
         if not calls:
@@ -196,7 +197,7 @@ def test_an_edit_saved_while_rollback_runs_is_never_overwritten(cortex, org, mon
         calls.append(args)
         return render(*args)
 
-    monkeypatch.setattr(checkout.orgfile, "render", render_then_edit)
+    monkeypatch.setattr(checkout.org, "render", render_then_edit)
     with pytest.raises(RollbackStopped) as err:
         cortex.rollback("HEAD~1")
     assert err.value.changed == READING and err.value.restored == [PROJECTS]

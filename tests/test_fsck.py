@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 import cortex.api as cx
 from cortex import ingest as ingesting
-from cortex import orgfile
+from cortex.org import parse
 from cortex.backends.base import META, OBJECTS, REFLOG, REFS, TABLES
 from cortex.cli.app import cli
 from cortex.codec import encode
@@ -56,7 +56,7 @@ def stats_key(c, rel: str = PROJECTS) -> bytes:
 
 
 def subtree_keys(c, rel: str = PROJECTS) -> list[bytes]:
-    return list(orgfile.parse((c.root / rel).read_text()).subtree_keys)
+    return list(parse((c.root / rel).read_text()).subtree_keys)
 
 
 def delivery(c) -> Delivery:

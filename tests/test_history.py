@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 import cortex.api as cx
-from cortex import orgfile
+from cortex.org import parse
 from cortex.backends.base import ObjectStore
 from cortex.errors import NotFound, UserError
 from cortex.history import DamagedExport, DirtyWorkingFiles
@@ -341,7 +341,7 @@ def test_diff_and_a_sync_agree_on_which_headline_is_the_same_one(tmp_path):
     with cx.open(tmp_path / "store", folder=False) as c:
         before = "* Plan\nShip on Monday.\n* Budget\nTen thousand.\n"
         after = "* The plan\nShip on Monday.\n* Budget\nTen thousand.\n"
-        parsed = [orgfile.parse(text) for text in (before, after)]
+        parsed = [parse(text) for text in (before, after)]
         c.store.objects.add_many([obj for p in parsed for obj in p.objects])
         old, new = (Tree({"a.org": p.document.oid}) for p in parsed)
         assert [(ch.kind, ch.outline, ch.fields) for ch in diff(c.store, old, new)] == [

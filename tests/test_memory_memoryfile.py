@@ -7,7 +7,7 @@ import pytest
 
 from cortex.memory.items import MemoryItem
 from cortex.memory.memoryfile import MemoryConflict, MemoryFile, merge
-from cortex.orgfile import parse
+from cortex.org import parse
 
 PATH = "agents/a/memory.org"
 WHEN = datetime(2026, 11, 21, 10, 5)

@@ -7,7 +7,7 @@ import re
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from cortex import orgfile
+from cortex import org
 from cortex.history.conflicts import CONFLICT_TAG, Conflict, conflicts_in
 from cortex.history.merge import merge_documents, merge_texts, merge_trees
 from cortex.hashing import Oid
@@ -21,9 +21,9 @@ class Objects(dict):
         super().__init__()
         self.read: list = []
 
-    def add(self, text: str, cached: dict | None = None) -> orgfile.Parsed:
+    def add(self, text: str, cached: dict | None = None) -> org.Parsed:
         """Parse a text (reusing the subtrees `cached` keys name) and keep its objects."""
-        parsed = orgfile.parse(text, cached=None if cached is None else cached.get)
+        parsed = org.parse(text, cached=None if cached is None else cached.get)
         self.update((obj.oid, obj) for obj in parsed.objects)
         return parsed
 
@@ -36,7 +36,7 @@ class Objects(dict):
 def check(merged) -> None:
     """What holds for every merge: its objects are what parsing its text builds, and its conflicts are
     the conflict headlines `conflicts_in` finds in that text."""
-    parsed = orgfile.parse(merged.text)
+    parsed = org.parse(merged.text)
     assert parsed.document.oid == merged.document.oid
     assert conflicts_in(merged.text) == list(merged.conflicts)
     assert len(merged.conflicts) == len(merged.marks)
@@ -266,7 +266,7 @@ def test_file_without_headlines():
         ",#+TITLE: Theirs\n,#+TODO: NEXT | DONE\n,*bold* line\n#+END_EXAMPLE\n")
     assert preamble_only.conflicts == (Conflict("preamble", ("Preamble from store",), None, 4),)
     # Theirs' #+TODO line sits in a raw block, so it does not set up the merged file.
-    assert orgfile.parse(preamble_only.text).document.todo_keywords == ("TODO",)
+    assert org.parse(preamble_only.text).document.todo_keywords == ("TODO",)
     check(preamble_only)
     # Added on both sides (no base), and no final line end anywhere.
     both = merge_texts(None, "only ours", "only theirs")
@@ -320,7 +320,7 @@ def test_conflicts_in_finds_what_is_left_and_resolution_syncs():
     found = conflicts_in(merged.text)
     assert [(c.outline, c.line) for c in found] == [(("Inbox",), lines_of(merged.text, "* Inbox :CONFLICT:")),
                                                     (("Projects", "Garden"), lines_of(merged.text, "** Garden :CONFLICT:"))]
-    parsed = orgfile.parse(merged.text)
+    parsed = org.parse(merged.text)
     assert conflicts_in(parsed) == found == conflicts_in(parsed.document, {o.oid: o for o in parsed.objects}.get)
     # The person deletes the copy of Inbox: one left; syncing that edit back deletes it from the store too.
     start = merged.text.index("* Inbox :CONFLICT:")
@@ -719,7 +719,7 @@ def test_a_document_with_children_written_over_encodes_as_one_made_anew(count):
         lo = rng.randrange(count)
         hi = rng.randrange(lo, count) + 1
         children = oids[:lo] + tuple(Oid(rng.randbytes(32)) for _ in range(lo, hi)) + oids[hi:]
-        written = document.with_children(children, orgfile.common_ends(document.children, children))
+        written = document.with_children(children, org.common_ends(document.children, children))
         made = Document(preamble=document.preamble, todo_keywords=document.todo_keywords, children=children)
         assert written.encoded == made.encoded and written.oid == made.oid and written == made
 
@@ -738,11 +738,11 @@ def test_children_compared_in_their_encodings_share_the_ends_the_oids_do(count):
             elif where < len(y):
                 y[where] = rng.choice(pool)
         x, y = tuple(x), tuple(y)
-        expected = orgfile.common_ends(x, y)
+        expected = org.common_ends(x, y)
         document = Document(preamble="#+TITLE: x\n", children=x)
         headline = Headline(level=2, title="t", raw="** t\n", tags=("a",), children=y)
-        assert orgfile.common_children(document, headline) == expected  # neither encoding made: by oids
+        assert org.common_children(document, headline) == expected  # neither encoding made: by oids
         document.oid, headline.oid
         assert children_in_encoding(document) and children_in_encoding(headline)
-        assert orgfile.common_children(document, headline) == expected  # both at hand: by their bytes
-        assert orgfile.common_children(headline, document) == orgfile.common_ends(y, x)
+        assert org.common_children(document, headline) == expected  # both at hand: by their bytes
+        assert org.common_children(headline, document) == org.common_ends(y, x)

@@ -1,4 +1,4 @@
-"""orgfile: exact round trip, Emacs's reading of every headline, incremental parsing.
+"""The Org parser (cortex.org): exact round trip, Emacs's reading of every headline, incremental parsing.
 
 `tests/data/emacs_oracle.jsonl.gz` is Emacs 28.2 / Org 9.5.5's own parse (org-element) of every
 headline of the shared corpus, made once by `tests/data/make_oracle.sh`.  Every case in
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cortex import orgfile
+from cortex import org
 from cortex.objects import Document, Headline
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
@@ -26,7 +26,7 @@ FIELDS = ("level", "title", "todo", "priority", "tags", "properties", "id")
 AGREEMENT = 0.999
 
 
-def outline(parsed: orgfile.Parsed) -> list[tuple[int, Headline]]:
+def outline(parsed: org.Parsed) -> list[tuple[int, Headline]]:
     """Every headline in text order with its 1-based line number."""
     get = {o.oid: o for o in parsed.objects}.__getitem__
     line = 1 + parsed.document.preamble.count("\n")
@@ -41,22 +41,22 @@ def outline(parsed: orgfile.Parsed) -> list[tuple[int, Headline]]:
 
 
 def headlines(text: str) -> list[Headline]:
-    return [h for _, h in outline(orgfile.parse(text))]
+    return [h for _, h in outline(org.parse(text))]
 
 
-def render(parsed: orgfile.Parsed) -> str:
-    return orgfile.render(parsed.document, {o.oid: o for o in parsed.objects}.__getitem__)
+def render(parsed: org.Parsed) -> str:
+    return org.render(parsed.document, {o.oid: o for o in parsed.objects}.__getitem__)
 
 
 # --- the corpus -------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def corpus() -> dict[str, tuple[str, orgfile.Parsed]]:
+def corpus() -> dict[str, tuple[str, org.Parsed]]:
     if not CORPUS.is_dir():
         pytest.skip(f"no Org corpus at {CORPUS}")
     files = sorted(p for p in CORPUS.rglob("*.org") if "oracle" not in p.parts)
     texts = {p.relative_to(CORPUS).as_posix(): p.read_bytes().decode("utf-8") for p in files}
-    return {path: (text, orgfile.parse(text)) for path, text in texts.items()}
+    return {path: (text, org.parse(text)) for path, text in texts.items()}
 
 
 def test_every_corpus_file_renders_back_byte_for_byte(corpus):
@@ -232,11 +232,11 @@ def test_headlines_read_as_emacs_reads_them(text, expected):
 def test_todo_setup_follows_emacs():
     # TYP_TODO lines come first, fast-access keys are dropped, no "|" makes the last one done.
     text = "#+TODO: A(a) B | C(c@/!) D(d)\n#+TODO: E F\n#+SEQ_TODO: G\n#+TYP_TODO: H | I\n* I x\n"
-    document = orgfile.parse(text).document
+    document = org.parse(text).document
     assert document.todo_keywords == ("H", "A", "B", "E")
     assert document.done_keywords == ("I", "C", "D", "F", "G")
     assert headlines(text)[0].todo == "I"
-    default = orgfile.parse("* TODO x\n").document
+    default = org.parse("* TODO x\n").document
     assert (default.todo_keywords, default.done_keywords) == (("TODO",), ("DONE",))
 
 
@@ -277,20 +277,20 @@ ROUND_TRIP = {
 
 @pytest.mark.parametrize("text", ROUND_TRIP.values(), ids=ROUND_TRIP.keys())
 def test_render_reproduces_the_text(text):
-    parsed = orgfile.parse(text)
+    parsed = org.parse(text)
     assert render(parsed) == text
 
 
 def test_sections_and_subtrees():
     text = "pre\n* a\nA\n*** deep\nD\n** b\n* c :t:\n"
-    parsed = orgfile.parse(text)
+    parsed = org.parse(text)
     get = {o.oid: o for o in parsed.objects}.__getitem__
     a, c = map(get, parsed.document.children)
     assert parsed.document.preamble == "pre\n"
     assert (a.raw, c.raw) == ("* a\nA\n", "* c :t:\n")
     deep, b = map(get, a.children)
     assert (deep.level, deep.raw, b.level, b.raw) == (3, "*** deep\nD\n", 2, "** b\n")
-    assert orgfile.render_headline(a, get) == "* a\nA\n*** deep\nD\n** b\n"
+    assert org.render_headline(a, get) == "* a\nA\n*** deep\nD\n** b\n"
     # children come before their parents, the document last
     order = [o.oid for o in parsed.objects]
     assert order.index(deep.oid) < order.index(a.oid) < order.index(parsed.document.oid)
@@ -299,8 +299,8 @@ def test_sections_and_subtrees():
 
 def test_a_changed_child_changes_its_ancestors_only():
     text = "* a\n** b\nold\n** c\n* d\n"
-    before = {o.oid for o in orgfile.parse(text).objects}
-    after = orgfile.parse(text.replace("old", "new")).objects
+    before = {o.oid for o in org.parse(text).objects}
+    after = org.parse(text.replace("old", "new")).objects
     changed = {o.raw.split("\n")[0] for o in after if o.oid not in before and isinstance(o, Headline)}
     assert changed == {"* a", "** b"}
 
@@ -309,22 +309,22 @@ def test_a_changed_child_changes_its_ancestors_only():
 
 def test_known_subtrees_are_not_rebuilt():
     text = "* a\n** a1\n** a2\n* b\n** b1\ntext\n* c\n"
-    first = orgfile.parse(text)
+    first = org.parse(text)
     assert len(first.subtree_keys) == 6
-    again = orgfile.parse(text, cached=first.subtree_keys.get)
+    again = org.parse(text, cached=first.subtree_keys.get)
     assert again.document == first.document and again.objects == (first.document,)
 
-    edited = orgfile.parse(text.replace("text", "edited"), cached=first.subtree_keys.get)
-    cold = orgfile.parse(text.replace("text", "edited"))
+    edited = org.parse(text.replace("text", "edited"), cached=first.subtree_keys.get)
+    cold = org.parse(text.replace("text", "edited"))
     assert edited.document == cold.document
     assert sorted(h.title for h in edited.objects if isinstance(h, Headline)) == ["b", "b1"]
 
 
 def test_a_changed_todo_setup_misses_the_cache():
     text = "* WAIT x\n"
-    first = orgfile.parse(text)
+    first = org.parse(text)
     assert headlines(text)[0].todo is None
-    changed = orgfile.parse("#+TODO: WAIT | DONE\n" + text, cached=first.subtree_keys.get)
+    changed = org.parse("#+TODO: WAIT | DONE\n" + text, cached=first.subtree_keys.get)
     (headline,) = [o for o in changed.objects if isinstance(o, Headline)]
     assert (headline.todo, headline.title) == ("WAIT", "x")
 
@@ -355,26 +355,26 @@ FILE_PROPERTIES = {  # checked with Emacs: the drawer is on the first line, or r
 
 @pytest.mark.parametrize("preamble, properties", FILE_PROPERTIES.values(), ids=FILE_PROPERTIES.keys())
 def test_file_properties_are_the_drawer_a_file_opens_with(preamble, properties):
-    assert orgfile.file_properties(preamble) == properties
-    assert orgfile.file_properties(orgfile.parse(preamble + "* h\n").document.preamble) == properties
+    assert org.file_properties(preamble) == properties
+    assert org.file_properties(org.parse(preamble + "* h\n").document.preamble) == properties
 
 
 def test_corpus_files_that_open_with_a_drawer_have_file_properties(corpus):
     opening = [path for path, (text, _) in corpus.items() if text.startswith(":PROPERTIES:\n")]
     assert len(opening) >= 10
-    assert all(dict(orgfile.file_properties(parsed.document.preamble)).get("ID")
+    assert all(dict(org.file_properties(parsed.document.preamble)).get("ID")
                for path, (text, parsed) in corpus.items() if path in opening)
 
 
 def test_repeated_subtrees_are_built_once():
-    parsed = orgfile.parse("* Notes\n** x\n* Notes\n** x\n")
+    parsed = org.parse("* Notes\n** x\n* Notes\n** x\n")
     assert len(parsed.objects) == 3
     assert parsed.document.children[0] == parsed.document.children[1]
 
 
 def test_whole_corpus_with_every_subtree_known_builds_only_documents(corpus):
     for text, parsed in corpus.values():
-        again = orgfile.parse(text, cached=parsed.subtree_keys.get)
+        again = org.parse(text, cached=parsed.subtree_keys.get)
         assert again.objects == (parsed.document,)
 
 
@@ -387,11 +387,11 @@ EDIT_PIECES = ["x", "\n", "* ", "\n* ", "\n** new\n", "*", " ", ":PROPERTIES:\n:
 MARKERS = [b"#+begin_src", b"** new\n", b"k\n:END", b"x\nx"]  # what the edits may make or break
 
 
-def headline_oids(layout: orgfile.Layout, get) -> list:
+def headline_oids(layout: org.Layout, get) -> list:
     return [layout.oid(i, get) for i in range(len(layout.outline.starts))]
 
 
-def check_layout(layout: orgfile.Layout, fresh: orgfile.Layout, get) -> None:
+def check_layout(layout: org.Layout, fresh: org.Layout, get) -> None:
     """A layout kept from an edit must be the one scanned from its bytes, and find what they hold."""
     kept, scanned = layout.outline, fresh.outline
     assert (kept.starts, kept.stars, kept.after) == (scanned.starts, scanned.stars, scanned.after)
@@ -406,9 +406,9 @@ def check_reparse_chain(text: str, seed: int, edits: int = 40) -> tuple[int, int
     find what the bytes hold; so must the layout an edited document's rendering gives. Returns how many
 re-parses and how many layouts of a rendering were checked."""
     rng = random.Random(seed)
-    parsed = orgfile.parse(text)
+    parsed = org.parse(text)
     store = {o.oid: o for o in parsed.objects}
-    layout = orgfile.Layout.of(text.encode(), parsed)
+    layout = org.Layout.of(text.encode(), parsed)
     done = derived = 0
     for _ in range(edits):
         data = bytearray(layout.data)
@@ -417,20 +417,20 @@ re-parses and how many layouts of a rendering were checked."""
         data[at:at + cut] = rng.choice(EDIT_PIECES).encode()
         data = bytes(data)
         try:
-            full = orgfile.parse(data.decode("utf-8"))
+            full = org.parse(data.decode("utf-8"))
         except UnicodeDecodeError:
             continue
         store.update((o.oid, o) for o in full.objects)
-        fresh = orgfile.Layout.of(data, full)
+        fresh = org.Layout.of(data, full)
         splice = layout.splice(full.document, store.__getitem__)
         assert splice is None or splice.data == data
         edited = None if splice is None else layout.edited(splice)
         if edited is not None:
             check_layout(edited, fresh, store.__getitem__)
             derived += 1
-        result = orgfile.reparse(layout, data, store.__getitem__, cached=None)
+        result = org.reparse(layout, data, store.__getitem__, cached=None)
         if result is None:
-            layout = orgfile.Layout.of(data, full)
+            layout = org.Layout.of(data, full)
             continue
         again, layout = result
         store.update((o.oid, o) for o in again.objects)
@@ -456,35 +456,35 @@ def test_reparse_equals_a_full_parse_after_a_byte_order_mark():
 
 def test_reparse_reads_only_the_edited_sections():
     text = "".join(f"* h{n}\n** child {n}\nbody {n}\n" for n in range(200))
-    parsed = orgfile.parse(text)
-    layout = orgfile.Layout.of(text.encode(), parsed)
+    parsed = org.parse(text)
+    layout = org.Layout.of(text.encode(), parsed)
     edited = text.replace("body 150\n", "body 150 edited\n").encode()
-    again, _ = orgfile.reparse(layout, edited, {o.oid: o for o in parsed.objects}.__getitem__)
+    again, _ = org.reparse(layout, edited, {o.oid: o for o in parsed.objects}.__getitem__)
     assert [o.title for o in again.objects if isinstance(o, Headline)] == ["child 150", "h150"]
 
 
 def test_an_item_added_to_a_section_of_thousands_rebuilds_only_its_neighbour_and_ancestors():
     text = "#+TITLE: memory\n* Facts\n" + "".join(f"** fact {n}\n" for n in range(3000)) + "* Procedures\n** p\n"
-    parsed = orgfile.parse(text)
+    parsed = org.parse(text)
     store = {o.oid: o for o in parsed.objects}
-    layout = orgfile.Layout.of(text.encode(), parsed)
+    layout = org.Layout.of(text.encode(), parsed)
     edited = text.replace("** fact 2999\n", "** fact 2999\n** fact new\n")
-    again, layout = orgfile.reparse(layout, edited.encode(), store.__getitem__)
+    again, layout = org.reparse(layout, edited.encode(), store.__getitem__)
     assert [o.title for o in again.objects if isinstance(o, Headline)] == ["fact new", "fact 2999", "Facts"]
-    assert again.document == orgfile.parse(edited).document
+    assert again.document == org.parse(edited).document
     store.update((o.oid, o) for o in again.objects)
     assert layout.oid(3002, store.__getitem__) == again.document.children[1]  # Procedures, moved one on
 
 
 def test_reparse_declines_edits_that_change_every_section():
     text = "#+TITLE: t\n* WAIT a\n* b\n"
-    parsed = orgfile.parse(text)
+    parsed = org.parse(text)
     get = {o.oid: o for o in parsed.objects}.__getitem__
-    layout = orgfile.Layout.of(text.encode(), parsed)
+    layout = org.Layout.of(text.encode(), parsed)
     for edited in ("#+TITLE: u\n* WAIT a\n* b\n", text + "#+TODO: WAIT | DONE\n", text.replace("\n", "\r\n"),
                    "#+TITLE: t\n* WAIT a\n* b\xff\n"):
         data = edited.encode() if isinstance(edited, str) else edited
-        assert orgfile.reparse(layout, data.replace(b"\xc3\xbf", b"\xff"), get) is None
+        assert org.reparse(layout, data.replace(b"\xc3\xbf", b"\xff"), get) is None
 
 
 def test_reparse_on_corpus_files(corpus):

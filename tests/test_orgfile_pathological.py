@@ -1,4 +1,4 @@
-"""orgfile on hostile input: any file costs work linear in its size, and no walk recurses on depth.
+"""The Org parser on hostile input: any file costs work linear in its size, and no walk recurses on depth.
 
 The tests compare times measured in the same run (an input four times as large, a parse of the
 same file, a tamer edit) or count the bytes hashed, so they stay fast on any machine.
@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import blake3
 import pytest
 
-from cortex import orgfile
+from cortex import org
 from cortex.backends import open_store
 from cortex.ingest import LAYOUT_MIN_BYTES, ingest, working_tree
 from cortex.query import render_file
@@ -24,7 +24,7 @@ from conftest import cpu_seconds
 
 def seconds(text: str) -> float:
     """The least CPU time of five parses of `text`."""
-    return cpu_seconds(lambda: orgfile.parse(text), tries=5)
+    return cpu_seconds(lambda: org.parse(text), tries=5)
 
 
 def deep(levels: int) -> str:
@@ -32,22 +32,22 @@ def deep(levels: int) -> str:
     return "".join("*" * level + f" level {level}\n" for level in range(1, levels + 1))
 
 
-def store_of(parsed: orgfile.Parsed) -> dict:
+def store_of(parsed: org.Parsed) -> dict:
     return {o.oid: o for o in parsed.objects}
 
 
 def reparse_seconds(text: str, at: int, insert: bytes) -> float:
     """The fastest of three re-parses of `text` with `insert` inserted at byte `at`, checked against
     a parse of the edited text."""
-    parsed, data = orgfile.parse(text), text.encode()
+    parsed, data = org.parse(text), text.encode()
     edited = data[:at] + insert + data[at:]
     get = store_of(parsed).__getitem__
     best = float("inf")
     for _ in range(3):
         start = time.process_time()
-        again, layout = orgfile.reparse(orgfile.Layout.of(data, parsed), edited, get)
+        again, layout = org.reparse(org.Layout.of(data, parsed), edited, get)
         best = min(best, time.process_time() - start)
-    full = orgfile.parse(edited.decode())
+    full = org.parse(edited.decode())
     assert again.document == full.document and layout.keys == full.keys
     return best
 
@@ -74,27 +74,27 @@ class CountingBlake3:
 
 @pytest.fixture
 def hashed(monkeypatch):
-    """The number of bytes orgfile hashes from now on."""
-    monkeypatch.setattr(orgfile, "blake3", SimpleNamespace(blake3=CountingBlake3))
+    """The number of bytes the parser hashes from now on."""
+    monkeypatch.setattr(org.parser, "blake3", SimpleNamespace(blake3=CountingBlake3))
     CountingBlake3.hashed = 0
     return lambda: CountingBlake3.hashed
 
 
 def test_keying_a_deeply_nested_file_hashes_its_text_once(hashed):
     text = deep(400)  # each subtree key once hashed the whole subtree: the sum of 400 nested texts
-    orgfile.parse(text)
+    org.parse(text)
     assert hashed() < len(text) + 200 * 400
 
 
 def test_reparsing_a_deep_edit_hashes_the_file_about_once(hashed):
     text = deep(400)
-    parsed = orgfile.parse(text)
-    layout = orgfile.Layout.of(text.encode(), parsed)
+    parsed = org.parse(text)
+    layout = org.Layout.of(text.encode(), parsed)
     edited = (text + "deepest text\n").encode()
     CountingBlake3.hashed = 0
-    again, _ = orgfile.reparse(layout, edited, store_of(parsed).__getitem__)
+    again, _ = org.reparse(layout, edited, store_of(parsed).__getitem__)
     assert hashed() < len(edited) + 200 * 400
-    assert again.document == orgfile.parse(edited.decode()).document
+    assert again.document == org.parse(edited.decode()).document
 
 
 @pytest.fixture
@@ -128,7 +128,7 @@ def parents(stars: list[int]) -> tuple[list[int], float]:
     best = float("inf")
     for _ in range(3):
         start = time.process_time()
-        found = [orgfile._parent(stars, i, stars[i]) for i in range(len(stars))]
+        found = [org.parser.parent_of(stars, i, stars[i]) for i in range(len(stars))]
         best = min(best, time.process_time() - start)
     return found, best
 
@@ -166,8 +166,8 @@ def test_hostile_input_costs_time_linear_in_its_size(n, make):
 @pytest.mark.parametrize("n, make", HOSTILE.values(), ids=HOSTILE.keys())
 def test_hostile_input_still_renders_back_exactly(n, make):
     text = make(n)
-    parsed = orgfile.parse(text)
-    assert orgfile.render(parsed.document, store_of(parsed).__getitem__) == text
+    parsed = org.parse(text)
+    assert org.render(parsed.document, store_of(parsed).__getitem__) == text
 
 
 def test_an_edit_that_could_sit_anywhere_along_a_long_run_costs_what_any_edit_does():

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 import cortex.api as cx
 import cortex.repl.agenda_forms  # noqa: F401 - registers the forms
-from cortex import orgfile
+from cortex.org import parse
 from cortex.cli.agenda import agenda_commands
 from cortex.orgquery.agenda import AgendaFile, agenda
 from cortex.orgquery.errors import QueryError
@@ -29,7 +29,7 @@ def settings(sample: Path) -> dict[str, str]:
 
 def file_of(sample: Path) -> AgendaFile:
     """A sample parsed as the agenda reads it, without a store."""
-    parsed = orgfile.parse(sample.read_text())
+    parsed = parse(sample.read_text())
     objects = {o.oid: o for o in parsed.objects}
 
     class Store:  # walk_document reads objects by oid

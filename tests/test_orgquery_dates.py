@@ -5,7 +5,7 @@ from datetime import date, datetime, timedelta
 import pytest
 from orgparse.date import OrgDate, OrgDateClock, OrgDateClosed, OrgDateDeadline, OrgDateScheduled
 
-from cortex import orgfile
+from cortex import org
 from cortex.objects import Headline
 from cortex.orgquery.dates import (
     Cookie, day_of, headline_dates, parse_when, planning_date, repeater, section_stamps, timestamps_in, warning,
@@ -17,7 +17,7 @@ TODAY = date(2026, 11, 25)
 
 def headlines(text: str) -> dict[str, Headline]:
     """The headlines of Org text, by title."""
-    return {o.title: o for o in orgfile.parse(text).objects if isinstance(o, Headline)}
+    return {o.title: o for o in org.parse(text).objects if isinstance(o, Headline)}
 
 
 def one(text: str) -> Headline:

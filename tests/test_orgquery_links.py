@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 import cortex.api as cx
 import cortex.repl.agenda_forms  # noqa: F401 - registers the forms
-from cortex import orgfile
+from cortex import org
 from cortex.cli.agenda import backlinks as backlinks_command, links as links_command
 from cortex.errors import NotFound
 from cortex.objects import Headline
@@ -71,7 +71,7 @@ def test_links_are_read_as_emacs_reads_them():
 
 
 def test_a_headlines_links_skip_blocks_drawers_and_comments_and_count_lines():
-    (h,) = [o for o in orgfile.parse("* Title with [[id:t]]\n  SCHEDULED: <2026-11-23 Mon>\n"
+    (h,) = [o for o in org.parse("* Title with [[id:t]]\n  SCHEDULED: <2026-11-23 Mon>\n"
                                      "  :PROPERTIES:\n  :SEE: [[id:p]]\n  :END:\n"
                                      "  # [[id:c]] a comment\n  #+begin_example\n  [[id:e]]\n  #+end_example\n"
                                      "  text [[id:x][X]]\n").objects if isinstance(o, Headline)]

@@ -34,8 +34,8 @@ DIFFERENCES = {
     "/{^[NW]}": "Emacs signals an error on a headline without a TODO keyword; here it does not match",
     "ITEM={\\<Org\\>}": "RE2's word boundaries are ASCII's: in an Org buffer ' is a word character (Org's)",
 }
-PARSER_DIFFERENCES = {  # headlines cortex.orgfile reads otherwise than Org's scanner
-    ("worg/code/org-info-js/org-slides/slides.org", 112): "a lone `* DONE` is a title to orgfile, a keyword to Emacs",
+PARSER_DIFFERENCES = {  # headlines cortex.org reads otherwise than Org's scanner
+    ("worg/code/org-info-js/org-slides/slides.org", 112): "a lone `* DONE` is a title to cortex.org, a keyword to Emacs",
 }
 
 

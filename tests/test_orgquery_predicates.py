@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 import cortex.api as cx
-from cortex import orgfile
+from cortex import org
 from cortex.backends import open_store
 from cortex.objects import Tree
 from cortex.orgquery import Index, QueryError, parse_query, scan
@@ -28,7 +28,7 @@ def tree_of(store, files: dict[str, str]) -> Tree:
     """A tree of Org texts by path, its objects added to `store`."""
     entries = {}
     for path, text in files.items():
-        parsed = orgfile.parse(text)
+        parsed = org.parse(text)
         store.objects.add_many(parsed.objects)
         entries[path] = parsed.document.oid
     tree = Tree(entries)

@@ -6,7 +6,7 @@ import pytest
 
 from cortex.dsl import Provider, WebhookDefinition, WebhookFilter
 from cortex.memory.logs import render_entry
-from cortex.orgfile import parse
+from cortex.org import parse
 from cortex.webhooks import matches
 from cortex.webhooks.deliveries import Delivery
 from cortex.webhooks.routing import (

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import orgfile
+from .. import org
 from ..backends import Store
 from ..errors import UserError
 from ..files import (ChangedMeanwhile, DiskFull, OutsideRoot, confined, file_holds, remove_leftovers, remove_under,
@@ -216,7 +216,7 @@ def _restore(store: Store, root: Path, tree: Tree, disk: dict[str, OnDisk], to_w
         unchanged = holds({disk[path].digest if path in disk else None, ours.get(real, b"")})
         try:
             if write:
-                data = orgfile.render(get(tree.entries[path]), get).encode("utf-8")
+                data = org.render(get(tree.entries[path]), get).encode("utf-8")
                 write_under(root, path, data, unchanged)
                 written[ours.setdefault(real, hash_bytes(data))] = tree.entries[path]
             else:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from .. import orgfile
+from .. import org
 from ..hashing import Oid
 from ..ingest import decode_org
 from ..objects import Document, Headline, OrgObject
@@ -56,11 +56,11 @@ class Conflict:
         return f"{at}{self.kind}: {where}{ident}"
 
 
-def conflicts_in(document: Document | orgfile.Parsed | str | bytes, get: Getter | None = None) -> list[Conflict]:
+def conflicts_in(document: Document | org.Parsed | str | bytes, get: Getter | None = None) -> list[Conflict]:
     """The conflict headlines left in a document (those with a :CONFLICT_OF: property), in text order."""
     if isinstance(document, (str, bytes)):
-        document = orgfile.parse(document if isinstance(document, str) else decode_org(document))
-    if isinstance(document, orgfile.Parsed):
+        document = org.parse(document if isinstance(document, str) else decode_org(document))
+    if isinstance(document, org.Parsed):
         if get is None:
             objects = {obj.oid: obj for obj in document.objects}
             get = objects.__getitem__

@@ -39,7 +39,7 @@ list where the other side changed it. The merged text is rendered only when aske
 (`Merged.text`), as writing the file needs it anyway; conflict lines come from that walk too.
 Recursion runs on an explicit stack of generators: files nest thousands deep.
 
-The result's objects are those `orgfile.parse` builds from its text: a file whose last line has no
+The result's objects are those `org.parse` builds from its text: a file whose last line has no
 line end gets one before the merge and loses it after if the 3-way merge of that bit says so, and
 new sections are parsed under the file's setup. When that setup may differ between the sides or in
 the result (TODO keywords, `#+STARTUP:`, line ends), or when a level changed on one side would make
@@ -62,7 +62,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import chain, count
 
-from .. import orgfile
+from .. import org
 from ..hashing import Oid
 from ..ingest import decode_org
 from ..objects import Document, Headline, OrgObject, Tree
@@ -113,7 +113,7 @@ class Merged:
     @cached_property
     def text(self) -> str:
         """The merged Org text (rendering walks the whole document: the cost of writing the file)."""
-        return orgfile.render(self.document, self.get)
+        return org.render(self.document, self.get)
 
     @property
     def data(self) -> bytes:
@@ -171,7 +171,7 @@ def merge_texts(base: str | bytes | None, ours: str | bytes, theirs: str | bytes
     objects: dict[Oid, OrgObject] = {}
 
     def document(text: str | bytes) -> Document:
-        parsed = orgfile.parse(text if isinstance(text, str) else decode_org(text))
+        parsed = org.parse(text if isinstance(text, str) else decode_org(text))
         objects.update((obj.oid, obj) for obj in parsed.objects)
         return parsed.document
 
@@ -317,7 +317,7 @@ class _Merge:
                 document, self.marks, self.reparse = done  # a move not merged where it went: keep both versions
                 break
         if self.reparse:
-            parsed = orgfile.parse(orgfile.render(document, self.get))
+            parsed = org.parse(org.render(document, self.get))
             objects = {obj.oid: obj for obj in parsed.objects}
             return Merged(parsed.document, parsed.objects, tuple(self.marks), objects.__getitem__)
         return Merged(document, self.new_objects(document), tuple(self.marks), self.get)
@@ -328,7 +328,7 @@ class _Merge:
         children = _drive(self.siblings(base, ours, theirs, None))
         if clash:
             children += (self.preamble_copy(theirs.preamble),)
-        document = (ours.with_children(children, orgfile.common_ends(ours.children, children))
+        document = (ours.with_children(children, org.common_ends(ours.children, children))
                     if preamble == ours.preamble else replace(ours, preamble=preamble, children=children))
         return document if ends else self.last_piece(document, self.unended)
 
@@ -384,8 +384,8 @@ class _Merge:
         result is the merged tuple of oids."""
         b, o, t = () if hb is None else hb.children, ho.children, ht.children
         # What each side shares with the base at either end (a list may hold thousands of siblings).
-        (po, so), (pt, st) = ((0, 0), (0, 0)) if hb is None else (orgfile.common_children(hb, ho),
-                                                                    orgfile.common_children(hb, ht))
+        (po, so), (pt, st) = ((0, 0), (0, 0)) if hb is None else (org.common_children(hb, ho),
+                                                                    org.common_children(hb, ht))
         if (po, so) == (pt, st) and o == t:  # (the sides' lists differ where their ends do)
             return o
         if pt == len(b) == len(t) and not self.leads_to_move(o):
@@ -609,7 +609,7 @@ class _Merge:
         setup = f"#+TODO: {' '.join(self.todo)} | {' '.join(self.done)}{eol}"
         if like is not None and like.level != _stars(like.raw):
             setup += f"#+STARTUP: odd{eol}"
-        headline, _document = orgfile.parse(setup + raw).objects
+        headline, _document = org.parse(setup + raw).objects
         return headline
 
     def pair(self, xs: list, ys: list, *, loose: bool, gone: frozenset[Oid] = frozenset()) -> dict[int, int]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import UserError, located
 from ..ingest import NotOrgText, decode_org
-from ..orgfile import parse
+from ..org import parse
 from .items import BadItemText, MemoryItem, check_text
 from .layout import ITEM_TYPES, SECTION_TITLES
 from .logs import log_addition, render_entry

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ..errors import NotFound
 from ..history import Forgotten, rewrite_documents
 from ..objects import Document, Snapshot, Tree
-from ..orgfile import parse, render_headline
+from ..org import parse, render_headline
 from ..words import counted, files, quoted, short
 from ..workspace import UNCHANGED, Current, paths_under
 from .changes import parsed_text

@@ -23,7 +23,7 @@ from functools import cached_property
 from ..errors import UserError
 from ..hashing import hash_text
 from ..objects import Headline
-from ..orgfile import parse
+from ..org import parse
 from .layout import SECTION_TITLES
 
 _WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -189,7 +189,7 @@ def render_item(item: MemoryItem, newline: str = "\n") -> str:
 def _without_tags(title: str) -> str:
     """`title` without its last word and the blanks around it when that word is `:...:` (3 characters or more).
 
-    The word is found from the end of the line, as in orgfile: a pattern like `[ \t]+:[^ \t]+:[ \t]*$`
+    The word is found from the end of the line, as the parser does: a pattern like `[ \t]+:[^ \t]+:[ \t]*$`
     is tried at every blank of a run and reads the rest of the run each time, quadratic in its length.
     """
     body = title.rstrip(" \t")

@@ -21,7 +21,7 @@ from datetime import date, datetime
 
 from ..errors import UserError
 from ..objects import Document
-from ..orgfile import render_headline
+from ..org import render_headline
 from ..query import walk_headlines
 from .items import MemoryItem, item_from_headline, org_timestamp
 from .layout import tagged_type

@@ -21,7 +21,7 @@ from typing import NamedTuple
 from ..bounded import BoundedDict
 from ..errors import UserError, located
 from ..objects import Document, Headline
-from ..orgfile import parse, render_headline
+from ..org import parse, render_headline
 from .items import MemoryItem, item_from_headline, make_id, render_item
 from .layout import ITEM_TYPES, SECTION_TITLES, section_type
 

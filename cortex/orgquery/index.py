@@ -43,7 +43,7 @@ from ..backends import Store
 from ..bounded import BoundedDict
 from ..hashing import Oid
 from ..objects import EMPTY_TREE, Document, Headline, Tree
-from ..orgfile import file_properties
+from ..org import file_properties
 from ..query import Node
 from . import links
 from .dates import day_of, headline_dates, section_lines, timestamps_in

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..bounded import BoundedDict
 from ..objects import Document, Headline
-from ..orgfile import file_properties
+from ..org import file_properties
 from ..query import Node, file_id
 from .dates import object_lines, section_lines
 

@@ -46,7 +46,7 @@ from functools import lru_cache
 from urllib.parse import quote, unquote
 
 from ...objects import Headline
-from ...orgfile import parse
+from ...org import parse
 from ..logs import log_addition, render_entry
 from .summarizers import Summarizer
 from .turns import InvalidTurn, Turn
