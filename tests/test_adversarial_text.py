@@ -17,7 +17,6 @@ from cortex import org
 from cortex.memory import items
 from cortex.memory.items import item_from_headline, parse_timestamp
 from cortex.objects import Headline
-from cortex.search import items as search_items
 from cortex.search.items import units
 
 from conftest import cpu_seconds
@@ -67,13 +66,15 @@ def test_memory_section_lines_index_in_linear_time():
     assert_linear(lambda h: list(units("agents/a/memory.org", ("Facts",), (0,), h)), make, 4000)
 
 
-def test_drawers_are_removed_as_before():
-    lines = [":PROPERTIES:", " :properties:\t", ":PROPERTIES:\r", ":PROPERTIES: x", ":END:", "\t:end: ",
-             ":END:\r", ":END: x", "x :END:", "text", "", ":ID: 1"]
-    rng = random.Random(1)
-    for _ in range(3000):
-        text = "\n".join(rng.choices(lines, k=rng.randrange(8))) + rng.choice(["", "\n"])
-        assert search_items._without_drawers(text) == OLD_DRAWER.sub("", text), text
+def test_search_leaves_out_the_planning_line_and_property_drawer_as_emacs_reads_them():
+    [item] = units("notes/a.org", ("note",), (0,), headline(
+        "* note\nscheduled: <2026-11-20 Fri>\n:properties:\n:ID: x\n:END:\nbody\n"))
+    assert (item.text, item.date) == ("note\nbody", "2026-11-20")  # planning is read in any case, as Emacs does
+    text = "* note\nbody\n:PROPERTIES:\n:ID: x\n:END:\nSCHEDULED: <2026-11-20 Fri>\n"
+    [item] = units("notes/a.org", ("note",), (0,), headline(text))
+    assert item.text.split("\n") == ["note", *text.strip().split("\n")[1:]] and not headline(text).properties
+    [item] = units("notes/a.org", ("note",), (0,), headline("* note\n:PROPERTIES:\nnot a property\n:END:\n"))
+    assert item.text == "note\n:PROPERTIES:\nnot a property\n:END:"
 
 
 # --- memory/items.py: tags, timestamps, stars ---------------------------------------------------
@@ -115,14 +116,8 @@ def test_timestamps_read_as_before():
         assert parse_timestamp(text) == expected, text
 
 
-def test_a_run_of_stars_without_a_blank_is_read_in_linear_time():
-    # Headline text always starts with stars and a blank, but the pattern should not read a run
-    # of stars again from each of its stars when it does not.
-    assert_linear(lambda text: items._STARS.sub("", text, count=1), lambda n: "*" * n, 1500)
-
-
 def test_stars_are_removed_as_before():
-    for n in range(8):
+    for n in range(7):
         for chars in itertools.product("* \ta", repeat=n):
-            line = "".join(chars)
-            assert items._STARS.sub("", line, count=1) == OLD_STARS.sub("", line, count=1), repr(line)
+            line = "** " + "".join(chars)
+            assert item_from_headline(headline(line), line).text == OLD_STARS.sub("", line, count=1).strip(), repr(line)

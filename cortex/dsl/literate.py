@@ -15,17 +15,14 @@ import re
 
 from cortex.dsl.diagnostics import Problems
 from cortex.dsl.reader import SourceFile
+from cortex.org import unescape_block
+from cortex.org.blocks import BLOCK_BEGIN, BLOCK_END
 
 __all__ = ["MARKER", "cortex_blocks"]
 
 MARKER = ":cortex yes"
 
-_BEGIN = re.compile(r"^[ \t]*#\+begin_src[ \t]+(\S+)(.*)$", re.I | re.M)
-_END = re.compile(r"^[ \t]*#\+end_src[ \t\r]*$", re.I | re.M)
 _MARKED = re.compile(r"(?:^|\s):cortex\s+yes(?:\s|$)", re.I)
-# Org escapes lines starting with `*` or `#+` inside blocks with a comma; the comma is not code.
-# Dropping it shifts later columns of that one line by one, a price for exact string values.
-_ESCAPE = re.compile(r"^([ \t]*),(?=\*|#\+)", re.M)
 
 
 def cortex_blocks(source: SourceFile, problems: Problems) -> list[tuple[int, str]]:
@@ -34,16 +31,18 @@ def cortex_blocks(source: SourceFile, problems: Problems) -> list[tuple[int, str
     Marked blocks that cannot be read (not Hy, never closed) are reported instead.
     """
     blocks = []
-    for begin in _BEGIN.finditer(source.text):
-        if not _MARKED.search(begin.group(2)):
+    for begin in BLOCK_BEGIN.finditer(source.text):
+        language, arguments = (begin.group(2).split(None, 1) + ["", ""])[:2]
+        if begin.group(1).upper() != "SRC" or not _MARKED.search(arguments):
             continue
         line = source.position(begin.start())[0]
-        if begin.group(1).lower() != "hy":
+        if language.lower() != "hy":
             problems.add(source.at(line, 1, f"cortex definitions are Hy: write #+begin_src hy {MARKER}"))
             continue
-        end = _END.search(source.text, begin.end())
+        end = next((end for end in BLOCK_END.finditer(source.text, begin.end()) if end.group(1).upper() == "SRC"), None)
         if not end:  # nor is any block after it: looking for their ends would read the rest again each time
             problems.add(source.at(line, 1, "this block is never closed with #+end_src"))
             break
-        blocks.append((line + 1, _ESCAPE.sub(r"\1", source.text[begin.end() + 1 : end.start()])))
+        # The commas Org escapes block lines with are not code: dropping one shifts that line's later columns.
+        blocks.append((line + 1, unescape_block(source.text[begin.end() + 1 : end.start()])))
     return blocks

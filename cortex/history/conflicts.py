@@ -9,11 +9,11 @@ properties); `conflicts_in` lists those left.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .. import org
+from ..org import Section, escape_block
 from ..hashing import Oid
 from ..ingest import decode_org
 from ..objects import Document, Headline, OrgObject
@@ -29,14 +29,7 @@ CONFLICT_OF, CONFLICT_FROM, CONFLICT_KIND = "CONFLICT_OF", "CONFLICT_FROM", "CON
 # erased: a hard forget or purge erased from theirs what ours changed (the change is kept).
 KINDS = ("both-changed", "both-added", "ours-deleted", "theirs-deleted", "both-moved", "preamble", "erased")
 
-_PLANNING = re.compile(r"[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):", re.I)
-_DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*$", re.I)
-_DRAWER_END = re.compile(r"[ \t]*:END:[ \t]*$", re.I)
-_PROPERTY = re.compile(r"[ \t]*:[^ \t\f\n\r\xa0]+:(?: .*)?$")
-_MARK_PROPERTY = re.compile(r"[ \t]*:(?:CONFLICT_OF|CONFLICT_FROM|CONFLICT_KIND):(?:[ \t]|$)", re.I)
-_ID_OR_MARK = re.compile(r"[ \t]*:(?:ID|CONFLICT_OF|CONFLICT_FROM|CONFLICT_KIND):(?:[ \t]|$)", re.I)
-# Org's escape for text in a block (`org-escape-code-in-string`): a comma before `*` and `#+`.
-_ESCAPE = re.compile(r"^([ \t]*)(,*(?:\*|#\+))", re.M)
+_MARKS = frozenset({CONFLICT_OF, CONFLICT_FROM, CONFLICT_KIND})
 
 
 @dataclass(frozen=True)
@@ -121,29 +114,17 @@ def marked(headline: Headline, origin: str, label: str, kind: str, *, stars: int
     if CONFLICT_TAG not in headline.tags:
         head = head.rstrip(" \t") + (f"{CONFLICT_TAG}:" if headline.tags else f" :{CONFLICT_TAG}:")
     lines[0] = head + end
-    at = 2 if len(lines) > 1 and _PLANNING.match(lines[1]) else 1
+    section = Section.of(headline.raw, crlf=crlf)
+    at, stop = section.drawer, section.drawer_end
     entries = [f":{CONFLICT_OF}: {origin}", f":{CONFLICT_FROM}: {label}", f":{CONFLICT_KIND}: {kind}"]
-    stop = _drawer_end(lines, at, bool(headline.properties))
     if stop is None:
         lines[at:at] = [line + cr for line in (":PROPERTIES:", *entries, ":END:")]
     else:
         indent = lines[at][:len(lines[at]) - len(lines[at].lstrip(" \t"))]
-        drop = _ID_OR_MARK if drop_id else _MARK_PROPERTY
-        kept = [line for line in lines[at + 1:stop] if not drop.match(line.rstrip("\r"))]
+        dropped = _MARKS | {"ID"} if drop_id else _MARKS
+        kept = [line for line, (name, _) in zip(lines[at + 1:stop], section.properties) if name.upper() not in dropped]
         lines[at + 1:stop] = kept + [indent + entry + cr for entry in entries]
     return "\n".join(lines)
-
-def _drawer_end(lines: list[str], at: int, parsed: bool) -> int | None:
-    """Where the property drawer starting at `lines[at]` ends, if there is one to add to (parsed, or empty)."""
-    if at >= len(lines) or not _DRAWER_START.match(lines[at].rstrip("\r")):
-        return None
-    for k in range(at + 1, len(lines)):
-        line = lines[k].rstrip("\r")
-        if _DRAWER_END.match(line):
-            return k
-        if not (parsed or _PROPERTY.match(line)):
-            return None
-    return None
 
 
 def preamble_conflict(text: str, label: str, eol: str) -> str:
@@ -154,6 +135,6 @@ def preamble_conflict(text: str, label: str, eol: str) -> str:
         text += eol
     entries = "".join(f":{name}: {value}{eol}" for name, value in (
         (CONFLICT_OF, "preamble"), (CONFLICT_FROM, label), (CONFLICT_KIND, "preamble")))
-    escaped = _ESCAPE.sub(r"\1,\2", text)
+    escaped = escape_block(text)
     return (f"* Preamble from {label} :{CONFLICT_TAG}:{eol}:PROPERTIES:{eol}{entries}:END:{eol}"
             f"#+BEGIN_EXAMPLE{eol}{escaped}#+END_EXAMPLE{eol}")

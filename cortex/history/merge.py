@@ -55,7 +55,6 @@ different edits is a both-added conflict).
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict, deque
 from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -66,11 +65,10 @@ from .. import org
 from ..hashing import Oid
 from ..ingest import decode_org
 from ..objects import Document, Headline, OrgObject, Tree
+from ..org.syntax import OPTION
 from .conflicts import Conflict, Within, marked, origin, preamble_conflict, walk
 from .siblings import Getter, increasing, pair, split_section
 
-# Lines that set up how the whole file reads, wherever they are.
-_SETUP_LINE = re.compile(r"^[ \t]*#\+(?:TODO|SEQ_TODO|TYP_TODO|STARTUP):", re.M | re.I)
 
 @dataclass(frozen=True)
 class _Mark:
@@ -292,7 +290,7 @@ class _Merge:
 
     def watch(self, *texts: str) -> None:
         """Parse the result again if a changed text holds a line that sets up the whole file."""
-        if not self.reparse and any(_SETUP_LINE.search(text) for text in texts):
+        if not self.reparse and any(OPTION.search(text) for text in texts):
             self.reparse = True
 
     def documents(self, base: Document, ours: Document, theirs: Document) -> Merged:

@@ -10,18 +10,15 @@ title. Each rule is a lookup by key in queues built once, so a list costs time l
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from collections import defaultdict, deque
 from collections.abc import Callable, Collection
 
 from ..hashing import Oid
 from ..objects import Headline, OrgObject
+from ..org import Section
 
 Getter = Callable[[Oid], OrgObject]
-
-_ID_LINE = re.compile(r"^[ \t]*:ID:(?:[ \t].*)?\n", re.M | re.I)
-_EMPTY_DRAWER = re.compile(r"^[ \t]*:PROPERTIES:[ \t]*\r?\n[ \t]*:END:[ \t]*\r?\n", re.M | re.I)
 
 
 def pair(xs: list, ys: list, get: Getter, *, loose: bool, moving: Collection[str] = (),
@@ -140,8 +137,14 @@ def split_section(raw: str) -> tuple[str, str]:
 
 
 def _unidentified(headline: Headline) -> str:
-    """A section's text after its headline line, without :ID: lines (and a property drawer they leave empty)."""
-    return _EMPTY_DRAWER.sub("", _ID_LINE.sub("", _body(headline)))
+    """A section's text after its headline line, without its :ID: property (and its property drawer, left empty)."""
+    section = Section.of(headline.raw)
+    if section.drawer_end is None:
+        return _body(headline)
+    lines = headline.raw.split("\n")
+    at, stop = section.drawer, section.drawer_end
+    kept = [line for line, (name, _) in zip(lines[at + 1:stop], section.properties) if name.upper() != "ID"]
+    return "\n".join([*lines[1:at], *([lines[at], *kept, lines[stop]] if kept else []), *lines[stop + 1:]])
 
 
 def _body(headline: Headline) -> str:

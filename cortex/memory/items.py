@@ -24,17 +24,11 @@ from ..errors import UserError
 from ..hashing import hash_text
 from ..objects import Headline
 from ..org import parse
+from ..org.syntax import Section, headline_line
 from .layout import SECTION_TITLES
 
 _WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _STAMP = re.compile(r"\[(\d{4})-(\d{2})-(\d{2})(?: [^\]\d\s]+)?(?: (\d{1,2}):(\d{2}))?[^\]]*\]")
-# Only at the first star of a run: tried at each star of a run with no blank after it, the
-# pattern would read the rest of the run every time.
-_STARS = re.compile(r"(?<!\*)\*+[ \t]+")
-_DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*$", re.IGNORECASE)
-_DRAWER_END = re.compile(r"[ \t]*:END:[ \t]*$", re.IGNORECASE)
-_PLANNING = re.compile(r"[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):", re.IGNORECASE)
-_SHALLOW_HEADLINE = re.compile(r"^\*{1,2} ", re.MULTILINE)
 _WORD = re.compile(r"[a-z0-9]+")
 TAGS_COLUMN = 77  # Emacs's default `org-tags-column`: tags end at column 77
 OWN_PROPERTIES = ("ID", "ADDED", "SOURCE")
@@ -136,7 +130,7 @@ def check_text(text: str, type_: str) -> str:
     if _read_as_headline(title).tags:
         raise BadItemText(f"{SECTION_TITLES[type_]}: item {title!r} ends with what Org reads as tags; "
                           "pass tags separately")
-    shallow = _SHALLOW_HEADLINE.search(body)
+    shallow = headline_line(2).search(body)
     if shallow:
         line = body.count("\n", 0, shallow.start()) + 2
         raise BadItemText(f"{SECTION_TITLES[type_]}: item {title!r}, line {line} of its text starts with "
@@ -147,16 +141,11 @@ def check_text(text: str, type_: str) -> str:
 def item_from_headline(headline, text: str) -> MemoryItem:
     """The item a headline subtree holds: title line (without stars and tags), body, properties."""
     lines = [line.removesuffix("\r") for line in text.split("\n")]
-    first = lines[0]
-    title = _STARS.sub("", first, count=1)
+    title = lines[0].lstrip("*").lstrip(" \t")
     if headline.tags:
         title = _without_tags(title)
-    rest = lines[1:]
-    if headline.properties:
-        start = 1 if rest and _PLANNING.match(rest[0]) else 0
-        if len(rest) > start and _DRAWER_START.match(rest[start]):
-            end = next((i for i in range(start + 1, len(rest)) if _DRAWER_END.match(rest[i])), start)
-            rest = rest[:start] + rest[end + 1:]
+    section = Section.of(headline.raw)
+    rest = lines[1:] if section.drawer_end is None else lines[1:section.drawer] + lines[section.drawer_end + 1:]
     body = "\n".join(rest).strip("\n").rstrip()
     own = {name: headline.get(name) for name in OWN_PROPERTIES}
     return MemoryItem(

@@ -22,17 +22,14 @@ from datetime import date, datetime
 from ..errors import UserError
 from ..objects import Document
 from ..org import render_headline
+from ..org.syntax import Section, headline_line, is_crlf
 from ..query import walk_headlines
 from .items import MemoryItem, item_from_headline, org_timestamp
 from .layout import tagged_type
 from .memoryfile import Getter
 
 COMPACTED = "COMPACTED"
-_ENTRY_TIME = re.compile(r"(\d{1,2}):(\d{2})\b")
-_LEVEL_ONE = re.compile(r"^\* ", re.MULTILINE)
-_PLANNING = re.compile(r"[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):", re.IGNORECASE)
-_DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*\r?$", re.IGNORECASE)
-_DRAWER_END = re.compile(r"[ \t]*:END:[ \t]*\r?$", re.IGNORECASE)
+ENTRY_TIME = re.compile(r"(\d{1,2}):(\d{2})\b")  # the time an entry's heading starts with
 
 
 @dataclass(frozen=True)
@@ -50,7 +47,7 @@ def render_entry(moment: datetime, title: str, summary: str, session: str, peopl
     if not title:
         raise UserError("session title: empty; leave it out to use 'Session'")
     summary = summary.replace("\r\n", "\n").strip("\n")
-    if (entry := _LEVEL_ONE.search(summary)) is not None:
+    if (entry := headline_line(1).search(summary)) is not None:
         line = summary.count("\n", 0, entry.start()) + 1
         raise UserError(f"session summary, line {line}: starts with '* ', which Org reads as a new entry; "
                         "use '** ' for a headline inside the entry")
@@ -98,7 +95,7 @@ def marked_items(get: Getter, path: str, doc: Document, day: date) -> list[Marke
             continue
         inside = node.position
         item = item_from_headline(node.headline, render_headline(node.headline, get))
-        when = _ENTRY_TIME.match(node.outline[0])
+        when = ENTRY_TIME.match(node.outline[0])
         moment = datetime(day.year, day.month, day.day)
         if when and int(when[1]) < 24 and int(when[2]) < 60:
             moment = moment.replace(hour=int(when[1]), minute=int(when[2]))
@@ -112,16 +109,17 @@ def marked_items(get: Getter, path: str, doc: Document, day: date) -> list[Marke
 def mark_compacted(text: str, lines: list[int], moment: datetime) -> str:
     """`text` with a `:COMPACTED:` property added to the headline starting at each of `lines` (1-based)."""
     rows = text.split("\n")
-    cr = "\r" if 0 < text.count("\n") == text.count("\r\n") else ""
+    crlf = is_crlf(text)
+    cr = "\r" if crlf else ""
     stamp = f":{COMPACTED}: {org_timestamp(moment)}{cr}"
+    starts = [0]
+    for row in rows:
+        starts.append(starts[-1] + len(row) + 1)
     for line in sorted(set(lines), reverse=True):
-        at = line  # the row after the headline
-        if at < len(rows) and _PLANNING.match(rows[at]):
-            at += 1
-        if at < len(rows) and _DRAWER_START.match(rows[at]):
-            end = next((i for i in range(at + 1, len(rows)) if _DRAWER_END.match(rows[i])), None)
-            if end is not None:
-                rows.insert(end, stamp)
-                continue
-        rows[at:at] = [f":PROPERTIES:{cr}", stamp, f":END:{cr}"]
+        section = Section.of(text, starts[line - 1], crlf)
+        if section.drawer_end is not None:
+            rows.insert(line - 1 + section.drawer_end, stamp)
+        else:
+            at = line - 1 + section.drawer
+            rows[at:at] = [f":PROPERTIES:{cr}", stamp, f":END:{cr}"]
     return "\n".join(rows)

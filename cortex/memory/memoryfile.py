@@ -21,7 +21,9 @@ from typing import NamedTuple
 from ..bounded import BoundedDict
 from ..errors import UserError, located
 from ..objects import Document, Headline
+from .. import org
 from ..org import parse, render_headline
+from ..org.syntax import BULLET
 from .items import MemoryItem, item_from_headline, make_id, render_item
 from .layout import ITEM_TYPES, SECTION_TITLES, section_type
 
@@ -29,10 +31,7 @@ Typed = tuple[str, MemoryItem]  # (memory type, item)
 Getter = Callable[[bytes], object]
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+")
-_LIST_ITEM = re.compile(r"(?:[-+]|\d+[.)])[ \t]+(\S.*?)[ \t]*\r?\n?$")
-_PLANNING = re.compile(r"[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):", re.IGNORECASE)
-_DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*\r?\n?$", re.IGNORECASE)
-_DRAWER_END = re.compile(r"[ \t]*:END:[ \t]*\r?\n?$", re.IGNORECASE)
+_LIST_ITEM = re.compile(rf"{BULLET}(\S.*?)[ \t]*\r?\n?$")
 _TEXT = itemgetter(0)
 
 # What a headline or a document holds depends only on its oid, so each is read once per process.
@@ -221,7 +220,7 @@ class _Reader:
     def _head(self, kind: str, raw: str, line: int) -> list[Piece]:
         """A section's own text as pieces: headline and drawer, then each list item and each other line."""
         lines = _LINE.findall(raw)
-        start = _head_end(lines)
+        start = org.Section.of(raw).body  # the headline, its planning line and property drawer
         head = [Piece("".join(lines[:start]))]
         i = start
         reported = False
@@ -417,17 +416,6 @@ def _parse_child(oid: bytes, get: Getter) -> tuple[str, MemoryItem, int]:
         text = render_headline(headline, get)
         known = _children[bytes(oid)] = (text, item_from_headline(headline, text), text.count("\n"))
     return known
-
-
-def _head_end(lines: list[str]) -> int:
-    """How many lines of a section's own text the headline, its planning and its drawer take."""
-    start = 1
-    if start < len(lines) and _PLANNING.match(lines[start]):
-        start += 1
-    if start < len(lines) and _DRAWER_START.match(lines[start]):
-        end = next((i for i in range(start + 1, len(lines)) if _DRAWER_END.match(lines[i])), start)
-        start = end + 1
-    return start
 
 
 def _list_item_end(lines: list[str], i: int) -> int | None:

@@ -13,18 +13,17 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from functools import lru_cache
 
-from .syntax import LONGER_KEY, NONWS, content_start
+from .syntax import LONGER_KEY, NONWS, content_start, is_crlf
 
 # Blocks whose lines are not elements (a keyword in one is text).
 RAW_BLOCKS = frozenset({"COMMENT", "EXAMPLE", "EXPORT", "SRC", "VERSE"})
 # Blocks whose text holds no objects (no timestamps, no links): the raw ones but verse.
 VERBATIM_BLOCKS = RAW_BLOCKS - {"VERSE"}
 
-# A block's first or last line, matched at a line's start: BEGIN or END, and its name.
-BLOCK_LINE = re.compile(rf"[ \t]*#\+(BEGIN|END)_({NONWS}+)", re.I)
-# A source block's first line (language, then its switches and header arguments) and last line, in a text.
-SRC_BEGIN = re.compile(rf"^[ \t]*#\+BEGIN_SRC[ \t]+({NONWS}+)(.*)$", re.I | re.M)
-SRC_END = re.compile(r"^[ \t]*#\+END_SRC[ \t\r]*$", re.I | re.M)
+# A block's first line (its name, then the rest: a source block's language, switches and header arguments)
+# and last line (its name), matched at a line's start or found in a text.
+BLOCK_BEGIN = re.compile(rf"^[ \t]*#\+BEGIN_({NONWS}+)(.*)$", re.I | re.M)
+BLOCK_END = re.compile(rf"^[ \t]*#\+END_({NONWS}+)[ \t]*\r?$", re.I | re.M)
 
 
 def keyword(*names: str) -> re.Pattern:
@@ -32,11 +31,13 @@ def keyword(*names: str) -> re.Pattern:
     return re.compile(rf"#\+({'|'.join(map(re.escape, names))}):(.*)", re.I)
 
 
-def keywords(text: str, pattern: re.Pattern, starts: list[int] = (), crlf: bool = False) -> Iterator[tuple[str, str]]:
+def keywords(text: str, pattern: re.Pattern, starts: list[int] = (),
+             crlf: bool | None = None) -> Iterator[tuple[str, str]]:
     """The keywords `pattern` (from `keyword`) finds that Emacs reads as such, in text order: name
     (upper case) and value. At a line's start, not a longer name (`#+TODO:x:` is the keyword `TODO:X`)
     and outside raw blocks; `starts` are where the headlines of `text` start (a section's raw spans
-    are found only when a keyword is in it)."""
+    are found only when a keyword is in it); `crlf`: the file's line ends (None: as `text`'s)."""
+    crlf = is_crlf(text) if crlf is None else crlf
     raw_spans: dict[int, list[tuple[int, int]]] = {}
     for m in pattern.finditer(text):
         line_start = text.rfind("\n", 0, m.start()) + 1 or content_start(text)

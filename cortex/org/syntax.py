@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_left
-from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
 
 BOM, BOM_BYTES = "\ufeff", b"\xef\xbb\xbf"
 
@@ -47,6 +48,10 @@ DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*$", re.I)
 DRAWER_END = re.compile(r"[ \t]*:END:[ \t]*$", re.I)
 PROPERTY = re.compile(rf"[ \t]*:({NONWS}+):(?: (.*))?[ \t]*$")
 COMMENT_LINE = re.compile(r"[ \t]*#(?: |$)")
+# A plain list's bullet (`-`, `+`, `1.`, `1)`) and the blanks after it, matched at the item's first line.
+BULLET = r"(?:[-+]|\d+[.)])[ \t]+"
+# A priority cookie as `org-priority-regexp` finds it (the agenda's and `org-entry-properties`'s reading).
+PRIORITY_COOKIE = r"\[#([A-Z0-9]+)\] ?"
 
 Entries = tuple[tuple[str, str], ...]
 
@@ -78,6 +83,12 @@ def headline_starts(text: str | bytes, lo: int = 0, hi: int | None = None) -> tu
         starts.insert(0, start)
         stars.insert(0, first.end() - start - 1)
     return starts, stars
+
+
+@lru_cache(maxsize=4)
+def headline_line(deepest: int) -> re.Pattern:
+    """A pattern finding, in a part of a file, a headline line of at most `deepest` stars (its stars and space)."""
+    return re.compile(rf"^\*{{1,{deepest}}} ", re.M)
 
 
 def heading(line: str, keywords: frozenset[str]) -> tuple[int, str | None, str | None, bool, int]:
@@ -137,15 +148,7 @@ def _next_at(positions: list[int], at: int) -> int | None:
     return positions[k] if k < len(positions) else None
 
 
-def _line(text: str, pos: int, crlf: bool) -> tuple[int, int | None]:
-    """The end of the line starting at `pos` (before its line end) and the start of the next (None: none follows)."""
-    eol = text.find("\n", pos)
-    end, after = (len(text), None) if eol < 0 else (eol, eol + 1)
-    return (end - 1 if crlf and end > pos and text[end - 1] == "\r" else end), after
-
-
-@dataclass(frozen=True, slots=True)
-class Section:
+class Section(NamedTuple):
     """Where the parts of a headline's section are, by line (counted from its headline line, 0):
     the planning line and the property drawer when they follow the headline right away, as Emacs
     reads them, then the body. A drawer counts only when each of its lines is a property and an
@@ -170,28 +173,37 @@ class Section:
         file's); only its first lines are read. `crlf`: the file's line ends (None: as `text`'s)."""
         crlf = is_crlf(text) if crlf is None else crlf
         end, pos = _line(text, start, crlf)
-        headline, planning_line, entries, line = text[start:end], None, (), 1
-        if pos is not None:
+        headline = text[start:end]
+        if pos is None:
+            return cls(headline, None, 1, None)
+        end, after = _line(text, pos, crlf)
+        planning_line, entries, line = None, (), 1
+        if PLANNING_LINE.match(text, pos, end):
+            planning_line, entries, line, pos = 1, planning(text[pos:end]), 2, after
+            if pos is None:
+                return cls(headline, planning_line, line, None, entries)
             end, after = _line(text, pos, crlf)
-            if PLANNING_LINE.match(text, pos, end):
-                planning_line, entries, line, pos = 1, planning(text[pos:end]), 2, after
-        found = None if pos is None else _drawer(text, pos, crlf)
+        found = _properties(text, after, crlf) if DRAWER_START.match(text, pos, end) else None
         if found is None:
             return cls(headline, planning_line, line, None, entries)
-        count, properties = found
-        return cls(headline, planning_line, line, line + count, entries, properties)
+        return cls(headline, planning_line, line, line + 1 + len(found), entries, found)
 
 
-def _drawer(text: str, pos: int, crlf: bool) -> tuple[int, Entries] | None:
-    """The property drawer whose `:PROPERTIES:` line starts at `pos`: how many lines its entries take, and them."""
-    end, at = _line(text, pos, crlf)
-    if not DRAWER_START.match(text, pos, end):
-        return None
+def _line(text: str, pos: int, crlf: bool) -> tuple[int, int | None]:
+    """The end of the line starting at `pos` (before its line end) and the start of the next (None: none follows)."""
+    eol = text.find("\n", pos)
+    end, after = (len(text), None) if eol < 0 else (eol, eol + 1)
+    return (end - 1 if crlf and end > pos and text[end - 1] == "\r" else end), after
+
+
+def _properties(text: str, at: int | None, crlf: bool) -> Entries | None:
+    """The entries of a property drawer whose lines start at `at`, after its `:PROPERTIES:` line; None
+    unless each line is a property until an `:END:` line."""
     entries = []
     while at is not None:
         end, after = _line(text, at, crlf)
         if DRAWER_END.match(text, at, end):
-            return len(entries) + 1, tuple(entries)
+            return tuple(entries)
         m = PROPERTY.match(text, at, end)
         if m is None:
             return None
@@ -218,5 +230,8 @@ def file_drawer(preamble: str) -> tuple[int, int, Entries] | None:
             pos, line = _line(preamble, pos, crlf)[1], line + 1
     elif blank:
         return None  # a drawer after a blank line is not the file's
-    found = None if pos is None else _drawer(preamble, pos, crlf)
-    return None if found is None else (line, line + found[0], found[1])
+    if pos is None:
+        return None
+    end, after = _line(preamble, pos, crlf)
+    found = _properties(preamble, after, crlf) if DRAWER_START.match(preamble, pos, end) else None
+    return None if found is None else (line, line + 1 + len(found), found)

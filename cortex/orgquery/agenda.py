@@ -19,6 +19,8 @@ from pathlib import PurePosixPath
 from typing import NamedTuple
 
 from ..objects import Document, Headline
+from ..org.blocks import keyword, keywords as file_keywords
+from ..org.syntax import PRIORITY_COOKIE
 from ..query import Node
 from .dates import Cookie, Stamp, add_months, day_of, headline_dates, repeater, section_stamps, warning
 
@@ -41,10 +43,10 @@ _CLOCK = r"\b[012]?[0-9](?::[0-5][0-9](?:[AaPp][Mm])?|[AaPp][Mm])\b"
 _PLAIN_TIME = re.compile(rf"({_CLOCK})(?:--?({_CLOCK}))?")
 _TIME_OF_DAY = re.compile(r"([012]?[0-9])(?::([0-5][0-9]))?([AaPp][Mm])?")
 _PLANNING_TIME = re.compile(r" ([012]?[0-9]:[0-9][0-9])")
-_PRIORITY = re.compile(r"\[#([A-Z0-9]+)\] ?")
+_PRIORITY = re.compile(PRIORITY_COOKIE)
 _CLOSING_REPEATER = re.compile(r"\+[0-9]+[hdwmy]>$")
 _TAGS = re.compile(r"(?<![ \t])[ \t]+:\S+:[ \t]*$")  # tried from the start of a run of blanks only
-_KEYWORD = re.compile(r"^[ \t]*#\+(FILETAGS|CATEGORY):[ \t]*(.*)$", re.I | re.M)  # value: strip its end
+_KEYWORD = keyword("FILETAGS", "CATEGORY")
 
 
 class AgendaFile(NamedTuple):
@@ -178,8 +180,8 @@ def _items(file: AgendaFile) -> Iterator[_Item]:
     """The headlines of a file that may be listed, outside archived and COMMENT subtrees, with what is
     inherited: tags (`#+FILETAGS` first) and the CATEGORY property (else `#+CATEGORY`, else the file's name)."""
     keywords: dict[str, list[str]] = {"FILETAGS": [], "CATEGORY": []}
-    for name, value in _KEYWORD.findall(file.document.preamble):
-        keywords[name.upper()].append(value.rstrip(" \t"))
+    for name, value in file_keywords(file.document.preamble, _KEYWORD):
+        keywords[name].append(value)
     file_tags = [tag for value in keywords["FILETAGS"] for word in value.split() for tag in word.split(":") if tag]
     if "ARCHIVE" in file_tags:
         return

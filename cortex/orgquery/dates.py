@@ -19,6 +19,8 @@ from orgparse.date import TIMESTAMP_RE, OrgDate, OrgDateClock, OrgDateClosed, Or
 
 from ..bounded import BoundedDict
 from ..objects import Headline
+from ..org.blocks import BLOCK_BEGIN, BLOCK_END, VERBATIM_BLOCKS
+from ..org.syntax import Section, file_drawer
 from ..words import quoted
 from .errors import QueryError
 
@@ -29,13 +31,8 @@ __all__ = ["Cookie", "HeadlineDates", "Stamp", "add_months", "day_of", "headline
 _REPEATER = re.compile(r"([.+]?\+)([0-9]+)([hdwmy])")
 _DELAY = re.compile(r"(-)?-([0-9]+)([hdwmy])")
 _SHORT_HOUR = re.compile(r"(?<=[ -])([0-9])(?=:[0-5][0-9])")
-_PLANNING_LINE = re.compile(r"[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):", re.I)
 _CLOCK_LINE = re.compile(r"[ \t]*CLOCK:")
-_BLOCK = re.compile(r"[ \t]*#\+(BEGIN|END)_(\S+)", re.I)
-_RAW_BLOCKS = frozenset({"SRC", "EXAMPLE", "EXPORT", "COMMENT"})
 _NO_OBJECTS = re.compile(r"[ \t]*(?:#|:)(?: |$)")  # comment and fixed-width lines
-_DRAWER_START = re.compile(r"[ \t]*:PROPERTIES:[ \t]*$", re.I)
-_DRAWER_END = re.compile(r"[ \t]*:END:[ \t]*$", re.I)
 _RELATIVE = re.compile(r"([+-])([0-9]+)([dwmy])")
 _ISO_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _STAMP_START = re.compile(r"[<\[]\d{4}-\d{2}-\d{2}")  # where TIMESTAMP_RE can match
@@ -181,15 +178,16 @@ def object_lines(text: str, *, heading: bool = True, properties: bool = True) ->
     """`section_lines` of a headline's raw text, or (not `heading`) of the text before a file's first headline."""
     lines = _lines(text)
     ends = _block_ends(lines)
-    drawer = (0, 0) if properties else _property_drawer(lines, heading)
+    section = Section.of(text) if heading else None
+    planning = section and section.planning_line
+    drawer = (0, 0) if properties else _property_drawer(text, section)
     skip_to = 0
     for index, line in enumerate(lines):
-        planning = heading and index == 1 and _PLANNING_LINE.match(line)
-        if index < skip_to or drawer[0] <= index < drawer[1] or planning:
+        if index < skip_to or drawer[0] <= index < drawer[1] or index == planning:
             continue
-        block = _BLOCK.match(line)
-        if block and block[1].upper() == "BEGIN" and block[2].upper() in _RAW_BLOCKS:
-            close = ends.get(block[2].upper(), [])
+        block = BLOCK_BEGIN.match(line)
+        if block and block[1].upper() in VERBATIM_BLOCKS:
+            close = ends.get(block[1].upper(), [])
             k = bisect_right(close, index)
             if k < len(close):
                 skip_to = close[k] + 1
@@ -269,23 +267,18 @@ def _padded(raw: str) -> str:
 
 
 def _block_ends(lines: list[str]) -> dict[str, list[int]]:
+    """The lines that end blocks, by block name."""
     ends: dict[str, list[int]] = {}
     for index, line in enumerate(lines):
-        m = _BLOCK.match(line)
-        if m and m[1].upper() == "END":
-            ends.setdefault(m[2].upper(), []).append(index)
+        if m := BLOCK_END.match(line):
+            ends.setdefault(m[1].upper(), []).append(index)
     return ends
 
 
-def _property_drawer(lines: list[str], heading: bool) -> tuple[int, int]:
-    """The span of the property drawer: right after the heading (and planning line), or opening a file (after
-    its blank and comment lines); empty if there is none."""
-    if heading:
-        start = 2 if len(lines) > 1 and _PLANNING_LINE.match(lines[1]) else 1
-    else:
-        start = next((i for i, line in enumerate(lines) if line.strip() and not _NO_OBJECTS.match(line)), len(lines))
-    if start < len(lines) and _DRAWER_START.match(lines[start]):
-        for end in range(start + 1, len(lines)):
-            if _DRAWER_END.match(lines[end]):
-                return start, end + 1
-    return 0, 0
+def _property_drawer(text: str, section: Section | None) -> tuple[int, int]:
+    """The lines of a headline's property drawer (`section`), or (None) of the file's property drawer that
+    `text`, a preamble, opens with; empty if there is none."""
+    if section is not None:
+        return (0, 0) if section.drawer_end is None else (section.drawer, section.drawer_end + 1)
+    found = file_drawer(text)
+    return (0, 0) if found is None else (found[0], found[1] + 1)

@@ -44,6 +44,8 @@ from ..bounded import BoundedDict
 from ..hashing import Oid
 from ..objects import EMPTY_TREE, Document, Headline, Tree
 from ..org import file_properties
+from ..org.blocks import keyword, keywords
+from ..org.syntax import PRIORITY_COOKIE
 from ..query import Node
 from . import links
 from .dates import day_of, headline_dates, section_lines, timestamps_in
@@ -52,8 +54,8 @@ from .predicates import PRIORITY_DEFAULT, SPECIAL_PROPERTIES, Predicate
 __all__ = ["DAY_KINDS", "KEYS", "Index", "Row", "scan"]
 
 # org-priority-regexp, matched from the start of the headline as Emacs's `looking-at` does (ignoring case)
-_PRIORITY_COOKIE = re.compile(r"\*++.*\[#([A-Z0-9]+)\] ?", re.I)  # `.*` alone gives back: no retry per star
-_KEYWORD = re.compile(r"^[ \t]*#\+(FILETAGS|CATEGORY|PROPERTY):[ \t]*(.*)$", re.M | re.I)  # value: strip its end
+_PRIORITY_COOKIE = re.compile(rf"\*++.*{PRIORITY_COOKIE}", re.I)  # `.*` alone gives back: no retry per star
+_KEYWORD = keyword("FILETAGS", "CATEGORY", "PROPERTY")
 
 
 @dataclass(frozen=True)
@@ -73,8 +75,7 @@ class FileInfo:
         tags: list[str] = []
         category = posixpath.splitext(posixpath.basename(path))[0]
         properties: dict[str, str] = {}
-        for m in _KEYWORD.finditer(document.preamble):
-            name, value = m[1].upper(), m[2].rstrip(" \t\r")
+        for name, value in keywords(document.preamble, _KEYWORD):
             if name == "FILETAGS":
                 tags += [t for word in value.split() for t in word.split(":") if t]
             elif name == "CATEGORY":

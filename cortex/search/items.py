@@ -20,18 +20,14 @@ from ..codec import encode
 from ..hashing import Oid
 from ..memory.layout import classify
 from ..objects import Document, Headline, OrgObject
+from ..org import Section
+from ..org.syntax import BULLET
 
 __all__ = ["SOURCES", "TYPES", "Item", "Items", "changed_units", "item_date", "item_key", "texts", "units"]
 
 SOURCES = ("memory", "notes")
 TYPES = ("fact", "procedure", "pattern", "log")
-# A property drawer is found as its opening line, then the first `:END:` line after it: one pattern
-# spanning both (`:PROPERTIES:.*?:END:`) would scan to the end of the text again from every
-# opening line when none is closed, quadratic in the text.
-_DRAWER_START = re.compile(r"^[ \t]*:PROPERTIES:[ \t]*\r?$", re.M | re.I)
-_DRAWER_END = re.compile(r"^[ \t]*:END:[ \t]*\r?$\n?", re.M | re.I)
-_PLANNING = re.compile(r"^[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):.*\n?", re.M)
-_LIST_ITEM = re.compile(r"^[ \t]*(?:[-+]|\d+[.)])[ \t]+(.+(?:\n(?![ \t]*(?:[-+]|\d+[.)])[ \t])[ \t]+\S.*)*)", re.M)
+_LIST_ITEM = re.compile(rf"^[ \t]*{BULLET}(.+(?:\n(?![ \t]*{BULLET})[ \t]+\S.*)*)", re.M)
 
 
 @dataclass(frozen=True)
@@ -134,8 +130,7 @@ def units(path: str, outline: tuple[str, ...], position: tuple[int, ...], h: Hea
           twin: tuple[int, ...] = ()) -> Iterable[Item]:
     """The searchable units of a headline in place: its own text; a memory section's list items one by one."""
     tag = classify(path, outline, h)
-    own = _without_drawers(h.raw)
-    body = _PLANNING.sub("", own.split("\n", 1)[1] if "\n" in own else "")
+    own, body = _own_text(h.raw)
     turn = tag is not None and tag.type == "log" and len(outline) > 1 and _SPEAKER.match(h.title)
     common = dict(path=path, outline=outline, position=position, oid=h.oid, id=h.id,
                   agent=tag and tag.agent, type=tag and tag.type, tags=h.tags, todo=h.todo,
@@ -152,16 +147,11 @@ def units(path: str, outline: tuple[str, ...], position: tuple[int, ...], h: Hea
     yield Item(item_key(path, outline, h.oid, 0, twin), text=text, **common)
 
 
-def _without_drawers(text: str) -> str:
-    """`text` without its property drawers: each `:PROPERTIES:` line through the first `:END:` line after it."""
-    kept = []
-    pos = 0
-    while (start := _DRAWER_START.search(text, pos)) and (end := _DRAWER_END.search(text, start.end())):
-        kept.append(text[pos:start.start()])
-        pos = end.end()
-    # With no `:END:` after an opening line, none comes after any later one either: the rest is kept.
-    kept.append(text[pos:])
-    return "".join(kept)
+def _own_text(raw: str) -> tuple[str, str]:
+    """A headline's text without its property drawer, and its body alone (after its planning line too)."""
+    section = Section.of(raw)
+    lines = raw.split("\n")
+    return "\n".join(lines[:section.drawer] + lines[section.body:]), "\n".join(lines[section.body:])
 
 
 # (position of a headline, what tells it from identical siblings of its ancestors, its children's oids)

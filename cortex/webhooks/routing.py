@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from cortex.dsl.definitions import Provider, WebhookDefinition, WebhookFilter
 from cortex.errors import CortexError
 from cortex.memory.agents import MemoryContext
+from cortex.org import escape_block
 from cortex.webhooks.deliveries import Delivery
 from cortex.webhooks.filters import UNSET, JsonPathFilter
 from cortex.webhooks.verify import Reason
@@ -24,8 +25,6 @@ MAX_DEPTH = 64
 NOT_JSON = object()  # what parse_payload gives for a body that is not JSON
 
 _EVENT_TEXT = re.compile(r"[^\w.:/@+-]+")
-# Org's own escape for block contents (org-escape-code-in-string): a comma before `*` and `#+` lines.
-_ORG_SPECIAL_LINE = re.compile(r"^([ \t]*)(,*(?:\*|#\+))", re.MULTILINE)
 # Line breaks that JSON leaves unescaped but some Org readers split lines on.
 _LINE_SEPARATORS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # a NUL would make the log a binary file
@@ -110,7 +109,7 @@ def memory_context(delivery: Delivery, body: bytes, payload: object) -> MemoryCo
     if len(text) > DIGEST_LIMIT:
         text = (text[:DIGEST_LIMIT] + f"\n… {len(text) - DIGEST_LIMIT} more characters; "
                 f"the delivery log keeps the whole body")
-    lines += [begin, _ORG_SPECIAL_LINE.sub(r"\1,\2", text), end]
+    lines += [begin, escape_block(text), end]
     return MemoryContext(title=f"{event or 'delivery'} via {delivery.webhook}", summary="\n".join(lines),
                          session=delivery.id)
 

@@ -50,6 +50,7 @@ a cortex `Store` (any engine) and return
 `conformance.MemoryStoreContract` is the test suite every driver passes.
 """
 
+from ...org import escape_text as escape_org_text, unescape_text as unescape_org_text  # the layout's escape
 from .config import ConfigError, Deps, MemoryConfig
 from .drivers import DEFAULT_DRIVER, DriverAlreadyRegistered, DriverRegistry, UnknownDriver, register, registry
 from .drivers import open as open_memory
@@ -57,7 +58,7 @@ from .events import (Event, EventBus, HealthChanged, IdentityRejected, ItemDelet
                      RecoveryDropped)
 from .health import Health, InvalidHealthTransition, check_transition
 from .identity import Identity, IdentityRequired
-from .orglog import Utterance, escape_org_text, read_session, turns_to_org_log, unescape_org_text
+from .orglog import Utterance, read_session, turns_to_org_log
 from .protocol import ContextPatch, InvalidSnapshot, MemoryStore, Snapshot, StoreClosed
 from .store import ConversationMemory
 from .strategies import StrategyNotImplemented, SummarizerRequired, make_strategy

@@ -32,7 +32,7 @@ the body under `** Name:`; `read_session` gives every turn back as it was logged
 
 Conversation text is data, never structure: a line that Org would read as a headline,
 keyword, block, drawer or planning line gets a leading comma, as Org escapes such lines
-inside blocks; lines already starting with commas get one more, so the escape reverses.
+inside blocks; lines already starting with commas get one more, so the escape reverses (`org.escape_text`).
 """
 
 from __future__ import annotations
@@ -43,46 +43,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, tzinfo
 from functools import lru_cache
+from typing import NamedTuple
 from urllib.parse import quote, unquote
 
 from ...objects import Headline
-from ...org import parse
-from ..logs import log_addition, render_entry
+from ...org import Section, escape_text, parse, unescape_text
+from ..logs import ENTRY_TIME, log_addition, render_entry
 from .summarizers import Summarizer
 from .turns import InvalidTurn, Turn
-
-# Lines Org reads as structure: headlines, keywords and blocks, drawers, planning (in any case, as it reads them).
-_STRUCTURE = r"(?:\*+(?:[ \t]|$)|#\+|:[\w-]*:(?:[ \t]|$)|(?i:SCHEDULED|DEADLINE|CLOSED):)"
-_ESCAPABLE = re.compile(rf"^([ \t]*)(,*{_STRUCTURE})")
-_ESCAPED = re.compile(rf"^([ \t]*),(,*{_STRUCTURE})")
 
 DEFAULT_TITLE = "Conversation"
 NAME_LIMIT = 100  # characters of a speaker's name
 _NAME_STOP = re.compile(r"[:,]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_ENTRY_TIME = re.compile(r"(\d{1,2}):(\d{2})\b")
 _KEY = b":SESSION:"
 _KEY_ANY_CASE = re.compile(rb"(?i):session:")
-_DRAWER_BEFORE = re.compile(rb"(?:[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):[^\n]*\n)?[ \t]*:PROPERTIES:[ \t]*\r?\n"
-                            rb"(?:[ \t]*:(?!END:)[^\s:]+:[^\n]*\n)*", re.I)
-_DRAWER_END = re.compile(rb"^[ \t]*:END:[ \t]*\r?$", re.M | re.I)
-_PEOPLE_LINE = re.compile(rb"^[ \t]*:PEOPLE:[ \t]*(.*?)[ \t]*(?=\r?$)", re.M | re.I)
 _TIME_LINE = re.compile(rb"^[ \t]*:TIME:[ \t]+(\d{1,2}:\d{2})[ \t]*\r?$", re.M | re.I)
 _HEAD_TIME = re.compile(rb"\*+[ \t]+(\d{1,2}:\d{2})\b")
-_DRAWER_START_TEXT = re.compile(r"[ \t]*:PROPERTIES:[ \t]*$", re.I)
-_DRAWER_END_TEXT = re.compile(r"[ \t]*:END:[ \t]*$", re.I)
-_PLANNING_TEXT = re.compile(r"[ \t]*(?:CLOSED|DEADLINE|SCHEDULED):", re.I)
 _SPACE_OR_PERCENT = re.compile(r"[%\s]")
-
-
-def escape_org_text(text: str) -> str:
-    """`text` with every line Org would parse as structure escaped by a leading comma."""
-    return "\n".join(_ESCAPABLE.sub(r"\1,\2", line) for line in text.split("\n"))
-
-
-def unescape_org_text(text: str) -> str:
-    """Undo `escape_org_text`."""
-    return "\n".join(_ESCAPED.sub(r"\1\2", line) for line in text.split("\n"))
 
 
 @dataclass(frozen=True)
@@ -205,7 +183,7 @@ class SessionTurns:
         found = None if old is None else _entry_span(old, self.session)
         if found is None:
             return (old or b"") + log_addition(old, [self.entry()], log_title)
-        start, head_end, drawer_end, end = found
+        start, head_end, drawer_end, end, people = found
         nl = b"\r\n" if old[head_end - 2:head_end] == b"\r\n" else b"\n"
         times = _TIME_LINE.findall(old, drawer_end, end)
         heading = _HEAD_TIME.match(old, start)
@@ -214,11 +192,11 @@ class SessionTurns:
         block = block.replace(b"\n", nl) if nl != b"\n" else block
         insert = start + len(old[start:end].rstrip(b"\r\n"))
         data = old[:insert] + nl + block + (old[insert:] or nl)
-        return _with_people(data, head_end, drawer_end, self.people, nl)
+        return _with_people(data, drawer_end, people, self.people, nl)
 
     def entry(self) -> str:
         """The session's entry as it starts in a log: heading, properties, summary, turns."""
-        head = render_entry(self.turns[0].at, self.title, escape_org_text(self.summary), self.session,
+        head = render_entry(self.turns[0].at, self.title, escape_text(self.summary), self.session,
                             people=self.people)
         return head + "\n".join(_turn_lines(self.turns, self.turns[0].at.time())) + "\n"
 
@@ -279,13 +257,13 @@ def read_session(text: str, session: str, day: date) -> list[Utterance]:
     for entry in map(get, parsed.document.children):
         if " ".join((entry.get("SESSION") or "").split()) != wanted:
             continue
-        clock = _clock(m[0] if (m := _ENTRY_TIME.match(entry.title)) else "")
+        clock = _clock(m[0] if (m := ENTRY_TIME.match(entry.title)) else "")
         for headline in map(get, entry.children):
             name, colon, first = headline.title.partition(":")
             clock = _clock(headline.get("TIME") or "") or clock
             if not colon:
                 continue
-            body = unescape_org_text(_body(headline))
+            body = unescape_text(_body(headline))
             text = first.removeprefix(" ") + ("\n" + body if body and first else body)
             try:
                 said.append(Utterance(name, text, None if clock is None else datetime.combine(day, clock),
@@ -299,7 +277,7 @@ def session_entry(text: str, session: str) -> str | None:
     """The Org text of `session`'s entry in a log's text (the last one, if a person made several), or None."""
     data = text.encode("utf-8")
     found = _entry_span(data, " ".join(session.split()))
-    return None if found is None else data[found[0]:found[3]].decode("utf-8")
+    return None if found is None else data[found.start:found.end].decode("utf-8")
 
 
 def _turn_lines(turns: Sequence[Utterance], previous: time | None) -> list[str]:
@@ -320,14 +298,13 @@ def _turn_lines(turns: Sequence[Utterance], previous: time | None) -> list[str]:
         if properties:
             lines += [":PROPERTIES:", *(f":{name + ':':<9} {value}" for name, value in properties), ":END:"]
         if rest:
-            lines.append(escape_org_text(rest))
+            lines.append(escape_text(rest))
         previous = u.at.time()
     return lines
 
 
-def _entry_span(data: bytes, session: str) -> tuple[int, int, int, int] | None:
-    """Where the last level-1 entry of `session` is in a log's bytes: its start, the end of its heading line, the
-    start of its drawer's :END: line, and its end.
+def _entry_span(data: bytes, session: str) -> _Entry | None:
+    """Where the last level-1 entry of `session` is in a log's bytes (the last one, if a person made several).
 
     :SESSION: keys are looked for from the end of the log, as written (so that finding the entry turns are
     added to costs what follows it), then in any case, as Org reads property names."""
@@ -341,9 +318,19 @@ def _entry_span(data: bytes, session: str) -> tuple[int, int, int, int] | None:
     return None
 
 
-def _entry_at(data: bytes, key: int, session: str) -> tuple[int, int, int, int] | None:
-    """The span of the entry whose :SESSION: key starts at `key`, if its value is `session` and the key is in the
-    property drawer of a level-1 heading (see `_entry_span`)."""
+class _Entry(NamedTuple):
+    """A session's entry in a log's bytes."""
+
+    start: int  # its heading line
+    head_end: int  # past its heading line
+    drawer_end: int  # where its property drawer's :END: line starts
+    end: int  # past its last line
+    people: tuple[int, int, str] | None  # its :PEOPLE: line (start, end before the line end) and value
+
+
+def _entry_at(data: bytes, key: int, session: str) -> _Entry | None:
+    """The entry whose :SESSION: key starts at `key`, if its value is `session` and the key is in the property
+    drawer of a level-1 heading (see `_entry_span`)."""
     line = data.rfind(b"\n", 0, key) + 1
     line_end = data.find(b"\n", key)
     line_end = len(data) if line_end < 0 else line_end
@@ -353,35 +340,47 @@ def _entry_at(data: bytes, key: int, session: str) -> tuple[int, int, int, int] 
     start = data.rfind(b"\n* ", 0, line) + 1
     if start == 0 and not data.startswith(b"* "):
         return None
-    head_end = data.find(b"\n", start) + 1
-    if not _DRAWER_BEFORE.fullmatch(data, head_end, line):
-        return None  # the :SESSION: of something else than the heading's drawer
     after = data.find(b"\n* ", line_end)
     end = len(data) if after < 0 else after + 1
-    drawer_end = _DRAWER_END.search(data, line_end, end)
-    return None if drawer_end is None else (start, head_end, drawer_end.start(), end)
+    # Line ends are kept by decoding, so the section's lines are the entry's lines of bytes.
+    section = Section.of(data[start:end].decode("utf-8", "replace"))
+    if section.drawer_end is None or not section.drawer < data.count(b"\n", start, line) < section.drawer_end:
+        return None  # the :SESSION: of something else than the heading's drawer
+    starts = _line_starts(data, start, section.drawer_end)
+    names = [name.upper() for name, _ in section.properties]
+    people = None
+    if "PEOPLE" in names:
+        k = names.index("PEOPLE")
+        at, after = starts[section.drawer + 1 + k], starts[section.drawer + 2 + k]
+        people = (at, after - 1 - (data[after - 2:after - 1] == b"\r"), section.properties[k][1])
+    return _Entry(start, starts[1], starts[section.drawer_end], end, people)
 
 
-def _with_people(data: bytes, head_end: int, drawer_end: int, people: list[str], nl: bytes) -> bytes:
-    """`data` with the people who had not spoken in the entry yet added to its :PEOPLE: (made if missing)."""
-    line = _PEOPLE_LINE.search(data, head_end, drawer_end)
-    known = [] if line is None else [p.strip() for p in line[1].decode("utf-8", "replace").split(",") if p.strip()]
+def _line_starts(data: bytes, start: int, last: int) -> list[int]:
+    """Where the lines 0 to `last` of the text from `start` start."""
+    starts = [start]
+    for _ in range(last):
+        starts.append(data.find(b"\n", starts[-1]) + 1)
+    return starts
+
+
+def _with_people(data: bytes, drawer_end: int, line: tuple[int, int, str] | None, people: list[str],
+                 nl: bytes) -> bytes:
+    """`data` with the people who had not spoken in the entry yet added to its :PEOPLE: `line` (made if missing)."""
+    known = [] if line is None else [p.strip() for p in line[2].split(",") if p.strip()]
     new = [p for p in people if p not in known]
     if not new:
         return data
     written = f":{'PEOPLE:':<9} {', '.join(known + new)}".encode("utf-8")
     if line is None:
         return data[:drawer_end] + written + nl + data[drawer_end:]
-    return data[:line.start()] + written + data[line.end():]
+    return data[:line[0]] + written + data[line[1]:]
 
 
 def _body(headline: Headline) -> str:
     """A headline's own text after its heading, planning line and property drawer."""
-    lines = [line.removesuffix("\r") for line in headline.raw.split("\n")[1:]]
-    at = 1 if lines and _PLANNING_TEXT.match(lines[0]) else 0
-    if len(lines) > at and _DRAWER_START_TEXT.match(lines[at]):
-        at = next((i + 1 for i in range(at + 1, len(lines)) if _DRAWER_END_TEXT.match(lines[i])), at)
-    return "\n".join(lines[at:]).rstrip("\n")
+    lines = [line.removesuffix("\r") for line in headline.raw.split("\n")]
+    return "\n".join(lines[Section.of(headline.raw).body:]).rstrip("\n")
 
 
 def _session_id(session: str, first: datetime) -> str:
@@ -423,7 +422,7 @@ def _moment(at) -> datetime | None:
 
 def _clock(text: str) -> time | None:
     """`HH:MM` as a time of day, or None."""
-    m = _ENTRY_TIME.fullmatch(text.strip())
+    m = ENTRY_TIME.fullmatch(text.strip())
     if m is None or int(m[1]) > 23 or int(m[2]) > 59:
         return None
     return time(int(m[1]), int(m[2]))
