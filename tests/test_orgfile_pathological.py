@@ -19,7 +19,7 @@ from cortex.backends import open_store
 from cortex.ingest import LAYOUT_MIN_BYTES, ingest, working_tree
 from cortex.query import render_file
 
-from conftest import cpu_seconds
+from tests.conftest import cpu_seconds
 
 
 def seconds(text: str) -> float:
