@@ -3,6 +3,7 @@
 import atexit
 import gc
 import io
+import itertools
 import os
 import shutil
 import subprocess
@@ -223,6 +224,21 @@ def store_at(request, tmp_path, user_cache) -> str:
     (tmp_path / "cache" / "cortex" / "models").symlink_to(models, target_is_directory=True)
     request.getfixturevalue("monkeypatch").setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def locate(tmp_path, request):
+    """locate(driver) -> the settings of a fresh, empty store for the conversation-memory `driver`."""
+    folders = (tmp_path / f"store{n}" for n in itertools.count())
+
+    def where(driver: str) -> dict:
+        if driver == "lmdb":
+            return {"path": str(next(folders))}
+        if driver == "postgres":  # the server starts only for tests that use it
+            return {"url": next(request.getfixturevalue("pg_urls"))}
+        return {}
+
+    return where
 
 
 def held_folder(folder: Path):

@@ -1,4 +1,4 @@
-"""Both backends pass the contract; LMDB-specific durability is tested on real files."""
+"""LMDB-specific durability on real files (the store contract is tests/oracle/test_store_contract.py)."""
 
 import subprocess
 import sys
@@ -10,25 +10,10 @@ import pytest
 
 from cortex.backends import open_store
 from cortex.backends.base import META
-from cortex.backends.contract import StoreContract
 from cortex.backends.lmdb import StoreLocked
 from cortex.codec import encode
 from cortex.errors import FormatError
 from cortex.objects import Headline
-
-
-class TestMemoryBackend(StoreContract):
-    @pytest.fixture
-    def store(self):
-        with open_store() as s:
-            yield s
-
-
-class TestLmdbBackend(StoreContract):
-    @pytest.fixture
-    def store(self, tmp_path):
-        with open_store(tmp_path / "store") as s:
-            yield s
 
 
 def test_lmdb_persists_across_reopen(tmp_path):

@@ -1,5 +1,6 @@
-"""The PostgreSQL engine passes the store contract on a real server, and meets what a network database meets:
-other machines racing, many writers at once, dropped connections, a server that is away, a full disk."""
+"""The PostgreSQL engine on a real server meets what a network database meets: other machines racing, many
+writers at once, dropped connections, a server that is away, a full disk (the store contract is
+tests/oracle/test_store_contract.py)."""
 
 import os
 import subprocess
@@ -18,7 +19,6 @@ import pytest
 from cortex.backends import StoreUnreachable, open_store
 from cortex.backends import postgres
 from cortex.backends.base import META, OBJECTS, REFS, TABLES, StoreDamaged, StoreFull, StoreLocked
-from cortex.backends.contract import StoreContract
 from cortex.backends.postgres import PostgresEngine, redact
 from cortex.codec import encode
 from cortex.errors import CortexError, FormatError, RefConflict
@@ -65,13 +65,6 @@ def statements(monkeypatch):
 
 def _on(seen: list[str], table: str) -> list[str]:
     return [q for q in seen if f"cortex_{table}" in q]
-
-
-class TestPostgresBackend(StoreContract):
-    @pytest.fixture
-    def store(self, pg_url):
-        with open_store(pg_url) as s:
-            yield s
 
 
 # --- opening -----------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Every driver passes the conformance suite; the registry, persistence and portability are tested here."""
+"""The drivers' registry, persistence and portability (each driver passes the conformance suite in
+tests/oracle/test_memorystore_contract.py)."""
 
 import itertools
 from dataclasses import replace
@@ -25,7 +26,6 @@ from cortex.memory.conversation import (
 from cortex.memory.conversation.conformance import (
     WHO,
     JoiningSummarizer,
-    MemoryStoreContract,
     assert_no_turn_lost,
     make_turn,
     write_concurrently,
@@ -33,61 +33,6 @@ from cortex.memory.conversation.conformance import (
 from cortex.memory.conversation.drivers import memory_driver
 
 DRIVERS = ("memory", "lmdb", "postgres")
-
-
-@pytest.fixture
-def locate(tmp_path, request):
-    """locate(driver) -> the config settings of a fresh, empty store for `driver`."""
-    folders = (tmp_path / f"store{n}" for n in itertools.count())
-
-    def where(driver: str) -> dict:
-        if driver == "lmdb":
-            return {"path": str(next(folders))}
-        if driver == "postgres":  # the server starts only for tests that use it
-            return {"url": next(request.getfixturevalue("pg_urls"))}
-        return {}
-
-    return where
-
-
-class DriverContract(MemoryStoreContract):
-    """The conformance suite on the driver named `driver`, a fresh store at each open."""
-
-    driver = ""
-
-    @pytest.fixture
-    def memory_factory(self, locate):
-        def factory(config, deps):
-            where = {} if deps.store is not None else locate(self.driver)
-            return open_memory(replace(config, driver=self.driver, **where), deps)
-
-        return factory
-
-
-class TestMemoryDriver(DriverContract):
-    driver = "memory"
-
-    @pytest.fixture
-    def shared_store(self):
-        return open_store(None)
-
-
-class TestLmdbDriver(DriverContract):
-    driver = "lmdb"
-
-    @pytest.fixture
-    def shared_store(self, tmp_path):
-        with open_store(tmp_path / "shared") as store:
-            yield store
-
-
-class TestPostgresDriver(DriverContract):
-    driver = "postgres"
-
-    @pytest.fixture
-    def shared_store(self, pg_url):
-        with open_store(pg_url) as store:
-            yield store
 
 
 @pytest.mark.parametrize("driver", ["lmdb", "postgres"])
