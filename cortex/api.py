@@ -25,12 +25,16 @@ from .backends import Store, is_database_url, open_store
 from .backends.base import TABLES
 from .errors import NotFound, UserError, located
 from .hashing import Oid
-from .history import Change, DirtyWorkingFiles, LogEntry, RollbackReport, Version  # noqa: F401 - re-exported
+from .history import Change, DirtyWorkingFiles, LogEntry, RollbackReport, Version
 from .ingest import IngestReport
 from .objects import Headline, Snapshot, Tree
 from .query import Node
-from .workspace import CONFIG, LITERATE, open_workspace  # noqa: F401 - CONFIG, LITERATE re-exported
+from .workspace import CONFIG, LITERATE, open_workspace
 from .words import brief, quoted
+
+__all__ = ["CONFIG", "Change", "Cortex", "DEFINITIONS_FILE", "DirtyWorkingFiles", "Headline", "IngestReport", "LITERATE",
+           "LogEntry", "Node", "NotFound", "Oid", "RollbackReport", "Snapshot", "Tree", "UserError", "Version",
+           "convert_brace_file", "default_store_path", "open", "store_name"]  # and the features' names in _LAZY
 
 DEFINITIONS_FILE = "definitions.hy"
 PAST_INDEXES = 8  # search indexes of snapshots and folders a session keeps
@@ -50,6 +54,7 @@ _LAZY = {
     ".webhooks.secrets": ("resolve_secret",),
 }
 _HOMES = {name: module for module, names in _LAZY.items() for name in names}
+__all__ += sorted(_HOMES)
 
 
 def __getattr__(name: str):
