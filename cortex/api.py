@@ -32,9 +32,9 @@ from .query import Node
 from .workspace import CONFIG, LITERATE, open_workspace
 from .words import brief, quoted
 
-__all__ = ["CONFIG", "Change", "Cortex", "DEFINITIONS_FILE", "DirtyWorkingFiles", "Headline", "IngestReport", "LITERATE",
-           "LogEntry", "Node", "NotFound", "Oid", "RollbackReport", "Snapshot", "Tree", "UserError", "Version",
-           "convert_brace_file", "default_store_path", "open", "store_name"]  # and the features' names in _LAZY
+__all__ = ["CONFIG", "DEFINITIONS_FILE", "LITERATE", "Change", "Cortex", "DirtyWorkingFiles", "Headline",
+           "IngestReport", "LogEntry", "Node", "NotFound", "Oid", "RollbackReport", "Snapshot", "Tree", "UserError",
+           "Version", "convert_brace_file", "default_store_path", "open", "store_name"]  # and the names in _LAZY
 
 DEFINITIONS_FILE = "definitions.hy"
 PAST_INDEXES = 8  # search indexes of snapshots and folders a session keeps

@@ -26,6 +26,9 @@ from ..paths import tree_problems
 from ..reads import ORG_FILE, TooLarge, read_bounded
 from .snapshots import HEAD, resolve, snapshot, snapshots
 
+__all__ = ["DirtyWorkingFiles", "OnDisk", "RollbackReport", "RollbackStopped", "UnsnapshottableFiles", "disk_files",
+           "holds", "holds_bytes", "rollback", "rollback_state", "unsnapshotted_edits"]
+
 
 class DirtyWorkingFiles(UserError):
     """Org files on disk hold edits no snapshot has."""

@@ -48,6 +48,9 @@ from .conflicts import Conflict, conflicts_in
 from .merge import merge_documents, merge_trees
 from .siblings import Getter
 
+__all__ = ["BASE", "COPIES", "NEXT", "READS", "RECORD", "RECORD_BYTES", "REF_PREFIX", "SYNC_WAIT", "Copy", "CopyBusy",
+           "NotACopy", "SyncReport", "check_out", "conflicts", "forget_copy", "is_copy", "sync", "working_copies"]
+
 RECORD = Path(".cortex") / "copy"
 BASE = Path(".cortex") / "base"
 RECORD_BYTES = 4096  # the most a copy's record or base file holds: a larger one is not read

@@ -52,6 +52,8 @@ from cortex.webhooks.verify import Reason, Verifier, verifier_for
 from cortex.words import brief, quoted
 from cortex.workspace import Workspace
 
+__all__ = ["LEASE", "MAX_BODY", "SHOWN", "Endpoint", "WebhookService", "build_endpoint", "find_webhook"]
+
 MAX_BODY = 1 << 20  # bytes; a larger body is refused with 413
 SHOWN = 10  # webhooks a message lists by name
 # A pending delivery older than this is taken over whoever marked it: routing one takes seconds.
