@@ -29,7 +29,8 @@ from pathlib import Path
 from . import history, ingest as ingesting, orgfile
 from .backends import Store
 from .errors import UserError, located
-from .files import FilesBusy, edit_file, folder_lock, remove_tree
+from .files import FilesBusy, edit_file, remove_tree
+from .locks import folder_lock
 from .hashing import hash_bytes
 from .ingest import IngestReport, decode_org
 from .objects import Document, Snapshot, Tree

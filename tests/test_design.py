@@ -11,7 +11,8 @@ MAP = ROOT / "ARCHITECTURE.md"
 
 # Bottom first, as ARCHITECTURE.md's table draws them: a module imports from its own layer and those below.
 LAYERS = [
-    ("core", ["errors", "hashing", "codec", "objects", "words", "bounded", "paths", "reads", "retry", "listen"]),
+    ("core", ["errors", "hashing", "codec", "objects", "words", "bounded", "paths", "reads", "retry", "locks",
+              "listen"]),
     ("org", ["orgfile"]),
     ("backends", ["backends"]),
     ("store", ["files", "ingest", "query", "history"]),

@@ -34,7 +34,8 @@ from pathlib import Path
 from ..backends import Store
 from ..codec import decode, encode
 from ..errors import UserError
-from ..files import ChangedMeanwhile, Staged, folder_lock, remove_under, write_atomically
+from ..files import ChangedMeanwhile, Staged, remove_under, write_atomically
+from ..locks import folder_lock
 from ..hashing import OID_SIZE, Oid, hash_bytes
 from ..ingest import INGESTED_WHOLE, SYNCED, WORKING, FolderRead, IngestReport, Progress, ReadCollected, note_written, \
     read_folder, scope_test, working_tree

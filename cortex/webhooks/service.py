@@ -31,7 +31,7 @@ from pathlib import Path
 from cortex.backends.group import GroupCommit, Member
 from cortex.dsl.definitions import Provider, WebhookDefinition
 from cortex.errors import CortexError, NotFound, UserError
-from cortex.files import alive
+from cortex.locks import alive
 from cortex.memory.agents import AgentMemory
 from cortex.memory.layout import log_path
 from cortex.webhooks.deliveries import KEEP_FOR, Delivery, DeliveryLog, Outcome, id_time_ns, new_id, span_ns
