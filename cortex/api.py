@@ -29,6 +29,7 @@ from .history import Change, DirtyWorkingFiles, LogEntry, RollbackReport, Versio
 from .ingest import IngestReport
 from .objects import Headline, Snapshot, Tree
 from .query import Node
+from .scan import org_files
 from .workspace import CONFIG, LITERATE, open_workspace
 from .words import brief, quoted
 
@@ -250,7 +251,7 @@ class Cortex:
 
     def org_files(self) -> list[Path]:
         """Every Org file under the Org root, as `ingest` reads them."""
-        return ingesting.org_files(self._folder("listing the Org files"))
+        return org_files(self._folder("listing the Org files"))
 
     def todo_keywords(self, path: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
         """The TODO and DONE keywords of a file of the working state; None for a path it does not hold."""

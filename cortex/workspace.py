@@ -35,6 +35,7 @@ from .hashing import hash_bytes
 from .ingest import IngestReport, decode_org
 from .objects import Document, Snapshot, Tree
 from .query import render_file
+from .scan import relative_path
 from .reads import ORG_FILE, read_bounded
 
 __all__ = ["CONFIG", "Current", "Changed", "Edit", "FolderWorkspace", "LITERATE", "StoreWorkspace", "UNCHANGED",
@@ -218,7 +219,7 @@ class FolderWorkspace(Workspace):
         """`ingest`, and the report of the sync it made."""
         if path is not None and Path(path).is_dir() and self.store.refs.get(ingesting.WORKING) is None:
             self.root = settle_root(self.store, path)  # the first ingest of a folder makes it the store's
-        scope = "." if path is None else ingesting.relative_path(self.root, Path(path))  # (outside: a UserError)
+        scope = "." if path is None else relative_path(self.root, Path(path))  # (outside: a UserError)
         if not self.root.is_dir() or not (self.root / scope).exists():
             raise UserError(f"{self.root / scope}: no such file or folder")
         return self._synced(scope, progress, written, digests, then)

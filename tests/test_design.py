@@ -15,7 +15,7 @@ LAYERS = [
               "listen"]),
     ("org", ["orgfile"]),
     ("backends", ["backends"]),
-    ("store", ["files", "ingest", "query", "history"]),
+    ("store", ["files", "scan", "ingest", "query", "history"]),
     ("workspace", ["workspace"]),
     ("language", ["dsl"]),
     ("memory", ["memory"]),

@@ -20,7 +20,8 @@ from ..errors import UserError
 from ..files import (ChangedMeanwhile, DiskFull, OutsideRoot, confined, file_holds, remove_leftovers, remove_under,
                      write_under)
 from ..hashing import Oid, hash_bytes
-from ..ingest import DOCS_BY_BYTES, WORKING, NotOrgText, decode_org, ingest, scan_folder
+from ..ingest import DOCS_BY_BYTES, WORKING, NotOrgText, decode_org, ingest
+from ..scan import scan_folder
 from ..objects import Snapshot, Tree
 from ..paths import tree_problems
 from ..reads import ORG_FILE, TooLarge, read_bounded
