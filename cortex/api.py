@@ -18,7 +18,7 @@ from functools import cached_property
 from importlib import import_module
 from pathlib import Path
 
-from . import history, ingest as ingesting, query
+from . import history, ingest as ingesting, orgfile, query
 from .bounded import BoundedDict
 from .files import EDIT_ATTEMPTS, ChangedMeanwhile, holds, read_or_none, write_atomically
 from .backends import Store, is_database_url, open_store
@@ -137,7 +137,7 @@ class Cortex:
                  location: str | os.PathLike | None = None, *, folder: bool = True):
         self.store = store
         self.location = store_name(location)  # where the store is, password hidden
-        self.workspace = open_workspace(store, org_root, folder=folder)
+        self.workspace = open_workspace(store, org_root, folder=folder, marker=orgfile.DEFINITIONS_MARKER.encode())
         self.workspace.erasing.append(self._drop_indexes)  # first: a crash halfway must not leave them holding it
         self.workspace.replacing.append(self._forget_embeddings)
         self._closed = False

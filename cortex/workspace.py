@@ -202,9 +202,10 @@ class Workspace(ABC):
 class FolderWorkspace(Workspace):
     """A store and the Org folder on this machine that is a working copy of it."""
 
-    def __init__(self, store: Store, root: Path):
+    def __init__(self, store: Store, root: Path, marker: bytes | None = None):
         super().__init__(store)
         self.root = root
+        self.marker = marker  # bytes that mark a file holding definition blocks, noted in LITERATE as it syncs
         self._holding = threading.local()  # the folders this thread holds
 
     def ingest(self, path=None, progress=None, written=None, digests=None, then=None) -> IngestReport:
@@ -256,9 +257,7 @@ class FolderWorkspace(Workspace):
 
     def _synced(self, scope: str, progress=None, written=None, digests=None, then=None
                 ) -> tuple[IngestReport, history.SyncReport]:
-        from .dsl.literate import MARKER  # here, as it loads Hy's reader, which opening a store needs not
-
-        synced = history.sync(self.store, self.root, tracked=True, progress=progress, marker=MARKER.encode(),
+        synced = history.sync(self.store, self.root, tracked=True, progress=progress, marker=self.marker,
                               written=written, digests=digests, then=then, scope=scope,
                               message=f"ingest {scope}{ingesting.SYNCED}")
         self._note_literate_definitions(synced.sent + synced.received, synced.marked)
@@ -383,14 +382,15 @@ class StoreWorkspace(Workspace):
         return Changed(list(changed), report)
 
 
-def open_workspace(store: Store, org_root: str | os.PathLike | None, *, folder: bool = True) -> Workspace:
+def open_workspace(store: Store, org_root: str | os.PathLike | None, *, folder: bool = True,
+                   marker: bytes | None = None) -> Workspace:
     """The workspace of a store: with its Org folder (`org_root`, default: the one it tracks, else `org/`), or,
-    with `folder=False`, none."""
+    with `folder=False`, none; `marker`: the bytes that mark an Org file holding definition blocks."""
     if not folder:
         if org_root is not None:
             raise UserError(f"an Org folder ({org_root}) and no Org folder were both asked for; choose one")
         return StoreWorkspace(store)
-    return FolderWorkspace(store, settle_root(store, org_root))
+    return FolderWorkspace(store, settle_root(store, org_root), marker)
 
 
 def settle_root(store: Store, requested: str | os.PathLike | None) -> Path:
