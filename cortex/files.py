@@ -40,6 +40,7 @@ from pathlib import Path
 from .errors import UserError
 from .locks import alive
 from .paths import agent_folder_of, path_problem
+from .reads import ORG_FILE, read_bounded
 
 LEFTOVER_SECONDS = 600  # no write takes this long: an older temporary file was abandoned
 SPARE_SECONDS = LEFTOVER_SECONDS / 2  # a spare kept longer is not written over (a scan may be removing it)
@@ -224,8 +225,6 @@ EDIT_ATTEMPTS = 5  # reads of a file that keeps changing while an edit of it is 
 
 def read_or_none(path: Path) -> bytes | None:
     """A file's bytes (at most the bound of an Org file), or None when it does not exist."""
-    from .reads import ORG_FILE, read_bounded
-
     try:
         return read_bounded(path, ORG_FILE, "an Org file")
     except FileNotFoundError:
