@@ -45,6 +45,7 @@ from .objects import CHILD_BYTES, Document, Headline, OrgObject, children_in_enc
 
 # Bumped whenever parsing changes, so subtree keys from an older parser miss.
 PARSER_VERSION = 2
+DEFINITIONS_MARKER = ":cortex yes"  # the header argument of a source block that holds cortex definitions
 
 _BOM, _BOM_BYTES = "\ufeff", b"\xef\xbb\xbf"
 

@@ -243,6 +243,6 @@ def locate(tmp_path, request):
 
 def held_folder(folder: Path):
     """Hold a folder of the Org root as a writer of it does (`Workspace.held`), from outside any session."""
-    from cortex.files import folder_lock
+    from cortex.locks import folder_lock
 
     return folder_lock(folder, 60.0, lambda: TimeoutError(f"{folder}: held too long"))

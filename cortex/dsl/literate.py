@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import re
 
+from cortex.orgfile import DEFINITIONS_MARKER as MARKER
 from cortex.dsl.diagnostics import Problems
 from cortex.dsl.reader import SourceFile
 
-__all__ = ["MARKER", "cortex_blocks"]
-
-MARKER = ":cortex yes"
+__all__ = ["cortex_blocks"]
 
 _BEGIN = re.compile(r"^[ \t]*#\+begin_src[ \t]+(\S+)(.*)$", re.I | re.M)
 _END = re.compile(r"^[ \t]*#\+end_src[ \t\r]*$", re.I | re.M)

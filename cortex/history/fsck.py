@@ -32,6 +32,9 @@ from .erasures import ERASURES
 from .forget import PURGES
 from .snapshots import SNAPSHOTS, SUMMARIES, snapshot_key
 
+__all__ = ["CONFIG", "CONVERSATION", "EMBEDDINGS", "ENGINE_CHECKS", "LITERATE", "SEEN", "TABLE_CHECKS", "FsckProblem",
+           "TableCheck", "Unusable", "fsck", "repair"]
+
 # Tables owned by features above history (see the module docstring).
 EMBEDDINGS = "search.embeddings"  # cortex.search.embeddings
 CONFIG = "config"  # cortex.api
