@@ -14,7 +14,7 @@ from _common import CORPUS, best_of, report
 
 from cortex.backends import open_store
 from cortex.files import write_atomically, write_under
-from cortex.ingest import scan_folder
+from cortex.scan import scan_folder
 
 
 def plain_atomic_write(path: Path, data: bytes) -> None:

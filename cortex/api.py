@@ -25,12 +25,18 @@ from .backends import Store, is_database_url, open_store
 from .backends.base import TABLES
 from .errors import NotFound, UserError, located
 from .hashing import Oid
-from .history import Change, DirtyWorkingFiles, LogEntry, RollbackReport, Version  # noqa: F401 - re-exported
+from .history import Change, DirtyWorkingFiles, LogEntry, RollbackReport, Version
 from .ingest import IngestReport
 from .objects import Headline, Snapshot, Tree
+from .org.blocks import DEFINITIONS_MARKER
 from .query import Node
-from .workspace import CONFIG, LITERATE, open_workspace  # noqa: F401 - CONFIG, LITERATE re-exported
+from .scan import org_files
+from .workspace import CONFIG, LITERATE, open_workspace
 from .words import brief, quoted
+
+__all__ = ["CONFIG", "DEFINITIONS_FILE", "LITERATE", "Change", "Cortex", "DirtyWorkingFiles", "Headline",
+           "IngestReport", "LogEntry", "Node", "NotFound", "Oid", "RollbackReport", "Snapshot", "Tree", "UserError",
+           "Version", "convert_brace_file", "default_store_path", "open", "store_name"]  # and the names in _LAZY
 
 DEFINITIONS_FILE = "definitions.hy"
 PAST_INDEXES = 8  # search indexes of snapshots and folders a session keeps
@@ -50,6 +56,7 @@ _LAZY = {
     ".webhooks.secrets": ("resolve_secret",),
 }
 _HOMES = {name: module for module, names in _LAZY.items() for name in names}
+__all__ += sorted(_HOMES)
 
 
 def __getattr__(name: str):
@@ -131,7 +138,7 @@ class Cortex:
                  location: str | os.PathLike | None = None, *, folder: bool = True):
         self.store = store
         self.location = store_name(location)  # where the store is, password hidden
-        self.workspace = open_workspace(store, org_root, folder=folder)
+        self.workspace = open_workspace(store, org_root, folder=folder, marker=DEFINITIONS_MARKER.encode())
         self.workspace.erasing.append(self._drop_indexes)  # first: a crash halfway must not leave them holding it
         self.workspace.replacing.append(self._forget_embeddings)
         self._closed = False
@@ -245,7 +252,7 @@ class Cortex:
 
     def org_files(self) -> list[Path]:
         """Every Org file under the Org root, as `ingest` reads them."""
-        return ingesting.org_files(self._folder("listing the Org files"))
+        return org_files(self._folder("listing the Org files"))
 
     def todo_keywords(self, path: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
         """The TODO and DONE keywords of a file of the working state; None for a path it does not hold."""

@@ -27,21 +27,20 @@ from __future__ import annotations
 import atexit
 import ctypes
 import errno
-import fcntl
 import os
 import re
 import secrets
 import shutil
 import stat as stats
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from .errors import UserError
-from .hashing import hash_text
+from .locks import alive
 from .paths import agent_folder_of, path_problem
+from .reads import ORG_FILE, read_bounded
 
 LEFTOVER_SECONDS = 600  # no write takes this long: an older temporary file was abandoned
 SPARE_SECONDS = LEFTOVER_SECONDS / 2  # a spare kept longer is not written over (a scan may be removing it)
@@ -226,8 +225,6 @@ EDIT_ATTEMPTS = 5  # reads of a file that keeps changing while an edit of it is 
 
 def read_or_none(path: Path) -> bytes | None:
     """A file's bytes (at most the bound of an Org file), or None when it does not exist."""
-    from .reads import ORG_FILE, read_bounded
-
     try:
         return read_bounded(path, ORG_FILE, "an Org file")
     except FileNotFoundError:
@@ -374,61 +371,6 @@ def remove_tree(folder: Path) -> None:
                     os.unlink(entry.path)
     for directory in reversed(emptied):
         os.rmdir(directory)
-
-
-@contextmanager
-def folder_lock(folder: Path, timeout: float, busy: Callable[[], Exception]) -> Iterator[None]:
-    """Hold the advisory lock (flock) of `folder` for the block, waiting at most `timeout` seconds (then
-    raise `busy()`). The lock file lives in this user's runtime folder (else a private one in the temporary
-    folder), named by the folder's real path: every process of the user finds the same one, and no lock
-    file shows among a person's notes."""
-    fd = os.open(_lock_file(folder), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise busy() from None
-                time.sleep(0.005)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
-
-
-def _lock_file(folder: Path) -> Path:
-    locks = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / f"cortex-locks-{os.getuid()}"
-    locks.mkdir(mode=0o700, exist_ok=True)
-    found = os.lstat(locks)
-    if not stats.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
-        raise UserError(f"{locks}: not a folder of this user's; remove it and try again")
-    return locks / (hash_text(os.path.realpath(folder)).hex()[:32] + ".lock")
-
-
-@contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive advisory lock (flock) on the file `path` (created if missing) for the block."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
-
-
-def alive(pid: int) -> bool:
-    """Whether process `pid` runs on this machine (this one included)."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, someone else's
-        return True
-    return True
 
 
 @contextmanager

@@ -29,11 +29,13 @@ from pathlib import Path
 from . import history, ingest as ingesting, org
 from .backends import Store
 from .errors import UserError, located
-from .files import FilesBusy, edit_file, folder_lock, remove_tree
+from .files import FilesBusy, edit_file, remove_tree
+from .locks import folder_lock
 from .hashing import hash_bytes
 from .ingest import IngestReport, decode_org
 from .objects import Document, Snapshot, Tree
 from .query import render_file
+from .scan import relative_path
 from .reads import ORG_FILE, read_bounded
 
 __all__ = ["CONFIG", "Current", "Changed", "Edit", "FolderWorkspace", "LITERATE", "StoreWorkspace", "UNCHANGED",
@@ -200,9 +202,10 @@ class Workspace(ABC):
 class FolderWorkspace(Workspace):
     """A store and the Org folder on this machine that is a working copy of it."""
 
-    def __init__(self, store: Store, root: Path):
+    def __init__(self, store: Store, root: Path, marker: bytes | None = None):
         super().__init__(store)
         self.root = root
+        self.marker = marker  # bytes that mark a file holding definition blocks, noted in LITERATE as it syncs
         self._holding = threading.local()  # the folders this thread holds
 
     def ingest(self, path=None, progress=None, written=None, digests=None, then=None) -> IngestReport:
@@ -217,7 +220,7 @@ class FolderWorkspace(Workspace):
         """`ingest`, and the report of the sync it made."""
         if path is not None and Path(path).is_dir() and self.store.refs.get(ingesting.WORKING) is None:
             self.root = settle_root(self.store, path)  # the first ingest of a folder makes it the store's
-        scope = "." if path is None else ingesting.relative_path(self.root, Path(path))  # (outside: a UserError)
+        scope = "." if path is None else relative_path(self.root, Path(path))  # (outside: a UserError)
         if not self.root.is_dir() or not (self.root / scope).exists():
             raise UserError(f"{self.root / scope}: no such file or folder")
         return self._synced(scope, progress, written, digests, then)
@@ -254,9 +257,7 @@ class FolderWorkspace(Workspace):
 
     def _synced(self, scope: str, progress=None, written=None, digests=None, then=None
                 ) -> tuple[IngestReport, history.SyncReport]:
-        from .dsl.literate import MARKER  # here, as it loads Hy's reader, which opening a store needs not
-
-        synced = history.sync(self.store, self.root, tracked=True, progress=progress, marker=MARKER.encode(),
+        synced = history.sync(self.store, self.root, tracked=True, progress=progress, marker=self.marker,
                               written=written, digests=digests, then=then, scope=scope,
                               message=f"ingest {scope}{ingesting.SYNCED}")
         self._note_literate_definitions(synced.sent + synced.received, synced.marked)
@@ -381,14 +382,15 @@ class StoreWorkspace(Workspace):
         return Changed(list(changed), report)
 
 
-def open_workspace(store: Store, org_root: str | os.PathLike | None, *, folder: bool = True) -> Workspace:
+def open_workspace(store: Store, org_root: str | os.PathLike | None, *, folder: bool = True,
+                   marker: bytes | None = None) -> Workspace:
     """The workspace of a store: with its Org folder (`org_root`, default: the one it tracks, else `org/`), or,
-    with `folder=False`, none."""
+    with `folder=False`, none; `marker`: the bytes that mark an Org file holding definition blocks."""
     if not folder:
         if org_root is not None:
             raise UserError(f"an Org folder ({org_root}) and no Org folder were both asked for; choose one")
         return StoreWorkspace(store)
-    return FolderWorkspace(store, settle_root(store, org_root))
+    return FolderWorkspace(store, settle_root(store, org_root), marker)
 
 
 def settle_root(store: Store, requested: str | os.PathLike | None) -> Path:

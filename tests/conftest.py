@@ -3,6 +3,7 @@
 import atexit
 import gc
 import io
+import itertools
 import os
 import shutil
 import subprocess
@@ -225,8 +226,23 @@ def store_at(request, tmp_path, user_cache) -> str:
     return request.getfixturevalue("pg_url")
 
 
+@pytest.fixture
+def locate(tmp_path, request):
+    """locate(driver) -> the settings of a fresh, empty store for the conversation-memory `driver`."""
+    folders = (tmp_path / f"store{n}" for n in itertools.count())
+
+    def where(driver: str) -> dict:
+        if driver == "lmdb":
+            return {"path": str(next(folders))}
+        if driver == "postgres":  # the server starts only for tests that use it
+            return {"url": next(request.getfixturevalue("pg_urls"))}
+        return {}
+
+    return where
+
+
 def held_folder(folder: Path):
     """Hold a folder of the Org root as a writer of it does (`Workspace.held`), from outside any session."""
-    from cortex.files import folder_lock
+    from cortex.locks import folder_lock
 
     return folder_lock(folder, 60.0, lambda: TimeoutError(f"{folder}: held too long"))

@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 import cortex.api as cx
 
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 
 CORTEX = str(Path(sys.executable).parent / "cortex")
 

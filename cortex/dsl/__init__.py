@@ -3,8 +3,8 @@
 Hy files are read with Hy's reader and interpreted form by form; nothing in them is executed.
 The same forms are Hy macros (`cortex/dsl/macros.hy`) that register into a session `Registry`.
 
-Names load from their modules on first use: ingest needs only `MARKER`, while `interpret`
-pulls in jwt and jsonpath for the webhook schemes.
+Names load from their modules on first use: `interpret` pulls in jwt and jsonpath for the webhook
+schemes.
 """
 
 from importlib import import_module
@@ -17,7 +17,7 @@ _NAMES = {
     "diagnostics": ("Diagnostic", "DslError", "format_diagnostics"),
     "duration": ("DurationError", "format_duration", "parse_duration"),
     "edit": ("add_definition", "remove_definition", "replace_definition"),
-    "literate": ("MARKER",),
+    "literate": ("cortex_blocks",),
     "loader": ("extract_from_org", "extract_memory_definitions", "extract_webhook_definitions",
                "load_definitions", "parse_definitions"),
     "options": ("OptionError", "webhook_from_options"),

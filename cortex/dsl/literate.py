@@ -16,11 +16,9 @@ import re
 from cortex.dsl.diagnostics import Problems
 from cortex.dsl.reader import SourceFile
 from cortex.org import unescape_block
-from cortex.org.blocks import BLOCK_BEGIN, BLOCK_END
+from cortex.org.blocks import BLOCK_BEGIN, BLOCK_END, DEFINITIONS_MARKER as MARKER
 
-__all__ = ["MARKER", "cortex_blocks"]
-
-MARKER = ":cortex yes"
+__all__ = ["cortex_blocks"]
 
 _MARKED = re.compile(r"(?:^|\s):cortex\s+yes(?:\s|$)", re.I)
 

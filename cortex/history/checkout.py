@@ -20,11 +20,15 @@ from ..errors import UserError
 from ..files import (ChangedMeanwhile, DiskFull, OutsideRoot, confined, file_holds, remove_leftovers, remove_under,
                      write_under)
 from ..hashing import Oid, hash_bytes
-from ..ingest import DOCS_BY_BYTES, WORKING, NotOrgText, decode_org, ingest, scan_folder
+from ..ingest import DOCS_BY_BYTES, WORKING, NotOrgText, decode_org, ingest
+from ..scan import scan_folder
 from ..objects import Snapshot, Tree
 from ..paths import tree_problems
 from ..reads import ORG_FILE, TooLarge, read_bounded
 from .snapshots import HEAD, resolve, snapshot, snapshots
+
+__all__ = ["DirtyWorkingFiles", "OnDisk", "RollbackReport", "RollbackStopped", "UnsnapshottableFiles", "disk_files",
+           "holds", "holds_bytes", "rollback", "rollback_state", "unsnapshotted_edits"]
 
 
 class DirtyWorkingFiles(UserError):

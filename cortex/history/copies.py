@@ -34,7 +34,8 @@ from pathlib import Path
 from ..backends import Store
 from ..codec import decode, encode
 from ..errors import UserError
-from ..files import ChangedMeanwhile, Staged, folder_lock, remove_under, write_atomically
+from ..files import ChangedMeanwhile, Staged, remove_under, write_atomically
+from ..locks import folder_lock
 from ..hashing import OID_SIZE, Oid, hash_bytes
 from ..ingest import INGESTED_WHOLE, SYNCED, WORKING, FolderRead, IngestReport, Progress, ReadCollected, note_written, \
     read_folder, scope_test, working_tree
@@ -47,6 +48,9 @@ from .checkout import holds, holds_bytes
 from .conflicts import Conflict, conflicts_in
 from .merge import merge_documents, merge_trees
 from .siblings import Getter
+
+__all__ = ["BASE", "COPIES", "NEXT", "READS", "RECORD", "RECORD_BYTES", "REF_PREFIX", "SYNC_WAIT", "Copy", "CopyBusy",
+           "NotACopy", "SyncReport", "check_out", "conflicts", "forget_copy", "is_copy", "sync", "working_copies"]
 
 RECORD = Path(".cortex") / "copy"
 BASE = Path(".cortex") / "base"

@@ -14,6 +14,8 @@ from ..words import brief
 from .siblings import pair
 from .snapshots import not_negative, resolve, snapshots
 
+__all__ = ["Change", "LogEntry", "Version", "diff", "headline_history", "log", "tree_of"]
+
 @dataclass(frozen=True)
 class Change:
     """One headline added, removed, changed or moved between two states."""

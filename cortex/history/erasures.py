@@ -38,6 +38,9 @@ from ..objects import EMPTY_TREE, OrgObject, Tree
 from ..objects import decode as decode_object
 from ..reads import TooLarge, read_bounded
 
+__all__ = ["ERASURES", "KEY", "KEY_BYTES", "ErasureUnreadable", "Getter", "Waiting", "drop", "headlines", "held",
+           "new_key", "public_key", "reseal", "seal", "waiting_for"]
+
 ERASURES = "history.erasures"  # copy id, NUL, time (8 bytes), 4 random bytes -> sealed record (b"": no key)
 KEY = Path(".cortex") / "key"  # a copy's private key (raw X25519), in its folder only
 KEY_BYTES = 1024  # the most a key file is read of

@@ -27,6 +27,8 @@ from .erasures import seal
 from .gc import gc
 from .snapshots import SNAPSHOTS, snapshot_key, snapshots, summary
 
+__all__ = ["PURGES", "Forgotten", "Replaced", "Tombstone", "TreeRewrite", "forget", "purges", "rewrite_documents"]
+
 PURGES = "history.purges"
 
 TreeRewrite = Callable[[Tree], Tree]

@@ -6,7 +6,7 @@ for it. A derived table (a cache cortex fills again as it goes) is dropped whole
 a record table loses only the entries its checker calls `Unusable`, those nothing can read
 anyway. Objects and refs are never touched. The tables of the features above history
 (search, memory, webhooks, the api) are named here rather than imported, so fsck knows every
-table without loading every feature; tests/test_fsck.py pins the names to their owners'.
+table without loading every feature; tests/history/test_fsck.py pins the names to their owners'.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ from .copies import COPIES, REF_PREFIX
 from .erasures import ERASURES
 from .forget import PURGES
 from .snapshots import SNAPSHOTS, SUMMARIES, snapshot_key
+
+__all__ = ["CONFIG", "CONVERSATION", "EMBEDDINGS", "ENGINE_CHECKS", "LITERATE", "SEEN", "TABLE_CHECKS", "FsckProblem",
+           "TableCheck", "Unusable", "fsck", "repair"]
 
 # Tables owned by features above history (see the module docstring).
 EMBEDDINGS = "search.embeddings"  # cortex.search.embeddings

@@ -12,6 +12,8 @@ from ..ingest import forget_collected
 from ..objects import Snapshot
 from .snapshots import DEFAULT_KEEP, HEAD, SNAPSHOTS, not_negative, snapshot_key, snapshots
 
+__all__ = ["apply_retention", "gc", "reach"]
+
 
 def apply_retention(store: Store, keep_last: int | None = DEFAULT_KEEP, max_age: timedelta | None = None,
                     now_ns: int | None = None) -> list[Snapshot]:

@@ -19,6 +19,9 @@ from ..objects import EMPTY_TREE, Snapshot, Tree
 from ..retry import retrying
 from ..words import brief, counted, quoted
 
+__all__ = ["DEFAULT_KEEP", "HEAD", "SNAPSHOTS", "SUMMARIES", "head", "not_negative", "resolve", "snapshot",
+           "snapshot_key", "snapshots", "summary"]
+
 HEAD = "HEAD"
 SNAPSHOTS = "history.snapshots"
 SUMMARIES = "history.summaries"

@@ -17,6 +17,8 @@ from ..objects import decode as decode_object
 from .gc import reach
 from .snapshots import SNAPSHOTS, resolve, snapshot_key
 
+__all__ = ["EXPORT_VERSION", "MAGIC", "MAX_EXPORT", "DamagedExport", "export_snapshot", "import_snapshot"]
+
 MAGIC = b"CORTEX-SNAPSHOT\n"
 EXPORT_VERSION = 1
 MAX_EXPORT = 4 << 30  # bytes an export may hold: it is read whole to be verified before anything is added

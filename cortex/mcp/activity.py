@@ -13,6 +13,8 @@ from ..words import quoted
 from . import shapes
 from .session import Session
 
+__all__ = ["SINCE", "changes", "log", "recent"]
+
 SINCE = "a snapshot (HEAD~3, an oid prefix), a time (2026-11-20, 2026-11-20T09:30) or an age (3d, 12h, 2w)"
 _AGE = re.compile(r"(\d+\s*[A-Za-zµ]+\s*)+")
 

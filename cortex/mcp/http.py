@@ -28,6 +28,9 @@ from ..listen import is_loopback
 from ..reads import read_bounded
 from ..words import quoted
 
+__all__ = ["LOOPBACK_HOSTS", "MAX_SESSIONS", "MAX_TOKEN_FILE", "MIN_TOKEN", "TOKEN_ENV", "BearerAuth", "Policy",
+           "policy", "read_token"]
+
 TOKEN_ENV = "CORTEX_MCP_TOKEN"
 MIN_TOKEN = 16  # characters: a shorter token can be guessed
 MAX_TOKEN_FILE = 4096  # bytes of a token file

@@ -12,6 +12,8 @@ from ..memory.layout import AGENTS, LOGS, MEMORY_FILE, log_date, log_path
 from ..words import quoted
 from .session import Session
 
+__all__ = ["ORG", "TEMPLATES", "Resources"]
+
 ORG = "text/x-org"
 MEMORY, LOG, FILE = "cortex://agents/{agent}/memory", "cortex://agents/{agent}/logs/{day}", "cortex://files/{+path}"
 TEMPLATES = {  # method -> (URI template, description)

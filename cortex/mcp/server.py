@@ -27,6 +27,8 @@ from .session import Session
 from .stdio import answered_stdio
 from .tools import COMMITS, CONVERSATIONS, READ, UNDONE, WRITE, Tools
 
+__all__ = ["INSTRUCTIONS", "PATHS", "CortexServer", "serve"]
+
 INSTRUCTIONS = """cortex keeps notes and agents' memory as Org files under version control. Search or query \
 first, then `show` a result by its :ID:. Remember with memory_add; forget one item with memory_forget. Every write \
 is a commit: `diff` shows what changed since the last snapshot, `recent_activity` what changed since a time, and a \

@@ -25,6 +25,8 @@ from ..paths import path_problem
 from ..query import FileIdNotHeadline, Node, lookup, render_file, walk
 from ..words import brief, quoted
 
+__all__ = ["Session"]
+
 _OID = re.compile(r"[0-9a-f]{64}")
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+__all__ = ["TEXT_LIMIT", "capped", "change", "hit", "node", "oid12", "snapshot", "turn", "when"]
+
 TEXT_LIMIT = 1000  # characters of an item's text a search result carries; `show` gives the rest
 
 

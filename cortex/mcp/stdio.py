@@ -21,6 +21,8 @@ import mcp_types as types
 from mcp.server.stdio import stdio_server
 from pydantic import ValidationError
 
+__all__ = ["MAX_LINE", "answered_stdio"]
+
 MAX_LINE = 4 << 20  # bytes of one message, as the HTTP transport takes at most
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 

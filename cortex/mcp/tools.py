@@ -17,6 +17,9 @@ from ..words import memory_summary, quoted
 from . import activity, shapes
 from .session import Session
 
+__all__ = ["COMMITS", "CONVERSATIONS", "READ", "UNDONE", "WRITE", "AgentName", "ItemType", "Json", "Limit", "Ref",
+           "Run", "SaidTurn", "SessionId", "Tenant", "Tools", "User"]
+
 Json = dict[str, Any]
 AgentName = Annotated[str | None, Field(description="The agent whose memory this is (default: the agent this "
                                                     "server is bound to; required when it is bound to none)")]

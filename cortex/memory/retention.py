@@ -7,6 +7,8 @@ from datetime import date, timedelta
 
 from ..errors import UserError
 
+__all__ = ["DEFAULT_MAX_AGE", "RetentionPolicy"]
+
 DEFAULT_MAX_AGE = timedelta(days=90)
 
 

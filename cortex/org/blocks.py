@@ -15,6 +15,9 @@ from functools import lru_cache
 
 from .syntax import LONGER_KEY, NONWS, content_start, is_crlf
 
+__all__ = ["BLOCK_BEGIN", "BLOCK_END", "DEFINITIONS_MARKER", "RAW_BLOCKS", "VERBATIM_BLOCKS", "keyword", "keywords",
+           "raw_spans_in"]
+
 # Blocks whose lines are not elements (a keyword in one is text).
 RAW_BLOCKS = frozenset({"COMMENT", "EXAMPLE", "EXPORT", "SRC", "VERSE"})
 # Blocks whose text holds no objects (no timestamps, no links): the raw ones but verse.
@@ -24,6 +27,8 @@ VERBATIM_BLOCKS = RAW_BLOCKS - {"VERSE"}
 # and last line (its name), matched at a line's start or found in a text.
 BLOCK_BEGIN = re.compile(rf"^[ \t]*#\+BEGIN_({NONWS}+)(.*)$", re.I | re.M)
 BLOCK_END = re.compile(rf"^[ \t]*#\+END_({NONWS}+)[ \t]*\r?$", re.I | re.M)
+# The header argument of a source block that holds cortex definitions.
+DEFINITIONS_MARKER = ":cortex yes"
 
 
 def keyword(*names: str) -> re.Pattern:

@@ -19,6 +19,9 @@ from .parser import (Cached, Getter, Parsed, Setup, build_subtrees, child_keys, 
 from .rendering import subtree_parts
 from .syntax import OPTION_BYTES, headline_starts
 
+__all__ = ["Layout", "Splice", "common_children", "common_ends", "reparse"]
+
+
 def _spliced_ends(old_after: list[int], stars: list[int], a: int, touched: int, moved: int) -> list[int]:
     """`subtree_ends(stars)` when headlines [a, a + touched) replaced others and those after moved:
     only the subtrees open across the change are followed again."""

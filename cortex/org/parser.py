@@ -32,6 +32,9 @@ from ..objects import Document, Headline, OrgObject
 from .blocks import keywords
 from .syntax import OPTION, Section, content_start, file_drawer, headline_tags, heading, is_crlf, headline_starts
 
+__all__ = ["PARSER_VERSION", "Cached", "Getter", "Parsed", "Setup", "build_subtrees", "child_keys", "file_properties",
+           "finish", "key_prefix", "kids", "parent_of", "parse", "subtree_ends", "subtree_key"]
+
 # Bumped whenever parsing changes, so subtree keys from an older parser miss.
 PARSER_VERSION = 2
 

@@ -8,6 +8,8 @@ from ..hashing import Oid
 from ..objects import Document, Headline
 from .parser import Getter
 
+__all__ = ["render", "render_headline", "subtree_parts"]
+
 
 def render(document: Document, get: Getter) -> str:
     """The Org text of a document, byte for byte as it was parsed."""

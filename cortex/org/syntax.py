@@ -13,6 +13,10 @@ from bisect import bisect_left
 from functools import lru_cache
 from typing import NamedTuple
 
+__all__ = ["BULLET", "COMMENT_LINE", "DRAWER_END", "DRAWER_START", "LONGER_KEY", "NONWS", "OPTION", "OPTION_BYTES",
+           "PLANNING_LINE", "PRIORITY_COOKIE", "PROPERTY", "WS", "Entries", "Section", "content_start", "file_drawer",
+           "heading", "headline_line", "headline_starts", "headline_tags", "is_crlf", "planning"]
+
 BOM, BOM_BYTES = "\ufeff", b"\xef\xbb\xbf"
 
 # Characters with whitespace syntax in an Org buffer (Emacs's `\s-`, not Python's `\s`).

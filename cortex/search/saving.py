@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 from ..backends import Store
 from ..codec import decode, encode
-from ..files import locked, remove_stale, write_atomically
+from ..files import remove_stale, write_atomically
+from ..locks import locked
 from ..hashing import Oid
 from ..history.forget import PURGES
 from .items import Items

@@ -29,6 +29,9 @@ from cortex.errors import NotFound, UserError
 from cortex.webhooks.seen import SeenKey, SeenKeys
 from cortex.words import brief, quoted, when
 
+__all__ = ["BODIES", "DELIVERIES", "ID_SIZE", "KEEP_FOR", "TRIGGERS", "Delivery", "DeliveryLog", "Outcome",
+           "id_time_ns", "new_id", "span_ns"]
+
 DELIVERIES = "webhooks.deliveries"
 BODIES = "webhooks.bodies"
 TRIGGERS = ("live", "test", "redeliver")

@@ -18,6 +18,8 @@ from starlette.routing import Route
 
 from cortex.webhooks.service import Endpoint, WebhookService
 
+__all__ = ["SHUTDOWN_GRACE", "TEST_TRIGGER_HEADER", "create_app", "make_server", "serving"]
+
 TEST_TRIGGER_HEADER = "X-Cortex-Trigger"  # `cortex webhook test --url` marks its deliveries with it
 # Seconds a stopping server waits for requests in flight (a slow body, a delivery being written)
 # before it cancels them; a delivery cut off there is finished by the next receiver to start.

@@ -12,6 +12,9 @@ from typing import NamedTuple
 from cortex.errors import UserError
 from cortex.reads import TooLarge, read_bounded
 
+__all__ = ["MAX_SECRET", "REDACTED", "SECRET_SCHEME", "MissingSecret", "ResolvedSecret", "Secret",
+           "is_sensitive_header", "redact_headers", "resolve_secret"]
+
 SECRET_SCHEME = "secret://"
 REDACTED = "***"
 MAX_SECRET = 1 << 20  # bytes of a secret or key file

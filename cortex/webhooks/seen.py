@@ -28,6 +28,8 @@ from itertools import takewhile
 from cortex.backends import Store
 from cortex.codec import decode, encode
 
+__all__ = ["SEEN", "SeenKey", "SeenKeys"]
+
 SEEN = "webhooks.seen"
 DELIVERY, REPLAY = "delivery", "replay"
 

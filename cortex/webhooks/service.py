@@ -31,7 +31,7 @@ from pathlib import Path
 from cortex.backends.group import GroupCommit, Member
 from cortex.dsl.definitions import Provider, WebhookDefinition
 from cortex.errors import CortexError, NotFound, UserError
-from cortex.files import alive
+from cortex.locks import alive
 from cortex.memory.agents import AgentMemory
 from cortex.memory.layout import log_path
 from cortex.webhooks.deliveries import KEEP_FOR, Delivery, DeliveryLog, Outcome, id_time_ns, new_id, span_ns
@@ -51,6 +51,8 @@ from cortex.webhooks.seen import DELIVERY, REPLAY, SeenKey
 from cortex.webhooks.verify import Reason, Verifier, verifier_for
 from cortex.words import brief, quoted
 from cortex.workspace import Workspace
+
+__all__ = ["LEASE", "MAX_BODY", "SHOWN", "Endpoint", "WebhookService", "build_endpoint", "find_webhook"]
 
 MAX_BODY = 1 << 20  # bytes; a larger body is refused with 413
 SHOWN = 10  # webhooks a message lists by name

@@ -17,6 +17,8 @@ from cortex.webhooks.receiver import TEST_TRIGGER_HEADER
 from cortex.webhooks.service import WebhookService
 from cortex.webhooks.verify import Verifier
 
+__all__ = ["HTTP_TIMEOUT", "STALE_BY", "Simulation", "payload_bytes", "simulate"]
+
 STALE_BY = 3600  # seconds in the past a stale delivery is signed: beyond every provider's tolerance
 HTTP_TIMEOUT = 30.0
 

@@ -22,6 +22,10 @@ from cryptography.hazmat.primitives import serialization
 from cortex.errors import UserError
 from cortex.webhooks.secrets import Secret
 
+__all__ = ["DEFAULT_TOLERANCE", "HMAC_ALGORITHMS", "JWT_HMAC_ALGORITHMS", "JWT_PUBLIC_KEY_ALGORITHMS", "PROVIDERS",
+           "HmacVerifier", "JwtVerifier", "Reason", "SlackVerifier", "StandardWebhooksVerifier", "StripeVerifier",
+           "Verdict", "Verifier", "verifier_for"]
+
 DEFAULT_TOLERANCE = 300  # seconds either side of now, as Stripe, Slack and Standard Webhooks use
 HMAC_ALGORITHMS = ("sha1", "sha256", "sha384", "sha512")
 JWT_HMAC_ALGORITHMS = frozenset({"HS256", "HS384", "HS512"})

@@ -1,4 +1,4 @@
-;;; agenda_oracle.el --- Emacs's own agenda of one sample file, the expected data of tests/test_orgquery_agenda.py  -*- lexical-binding: t -*-
+;;; agenda_oracle.el --- Emacs's own agenda of one sample file, the expected data of tests/orgquery/test_agenda.py  -*- lexical-binding: t -*-
 ;; Usage: emacs --batch -Q -l agenda_oracle.el FILE.org TODAY START SPAN OUTPUT
 ;; TODAY and START are YYYY-MM-DD.  Org's defaults are kept, except: the day is fixed (`org-today'),
 ;; the agenda starts on START rather than on a Monday, and the time grid (decoration) is off.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rebuild tests/data/agenda/expected-NAME.txt: Emacs's own agenda of each sample tests/data/agenda/NAME.org,
-# the expected data of tests/test_orgquery_agenda.py.  Each sample's first line says which days to list:
+# the expected data of tests/orgquery/test_agenda.py.  Each sample's first line says which days to list:
 #   # agenda: today=YYYY-MM-DD start=YYYY-MM-DD span=N
 # Needs Debian's emacs-nox (Emacs 28.2, Org 9.5.5, the version the data was made with).
 # Run from anywhere:  tests/data/make_agenda_oracle.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rebuild match_oracle.jsonl.gz: Emacs's own answers (org-map-entries) to the Org match strings
 # of match_oracle.el, over the hand-written files of orgquery/ and every file of the shared corpus,
-# the expected data of tests/test_orgquery_matchstrings.py.
+# the expected data of tests/oracle/test_emacs_match_strings.py.
 #
 # Needs Debian's emacs-nox (Emacs 28.2 with Org 9.5.5, the version the data was made with) and,
 # for the corpus part, the corpus at ../shared/corpus next to the repository (without it, only the

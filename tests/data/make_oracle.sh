@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rebuild emacs_oracle.jsonl.gz: Emacs's own view (org-element) of every headline of the
-# shared corpus, the expected data of tests/test_orgfile.py.
+# shared corpus, the expected data of tests/org/test_parser.py.
 #
 # Needs Debian's emacs-nox (Emacs 28.2 with Org 9.5.5, the version the data was made with)
 # and the corpus at ../shared/corpus next to the repository.  Each output line is one headline:

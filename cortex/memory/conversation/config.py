@@ -11,6 +11,8 @@ from ...errors import UserError
 from .events import EventBus
 from .summarizers import Summarizer
 
+__all__ = ["ConfigError", "Deps", "MemoryConfig"]
+
 
 class ConfigError(UserError):
     """A memory configuration value is missing or out of range."""

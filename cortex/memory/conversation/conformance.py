@@ -35,6 +35,9 @@ from .strategies import StrategyNotImplemented, SummarizerRequired
 from .summarizers import ExtractiveSummarizer
 from .turns import CHARS_PER_TOKEN, InvalidTurn, TrajectoryDigest, Turn
 
+__all__ = ["OTHER", "SECRET", "WHO", "JoiningSummarizer", "MemoryStoreContract", "StallingSummarizer",
+           "assert_no_turn_lost", "health_moves", "join_numbers", "make_turn", "number", "write_concurrently"]
+
 WHO = Identity("acme", "ada", "session-1")
 OTHER = Identity("acme", "bob", "session-1")
 SECRET = "zebra-7f3-unlisted"

@@ -13,6 +13,9 @@ from .protocol import MemoryStore
 from .store import ConversationMemory
 from .strategies import make_strategy
 
+__all__ = ["DEFAULT_DRIVER", "DriverAlreadyRegistered", "DriverRegistry", "Factory", "UnknownDriver", "lmdb_driver",
+           "memory_driver", "open", "postgres_driver", "register", "registry"]
+
 Factory = Callable[[MemoryConfig, Deps], MemoryStore]
 DEFAULT_DRIVER = "memory"
 

@@ -17,6 +17,9 @@ from typing import ClassVar
 
 from .health import Health, check_transition
 
+__all__ = ["IDENTITY_PARTS", "OPERATIONS", "Event", "EventBus", "Handler", "HealthChanged", "IdentityRejected",
+           "ItemDeleted", "ItemPut", "Reason", "RecoveryDropped", "log"]
+
 log = logging.getLogger(__name__)
 
 OPERATIONS = frozenset({

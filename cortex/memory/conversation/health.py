@@ -6,6 +6,8 @@ from enum import StrEnum
 
 from ...errors import CortexError
 
+__all__ = ["TRANSITIONS", "Health", "InvalidHealthTransition", "check_transition"]
+
 
 class Health(StrEnum):
     """How well an identity's memory is keeping up with its summarizer."""

@@ -10,6 +10,8 @@ from ...errors import UserError
 from ...hashing import Oid, hash_bytes
 from .events import IDENTITY_PARTS, EventBus, IdentityRejected
 
+__all__ = ["Identity", "IdentityRequired", "require_identity"]
+
 
 @dataclass(frozen=True)
 class Identity:

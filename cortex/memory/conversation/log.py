@@ -32,6 +32,8 @@ from ...errors import IntegrityError
 from ...hashing import Oid, hash_bytes
 from .turns import Turn
 
+__all__ = ["FIRST_BATCH", "GLANCE", "T", "TABLE", "WINDOWS_MAX", "TurnLog", "Window"]
+
 T = TypeVar("T")
 
 TABLE = "conversation"

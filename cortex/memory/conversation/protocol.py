@@ -12,6 +12,8 @@ from .health import Health
 from .identity import Identity
 from .turns import Turn
 
+__all__ = ["ContextPatch", "InvalidSnapshot", "MemoryStore", "Snapshot", "StoreClosed"]
+
 
 @dataclass(frozen=True)
 class ContextPatch:

@@ -17,6 +17,8 @@ from .protocol import ContextPatch, InvalidSnapshot, Snapshot, StoreClosed
 from .strategies import Strategy
 from .turns import InvalidTurn, Turn
 
+__all__ = ["RESET_PATH", "ConversationMemory"]
+
 # A flushed or restored identity starts over healthy; observers follow it there by allowed moves only.
 RESET_PATH = {Health.RETRY: (Health.HEALTHY,), Health.DEGRADED: (Health.RECOVERING, Health.HEALTHY),
               Health.RECOVERING: (Health.HEALTHY,)}

@@ -25,6 +25,9 @@ from .protocol import ContextPatch, InvalidSnapshot
 from .summarizers import Summarizer, SummarizerCancelled, TimedSummarizer
 from .turns import CHARS_PER_TOKEN, InvalidTurn, Turn, estimate_tokens
 
+__all__ = ["SNAPSHOT_VERSION", "STRATEGIES", "Change", "NoMemory", "RollingSummary", "Strategy",
+           "StrategyNotImplemented", "SummarizerRequired", "Truncation", "log", "make_strategy", "newest_within"]
+
 log = logging.getLogger(__name__)
 
 SNAPSHOT_VERSION = 1

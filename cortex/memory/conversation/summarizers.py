@@ -12,6 +12,8 @@ import Stemmer
 
 from .turns import Turn
 
+__all__ = ["ExtractiveSummarizer", "Summarizer", "SummarizerCancelled", "SummarizerTimeout", "TimedSummarizer"]
+
 
 @runtime_checkable
 class Summarizer(Protocol):

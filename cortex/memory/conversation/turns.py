@@ -12,6 +12,8 @@ from ...errors import UserError
 from ...hashing import Oid, hash_bytes
 from ...words import when
 
+__all__ = ["CHARS_PER_TOKEN", "InvalidTurn", "TrajectoryDigest", "Turn", "estimate_tokens"]
+
 CHARS_PER_TOKEN = 4
 
 

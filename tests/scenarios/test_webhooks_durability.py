@@ -1,0 +1,244 @@
+"""Real `cortex serve` processes on one store: restarts, SIGTERM and kill -9 lose and double no delivery."""
+
+import json
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+import cortex.api as cx
+from tests.conftest import held_folder
+from cortex.webhooks import verifier_for
+from cortex.webhooks.deliveries import DeliveryLog, Outcome
+
+GITHUB_SECRET = "gh-s3cr3t-6f1d0c"
+STRIPE_SECRET = "whsec_c3RyaXBlLXMzY3IzdA=="
+ENV = {"GITHUB_WEBHOOK_SECRET": GITHUB_SECRET, "STRIPE_WEBHOOK_SECRET": STRIPE_SECRET}
+MAIN = "import sys; from cortex.cli import main; main(sys.argv[1:])"
+SESSION = re.compile(r"^:SESSION:\s+([0-9a-f]{24})\s*$", re.MULTILINE)
+
+
+class Receiver:
+    """A `cortex serve` process on a free loopback port, its output gathered as it comes."""
+
+    def __init__(self, store: Path, org: Path, *options: str):
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", MAIN, "serve", "--store", str(store), "--org", str(org), "--port", "0", *options],
+            env={**os.environ, **ENV}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.output: list[str] = []
+        self.port: int | None = None
+        started = threading.Event()
+        threading.Thread(target=self._read, args=(started,), daemon=True).start()
+        if not started.wait(60) or self.port is None:
+            self.process.kill()
+            raise AssertionError("cortex serve did not start:\n" + "".join(self.output))
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.client = httpx.Client(timeout=30)  # one for every request: making a client costs milliseconds
+
+    def _read(self, started: threading.Event) -> None:
+        for line in self.process.stdout:
+            self.output.append(line)
+            if found := re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", line):
+                self.port = int(found[1])
+                started.set()
+        started.set()
+
+    def post(self, path: str, body: bytes, headers: dict[str, str], timeout: float = 30) -> httpx.Response:
+        return self.client.post(self.url + path, content=body, headers=headers, timeout=timeout)
+
+    def stop(self, sig: int = signal.SIGTERM, within: float = 15) -> float:
+        """Send `sig` and wait for the process to end; return how long that took."""
+        started = time.monotonic()
+        self.process.send_signal(sig)
+        try:
+            self.process.wait(within)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(f"cortex serve still ran {within} s after signal {sig}:\n" + "".join(self.output))
+        return time.monotonic() - started
+
+
+@pytest.fixture
+def receivers(tmp_path, org):
+    """Start receivers on one store and Org folder; every one still running at the end is killed."""
+    started: list[Receiver] = []
+
+    def start(*options: str, store: str | Path = tmp_path / "store") -> Receiver:
+        started.append(Receiver(store, org, *options))
+        return started[-1]
+
+    yield start
+    for receiver in started:
+        receiver.client.close()
+        if receiver.process.poll() is None:
+            receiver.process.kill()
+            receiver.process.wait()
+
+
+def github(payload: dict, delivery: str | None = None) -> tuple[dict[str, str], bytes]:
+    body = json.dumps(payload).encode()
+    return {"Content-Type": "application/json", "X-GitHub-Event": "pull_request",
+            "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
+            **verifier_for("github", GITHUB_SECRET).sign(body)}, body
+
+
+def stripe(payload: dict) -> tuple[dict[str, str], bytes]:
+    body = json.dumps(payload).encode()
+    return {"Content-Type": "application/json", **verifier_for("stripe", STRIPE_SECRET).sign(body)}, body
+
+
+def logged_sessions(org: Path) -> list[str]:
+    """The delivery ids the assistant's daily logs hold, once per entry."""
+    return [found for path in sorted((org / "agents" / "assistant" / "logs").glob("*.org"))
+            for found in SESSION.findall(path.read_text())]
+
+
+def opened(tmp_path: Path, org: Path):
+    return cx.open(tmp_path / "store", org)
+
+
+def test_a_replayed_stripe_delivery_is_refused_after_a_restart(receivers, tmp_path, org):
+    headers, body = stripe({"id": "evt_1", "type": "payment_intent.succeeded"})
+    first = receivers()
+    assert first.post("/hooks/stripe", body, headers).json()["outcome"] == "routed"
+    first.stop()
+    again = receivers().post("/hooks/stripe", body, headers)
+    assert again.status_code == 401 and again.json()["reason"] == "replay"
+    with opened(tmp_path, org) as c:
+        assert [d.outcome for d in DeliveryLog(c.store).deliveries()] == ["routed", "rejected"]
+
+
+def test_receivers_on_one_store_share_the_replay_guard_and_the_idempotency_record(receivers, store_at, org):
+    one, two = receivers(store=store_at), receivers(store=store_at)
+    headers, body = github({"action": "opened", "number": 7})
+    first = one.post("/hooks/github", body, headers).json()
+    redelivered = two.post("/hooks/github", body, headers)  # GitHub's redelivery: same id, body and signature
+    assert redelivered.status_code == 200
+    assert redelivered.json()["outcome"] == "duplicate" and redelivered.json()["duplicate_of"] == first["delivery"]
+    payment = {"id": "evt_7", "type": "payment_intent.succeeded"}
+    headers, body = stripe(payment)
+    paid = one.post("/hooks/stripe", body, headers).json()
+    replayed = two.post("/hooks/stripe", body, headers)  # a captured request sent again, to the other receiver
+    assert replayed.status_code == 401 and replayed.json()["reason"] == "replay"
+    resigned = {**headers, **verifier_for("stripe", STRIPE_SECRET).sign(body, int(time.time()) + 1)}
+    retried = two.post("/hooks/stripe", body, resigned)  # Stripe's retry: the same event, signed anew
+    assert retried.status_code == 200
+    assert retried.json()["outcome"] == "duplicate" and retried.json()["duplicate_of"] == paid["delivery"]
+    assert logged_sessions(org) == [first["delivery"], paid["delivery"]]
+    with cx.open(store_at, org) as c:
+        assert [d.outcome for d in DeliveryLog(c.store).deliveries()] == [
+            "routed", "duplicate", "routed", "rejected", "duplicate"]
+
+
+def test_sigterm_stops_the_receiver_while_a_body_is_still_arriving(receivers):
+    receiver = receivers()
+    with socket.create_connection(("127.0.0.1", receiver.port)) as slow:
+        slow.sendall(b"POST /hooks/github HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 1000\r\n\r\n{\"action\": ")
+        time.sleep(0.5)
+        assert receiver.stop(within=15) < 10
+
+
+def test_a_delivery_cut_off_before_its_log_entry_is_routed_on_the_next_start(receivers, tmp_path, org):
+    receiver = receivers()
+    headers, body = github({"action": "opened", "number": 1})
+    answers = []
+
+    def send() -> None:
+        try:
+            answers.append(receiver.post("/hooks/github", body, headers))
+        except httpx.HTTPError:
+            pass  # the receiver stopped before it answered
+
+    # Holding the agent's lock stops the receiver between accepting the delivery and writing its entry.
+    with held_folder(org / "agents" / "assistant"):
+        sender = threading.Thread(target=send)
+        sender.start()
+        with opened(tmp_path, org) as c:
+            log = DeliveryLog(c.store)
+            deadline = time.monotonic() + 20
+            while not log.deliveries() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            [pending] = log.deliveries()
+        assert pending.outcome == Outcome.PENDING
+        assert receiver.stop(signal.SIGTERM, within=15) < 10
+        sender.join()
+    assert not answers or answers[0].status_code != 200  # never acknowledged
+    restarted = receivers()  # starting completes what was cut off, and says so
+    restarted.stop()
+    assert any(pending.id in line and "is now routed" in line for line in restarted.output)
+    with opened(tmp_path, org) as c:
+        assert [(d.id, d.outcome) for d in DeliveryLog(c.store).deliveries()] == [(pending.id, "routed")]
+        assert c.fsck() == []
+    assert logged_sessions(org) == [pending.id]
+    retried = receivers().post("/hooks/github", body, headers)  # the provider's retry of the unanswered delivery
+    assert retried.status_code == 200 and retried.json()["outcome"] == "duplicate"
+    assert logged_sessions(org) == [pending.id]
+
+
+def test_kill_9_mid_burst_loses_and_doubles_nothing(receivers, tmp_path, org):
+    count = 100
+    requests = [github({"action": "opened", "number": n}) for n in range(count)]
+    receiver = receivers()
+    answers: dict[int, httpx.Response] = {}
+
+    def send(n: int) -> None:
+        try:
+            answers[n] = receiver.post("/hooks/github", requests[n][1], requests[n][0], timeout=20)
+        except httpx.HTTPError:
+            pass  # the receiver died before answering: the provider will retry
+
+    def wait(ready, what: str) -> None:
+        deadline = time.monotonic() + 30
+        while not ready():
+            assert time.monotonic() < deadline, f"waited in vain for {what}"
+            time.sleep(0.01)
+
+    with ThreadPoolExecutor(20) as pool:
+        for n in range(count):
+            pool.submit(send, n)
+        wait(lambda: len(answers) >= 10, "the first answers")
+        # Holding the agent's lock lets a group of deliveries queue; the kill comes while it is being written.
+        with held_folder(org / "agents" / "assistant"), opened(tmp_path, org) as c:
+            log = DeliveryLog(c.store)
+            wait(lambda: len(log.pending()) >= 20, "a group to queue")
+        time.sleep(random.uniform(0, 0.02))
+        receiver.process.kill()
+        receiver.process.wait()
+        pool.shutdown(cancel_futures=True)  # the provider sends no more to a receiver that is gone
+    acknowledged = {n: r.json()["delivery"] for n, r in answers.items() if r.status_code == 200}
+    assert acknowledged and len(acknowledged) < count, "the kill came before or after the burst"
+
+    retry = receivers()  # starting completes what the kill cut off
+    with opened(tmp_path, org) as c:
+        logged = {d.id: d for d in DeliveryLog(c.store).deliveries()}
+        assert set(acknowledged.values()) <= set(logged)
+        assert all(logged[i].outcome == "routed" for i in acknowledged.values())
+        assert Outcome.PENDING not in {d.outcome for d in logged.values()}
+        routed = {i for i, d in logged.items() if d.outcome == "routed"}
+    assert sorted(logged_sessions(org)) == sorted(routed)
+    # The provider retries every delivery it saw no 2xx for; each is then routed exactly once.
+    with ThreadPoolExecutor(20) as pool:
+        retried = pool.map(lambda n: retry.post("/hooks/github", requests[n][1], requests[n][0]),
+                           [n for n in range(count) if n not in acknowledged])
+        assert {response.status_code for response in retried} == {200}
+    retry.stop()
+    numbers = [int(m) for path in (org / "agents" / "assistant" / "logs").glob("*.org")
+               for m in re.findall(r'^\{\n  "action": "opened",\n  "number": (\d+)\n\}', path.read_text(), re.M)]
+    assert sorted(numbers) == list(range(count))
+    with opened(tmp_path, org) as c:
+        assert c.fsck() == []
+        assert sorted(logged_sessions(org)) == sorted(d.id for d in DeliveryLog(c.store).deliveries()
+                                                      if d.outcome == "routed")
