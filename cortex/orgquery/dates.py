@@ -20,7 +20,7 @@ from orgparse.date import TIMESTAMP_RE, OrgDate, OrgDateClock, OrgDateClosed, Or
 from ..bounded import BoundedDict
 from ..objects import Headline
 from ..org.blocks import BLOCK_BEGIN, BLOCK_END, VERBATIM_BLOCKS
-from ..org.syntax import Section, file_drawer
+from ..org.syntax import PLANNING_LINE, Section, file_drawer
 from ..words import quoted
 from .errors import QueryError
 
@@ -178,9 +178,9 @@ def object_lines(text: str, *, heading: bool = True, properties: bool = True) ->
     """`section_lines` of a headline's raw text, or (not `heading`) of the text before a file's first headline."""
     lines = _lines(text)
     ends = _block_ends(lines)
-    section = Section.of(text) if heading else None
-    planning = section and section.planning_line
-    drawer = (0, 0) if properties else _property_drawer(text, section)
+    # The planning line is the heading's next line; the drawer (read only when it is left out) follows them.
+    planning = 1 if heading and len(lines) > 1 and PLANNING_LINE.match(lines[1]) else None
+    drawer = (0, 0) if properties else _property_drawer(text, Section.of(text) if heading else None)
     skip_to = 0
     for index, line in enumerate(lines):
         if index < skip_to or drawer[0] <= index < drawer[1] or index == planning:
