@@ -26,9 +26,8 @@ from ..objects import Headline
 from ..org import parse
 from ..org.syntax import Section, headline_line
 from .layout import SECTION_TITLES
+from .validity import Validity, org_timestamp, parse_timestamp
 
-_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-_STAMP = re.compile(r"\[(\d{4})-(\d{2})-(\d{2})(?: [^\]\d\s]+)?(?: (\d{1,2}):(\d{2}))?[^\]]*\]")
 _WORD = re.compile(r"[a-z0-9]+")
 TAGS_COLUMN = 77  # Emacs's default `org-tags-column`: tags end at column 77
 OWN_PROPERTIES = ("ID", "ADDED", "SOURCE")
@@ -59,6 +58,16 @@ class MemoryItem:
         """The text as compared for duplicates (see `normalise`)."""
         return normalise(self.text)
 
+    @cached_property
+    def validity(self) -> Validity:
+        """When it holds, and what it replaced and was replaced by (`validity`)."""
+        return Validity.of(self.properties, self.added)
+
+    @property
+    def current(self) -> bool:
+        """Whether it holds now and nothing replaced it."""
+        return self.validity.holds()
+
     @property
     def title(self) -> str:
         """The first line of the text."""
@@ -72,7 +81,8 @@ class MemoryItem:
         """The REPL's view: the :ID:, text, when it was added and where from, and the tags if any."""
         pairs = [("id", self.id or ""), ("text", self.text),
                  ("added", f"{self.added:%Y-%m-%d %H:%M}" if self.added else ""), ("source", self.source)]
-        return renderer.key_values(pairs + ([("tags", ":".join(self.tags))] if self.tags else []))
+        pairs += [("tags", ":".join(self.tags))] if self.tags else []
+        return renderer.key_values(pairs + self.validity.repl_pairs())
 
     @property
     def as_plain(self) -> bool:
@@ -98,25 +108,6 @@ def make_id(agent: str, type_: str, text: str) -> str:
     agent_slug = "-".join(_WORD.findall(agent.casefold())) or "agent"
     digest = hash_text(f"{type_}\0{normalised}").hex()[:6]
     return "-".join(part for part in ("mem", agent_slug, slug, digest) if part)
-
-
-def org_timestamp(moment: datetime) -> str:
-    """An inactive Org timestamp: `[2026-11-18 Wed 09:12]`."""
-    return f"[{moment:%Y-%m-%d} {_WEEKDAYS[moment.weekday()]} {moment:%H:%M}]"
-
-
-def parse_timestamp(text: str) -> datetime | None:
-    """The moment an Org timestamp (`[2026-11-18 Wed 09:12]`, time optional) names, or None."""
-    text = text or ""
-    # Searched only up to the last `]`, where any stamp ends: without a `]` to stop at, `[^\]]*`
-    # would read to the end of the text for each `[` and each way to split the weekday from it.
-    m = _STAMP.search(text, 0, text.rfind("]") + 1)
-    if m is None:
-        return None
-    try:
-        return datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4] or 0), int(m[5] or 0))
-    except ValueError:
-        return None
 
 
 def check_text(text: str, type_: str) -> str:

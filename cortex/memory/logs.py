@@ -24,7 +24,8 @@ from ..objects import Document
 from ..org import render_headline
 from ..org.syntax import Section, headline_line, is_crlf
 from ..query import walk_headlines
-from .items import MemoryItem, item_from_headline, org_timestamp
+from .items import MemoryItem, item_from_headline
+from .validity import org_timestamp
 from .layout import tagged_type
 from .memoryfile import Getter
 

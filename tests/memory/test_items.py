@@ -15,7 +15,8 @@ from datetime import datetime
 
 from cortex import org
 from cortex.memory import items
-from cortex.memory.items import item_from_headline, parse_timestamp
+from cortex.memory.items import item_from_headline
+from cortex.memory.validity import parse_timestamp
 from cortex.objects import Headline
 from cortex.search.items import units
 
