@@ -318,6 +318,8 @@ class FolderWorkspace(Workspace):
             edits = edits(self.working())
         written: dict[str, bytes] = {}
         changed: list[str] = []
+        if edits:
+            self.root.mkdir(parents=True, exist_ok=True)  # a root named before it holds anything
         for path, edit in edits.items():
             def compute(old: bytes | None, path=path, edit=edit) -> bytes | None:
                 new = edit(Current(path, old, store=self.store))

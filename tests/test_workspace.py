@@ -8,6 +8,7 @@ import pytest
 import cortex.api as cx
 import cortex.workspace as workspaces
 from cortex.errors import UserError
+from cortex.memory.conversation.orglog import Utterance
 from cortex.objects import Tree
 from cortex.workspace import UNCHANGED, FolderWorkspace, StoreWorkspace
 
@@ -169,3 +170,12 @@ def test_a_write_syncs_only_the_folder_that_holds_what_it_wrote(tmp_path, monkey
         assert scopes == ["agents/a"]
         assert workspaces._narrowest(org, ["agents/b/x.org"]) == "agents"  # (the folder does not exist yet)
         assert workspaces._narrowest(org, ["top.org", "agents/a/memory.org"]) == "."
+
+
+def test_a_write_into_a_root_that_does_not_exist_yet_makes_it(tmp_path):
+    root = tmp_path / "not-yet" / "org"
+    with cx.open(tmp_path / "store", root) as c:
+        c.memory.add_item("assistant", "fact", "The root is made by the first write.")
+        path = c.memory.record_session("assistant", [Utterance("User", "hello")], session="s1")
+        assert (root / "agents" / "assistant" / "memory.org").is_file() and (root / path).is_file()
+        assert "agents/assistant/memory.org" in c.working().entries
