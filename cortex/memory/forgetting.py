@@ -137,8 +137,8 @@ class _Named:
 def _named(memory: AgentMemory, agent: str, name: str) -> _Named:
     """What `name` stands for, with the keys, :ID:s and texts of the items it names in memory.org now."""
     text = normalise(name)
-    found = [(item.key(kind), item) for kind, item in memory.load_context(check_agent_id(agent)).items()
-             if name in (item.key(kind), item.id) or item.normalised == text]
+    loaded = memory.load_context(check_agent_id(agent)).loaded
+    found = [(key, item) for key, (_, item) in (loaded.named(name) if loaded is not None else ())]
     return _Named(names=frozenset({name, *(key for key, _ in found)}),
                   texts=frozenset({text, *(item.normalised for _, item in found)}),
                   ids=tuple(item.id for _, item in found if item.id), found=len(found))
