@@ -98,9 +98,10 @@ def purge(cx, agent, hard, yes):
 @click.argument("agent")
 @click.argument("item")
 @click.option("--hard", is_flag=True, help="Also remove it from every snapshot and from the store file.")
+@click.option("--chain", is_flag=True, help="Also the items it replaced and that replaced it, in turn.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @with_cortex
-def forget(cx, agent, item, hard, yes):
+def forget(cx, agent, item, hard, chain, yes):
     """Remove ITEM (its :ID:, key or text) from AGENT's memory.org and logs (--hard: from history too).
 
     Without --hard a snapshot is taken first, so `cortex rollback` brings the item back. A hard
@@ -110,7 +111,7 @@ def forget(cx, agent, item, hard, yes):
             f"erase this item of {agent} from the files and every snapshot? This cannot be undone."):
         err_console.print(f"nothing forgotten: {agent}'s memory is as it was")
         raise SystemExit(1)
-    report = cx.memory.forget(agent, item, hard=hard)
+    report = cx.memory.forget(agent, item, hard=hard, chain=chain)
     for path in report.files:
         console.print(f"  rewrote  {path}", markup=False)
     _print_history(report.history)

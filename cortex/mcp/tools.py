@@ -193,12 +193,14 @@ class Tools:
 
     def memory_forget(self, item: Annotated[str, Field(min_length=1, description="The item's :ID:, key or exact "
                                                                                  "text")],
-                      agent: AgentName = None) -> Json:
+                      agent: AgentName = None,
+                      chain: Annotated[bool, Field(description="Also the items it replaced and that replaced "
+                                                               "it, in turn")] = False) -> Json:
         """Remove one item from an agent's memory.org and daily logs. A snapshot is taken first: `rollback` to
         the ref returned brings the item back."""
         agent = self.session.agent(agent)
         with self.session.writing(f"memory_forget in {agent}"):
-            report = self.cx.memory.forget(agent, item)
+            report = self.cx.memory.forget(agent, item, chain=chain)
         return {"forgot": report.ids, "files": report.files, "before": shapes.oid12(report.before.oid)}
 
     def memory_compact(self, agent: AgentName = None,

@@ -280,9 +280,10 @@ class AgentMemory:
         """Remove the agent's files, `hard` also from every snapshot (`forgetting`)."""
         return forgetting.purge(self, agent, hard)
 
-    def forget(self, agent: str, item: str, hard: bool = False) -> ForgetReport:
-        """Remove one item, named by its :ID:, key or text, `hard` also from every snapshot (`forgetting`)."""
-        return forgetting.forget(self, agent, item, hard)
+    def forget(self, agent: str, item: str, hard: bool = False, chain: bool = False) -> ForgetReport:
+        """Remove one item, named by its :ID:, key or text, `hard` also from every snapshot, `chain` with what it
+        replaced and what replaced it (`forgetting`)."""
+        return forgetting.forget(self, agent, item, hard, chain)
 
     # --- what the other operations build on -------------------------------------------
 

@@ -98,6 +98,13 @@ class MemoryItem:
             values[VALID_FROM] = org_timestamp(valid_from)
         return self.with_properties(**values)
 
+    def without_links(self, ids: set[str]) -> MemoryItem:
+        """The item no longer naming these :ID:s as what it replaced or what replaced it."""
+        validity = self.validity
+        kept = {name: " ".join(i for i in linked if i not in ids) or None
+                for name, linked in ((SUPERSEDES, validity.replaces), (SUPERSEDED_BY, validity.replaced_by)) if linked}
+        return self.with_properties(**kept)
+
     @property
     def title(self) -> str:
         """The first line of the text."""

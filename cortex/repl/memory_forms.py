@@ -105,15 +105,16 @@ def memory_purge(session, agent, *, hard=False, yes=False):
 
 
 @form
-def memory_forget(session, agent, item, *, hard=False, yes=False):
-    """Remove one item (its :ID:, key or text) from an agent's memory.org and logs; :hard True from history too.
+def memory_forget(session, agent, item, *, hard=False, chain=False, yes=False):
+    """Remove one item (its :ID:, key or text) from an agent's memory.org and logs; :hard True from history too,
+    :chain True with the items it replaced and that replaced it.
 
     (memory-forget "assistant" "mem-assistant-dark-mode"); a plain forget snapshots first, so
     (rollback (. *1 before)) undoes it. A hard forget cannot be undone and asks first, as a hard purge does.
     """
     if hard and not _confirmed(session, yes, f"erase this item of {agent} from the Org files and from every snapshot?"):
         return Message(f"nothing forgotten: {agent}'s memory is as it was")
-    return session.cortex.memory.forget(agent, item, hard=hard)
+    return session.cortex.memory.forget(agent, item, hard=hard, chain=chain)
 
 
 @form

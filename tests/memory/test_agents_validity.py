@@ -9,6 +9,7 @@ from cortex.errors import NotFound, UserError
 from cortex.ingest import WORKING
 from cortex.memory.memoryfile import MemoryConflict, MemoryFile
 from cortex.org import parse
+from cortex.query import render_file
 
 MEMORY = "agents/assistant/memory.org"
 RATE = "mem-assistant-rate-limit"
@@ -140,3 +141,26 @@ def test_without_an_org_folder_the_same_writes_land_in_the_store(tmp_path, org):
         c.memory.retire("assistant", new.id, at="2026-11-22", now=NOW)
         text = c.memory.show("assistant")
         assert f":SUPERSEDED_BY: {new.id}" in text and ":INVALID_AT: [2026-11-22 Sun]" in text
+
+
+def test_forgetting_an_item_leaves_no_item_naming_it_and_chain_takes_the_chain(cortex, org):
+    path = org / MEMORY
+    second = cortex.memory.add_item("assistant", "fact", "The API rate limit is 120 requests per minute.",
+                                    supersedes=RATE, now=NOW)
+    third = cortex.memory.add_item("assistant", "fact", "The API rate limit is 150 requests per minute.",
+                                   supersedes=second.id, now=NOW)
+    cortex.snapshot("the chain")
+    cortex.memory.forget("assistant", second.id, hard=True)
+    assert "120 requests" not in path.read_text() and second.id not in path.read_text()  # an :ID: holds its words
+    for snapshot in cortex.snapshots():
+        assert second.id not in render_file(cortex.store, cortex.store.objects[snapshot.root], MEMORY)
+    now = items(cortex)
+    assert not now[RATE].current and now[RATE].validity.replaced_by == () and now[third.id].validity.replaces == ()
+    assert now[RATE].validity.end == now[third.id].validity.start == NOW  # the gap a forgotten item leaves stays
+
+    fourth = cortex.memory.add_item("assistant", "fact", "The API rate limit is 200 requests per minute.",
+                                    supersedes=third.id, now=NOW)
+    report = cortex.memory.forget("assistant", fourth.id, chain=True)
+    assert sorted(report.ids) == sorted([third.id, fourth.id])
+    assert "150 requests" not in path.read_text() and "200 requests" not in path.read_text()
+    assert "100 requests" in path.read_text()  # the chain was broken before: what no link reaches stays
