@@ -172,7 +172,7 @@ class AgentMemory:
         items = getattr(saved, FIELDS[type])
         same = [i for i in items if id is not None and i.id == id]
         # not found only when a save grouped after this one removed it
-        return next(iter(same or [i for i in items if i.normalised == item.normalised]), item)
+        return next(iter(same or [i for i in items if i.normalised == item.normalised and i.current]), item)
 
     def retire(self, agent: str, item: str, *, at: datetime | date | str | None = None,
                now: datetime | None = None) -> MemoryItem:
@@ -199,8 +199,7 @@ class AgentMemory:
 
         def edit(model: MemoryFile) -> dict:
             key, old_kind, old = _current_item(agent, model, name, "supersede")
-            if model.texts[(kind, item.normalised)]:
-                same = next(i for k, i in model.entries.values() if k == kind and i.normalised == item.normalised)
+            if same := model.current_with_text(kind, item.normalised):
                 raise UserError(f"{_named(item)} is already in the memory of {agent} as {same.id or same.key(kind)}:"
                                 f" a successor says something new")
             _check_end(old, end, "its successor's start")
@@ -220,10 +219,11 @@ class AgentMemory:
         return with_unique_id(item, make_id(agent, kind, item.text), lambda i: i in loaded.entries or i in taken)
 
     def known_item(self, agent: str, type: str, text: str) -> MemoryItem | None:
-        """The item of that type in the agent's memory.org with the same text (as `add_item` compares), if any."""
+        """The current item of that type in the agent's memory.org with the same text (as `add_item` compares), if
+        any."""
         wanted = normalise(text)
         return next((item for kind, item in self.load_context(agent).items()
-                     if kind == type and item.normalised == wanted), None)
+                     if kind == type and item.normalised == wanted and item.current), None)
 
     def daily_logs(self, agent: str) -> list[date]:
         """The days of the agent's daily logs, oldest first."""

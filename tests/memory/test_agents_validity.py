@@ -166,3 +166,15 @@ def test_forgetting_an_item_leaves_no_item_naming_it_and_chain_takes_the_chain(c
     assert sorted(report.ids) == sorted([third.id, fourth.id])
     assert "150 requests" not in path.read_text() and "200 requests" not in path.read_text()
     assert "100 requests" in path.read_text()  # the chain was broken before: what no link reaches stays
+
+
+def test_a_value_that_is_true_again_is_a_new_current_item(cortex):
+    second = cortex.memory.add_item("assistant", "fact", "The API rate limit is 120 requests per minute.",
+                                    supersedes=RATE, now=NOW)
+    assert cortex.memory.known_item("assistant", "fact", "The API rate limit is 100 requests per minute.") is None
+    back = cortex.memory.add_item("assistant", "fact", "The API rate limit is 100 requests per minute.",
+                                  supersedes=second.id, now=NOW)
+    again = cortex.memory.add_item("assistant", "fact", "The API rate limit is 100 requests per minute.", now=NOW)
+    assert back.id != RATE and back.current and again == back  # added once: the current one is that text now
+    now = items(cortex)
+    assert [i.id for i in now.values() if i.title.startswith("The API rate limit is 100")] == [RATE, back.id]
