@@ -4,8 +4,10 @@ checked against the script."""
 
 import random
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -101,9 +103,9 @@ def with_property(text: str, item_id: str, line: str, archive: bool = False) -> 
     return text[:start] + part + text[end:]
 
 
-@pytest.fixture(scope="module")
-def life(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("life")
+@contextmanager
+def lived(folder: Path):
+    """The script played on a new store and Org folder under `folder`: (the script, the open `Cortex`)."""
     (folder / "org").mkdir()
     with cx.open(folder / "store", folder / "org") as c:
         script = Life(c, folder / "org")
@@ -138,8 +140,13 @@ def life(tmp_path_factory):
         script.one_way = {(replaced.id, successor.id)}  # the successor does not say what it replaced
         script.by_hand(lambda t: with_property(t, replaced.id, f":SUPERSEDED_BY: {successor.id}"))
         script.add(subjects[104] + " annex")  # the next write reads the hand edits in
-        script.c, script.store = None, folder / "store"
         yield script, c
+
+
+@pytest.fixture(scope="module")
+def life(tmp_path_factory):
+    with lived(tmp_path_factory.mktemp("life")) as played:
+        yield played
 
 
 def items_of(c):
