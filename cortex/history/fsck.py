@@ -30,6 +30,7 @@ from ..paths import tree_problems
 from .copies import COPIES, REF_PREFIX
 from .erasures import ERASURES
 from .forget import PURGES
+from .proposals import BASE as PROPOSAL_BASE, PENDING, PROPOSALS, Proposal
 from .snapshots import SNAPSHOTS, SUMMARIES, snapshot_key
 
 __all__ = ["CONFIG", "CONVERSATION", "EMBEDDINGS", "ENGINE_CHECKS", "LITERATE", "SEEN", "TABLE_CHECKS", "FsckProblem",
@@ -353,6 +354,33 @@ def _erasure_entry(store: Store, key: bytes, value: bytes) -> str | None:
     return None if store.table(COPIES).get(copy_id) is not None else Unusable("no working copy it waits for")
 
 
+def _proposal(ident: bytes, value: bytes) -> Proposal | None:
+    """A proposal record, or None when it cannot be read."""
+    try:
+        proposal = Proposal.decoded(ident.decode(), value)
+    except (*_UNREADABLE, AttributeError):
+        return None
+    return proposal if proposal.status in ("pending", "accepted", "rejected") else None
+
+
+def _proposal_entry(store: Store, key: bytes, value: bytes) -> str | None:
+    proposal = _proposal(key, value)
+    if proposal is None:
+        return Unusable("value is not a proposal record")
+    if proposal.pending and None in (store.refs.get(proposal.ref), store.refs.get(proposal.ref + PROPOSAL_BASE)):
+        return "pending, but no ref holds its trees"
+    return None
+
+
+def _pending_entry(store: Store, key: bytes, value: bytes) -> str | None:
+    agent, nul, ident = key.partition(b"\0")
+    recorded = store.table(PROPOSALS).get(ident)
+    proposal = None if not nul or recorded is None else _proposal(ident, recorded)
+    if proposal is None or not proposal.pending or proposal.agent.encode() != agent:
+        return Unusable("lists a proposal that is not pending (or not recorded)")
+    return None
+
+
 def _literate_entry(store: Store, path: bytes, value: bytes) -> str | None:
     return None if _is_text(path) else Unusable("key is not a UTF-8 file path")
 
@@ -423,6 +451,8 @@ TABLE_CHECKS: dict[str, TableCheck] = {
     PURGES: TableCheck(_purge_entry),
     COPIES: TableCheck(_copy_entry),
     ERASURES: TableCheck(_erasure_entry),
+    PROPOSALS: TableCheck(_proposal_entry),
+    PENDING: TableCheck(_pending_entry),
     CONFIG: TableCheck(_config_entry),
     LITERATE: TableCheck(_literate_entry),
     CONVERSATION: TableCheck(_conversation_entry),

@@ -194,7 +194,7 @@ def merge_trees(base: Tree | Mapping[str, Oid] | None, ours: Tree | Mapping[str,
             kept = y
         elif x == y:
             kept = z
-        elif z is None and y is not None and x is not None and erased and _holds(get, x, erased):
+        elif z is None and y is not None and x is not None and erased and holds(get, x, erased):
             merged = files[path] = merge_documents(get(x), get(y), Document(preamble=""), get, labels=labels,
                                                    erased=erased)
             objects.extend(merged.objects)
@@ -215,8 +215,8 @@ def merge_trees(base: Tree | Mapping[str, Oid] | None, ours: Tree | Mapping[str,
     return TreeMerge(tree, (*objects, tree), files, tuple(conflicts))
 
 
-def _holds(get: Getter, document: Oid, headlines: frozenset[Oid]) -> bool:
-    """Whether the document holds one of `headlines`, at any depth."""
+def holds(get: Getter, document: Oid, headlines: frozenset[Oid] | set[Oid]) -> bool:
+    """Whether the document (or headline) holds one of `headlines` below it, at any depth."""
     stack = list(get(document).children)
     while stack:
         oid = stack.pop()

@@ -20,6 +20,7 @@ from cortex.history import PURGES, SNAPSHOTS, SUMMARIES, fsck as history_fsck
 from cortex.history.copies import COPIES
 from cortex.history.erasures import ERASURES
 from cortex.history.fsck import TABLE_CHECKS
+from cortex.history.proposals import PENDING, PROPOSALS, propose, reject
 from cortex.ingest import DOCS_BY_BYTES, STATS, SUBTREES
 from cortex.memory.conversation.conformance import WHO, make_turn
 from cortex.memory.conversation.log import TABLE as CONVERSATION
@@ -86,12 +87,19 @@ def stocked(cortex, org, hashing_search, monkeypatch):
     delivery(cortex)
     cortex.checkout(org.parent / "copy")
     cortex.memory.forget("assistant", "mem-assistant-dark-mode", hard=True)  # waits for the copy, sealed
+    for n in range(2):  # one proposal pending, one rejected
+        made = parse(f"* Proposed {n}\n")
+        base = cortex.working()
+        tree = Tree({**base.entries, f"notes/proposed-{n}.org": made.document.oid})
+        proposal = propose(cortex.store, base, tree, agent="bot", message="a note", operation="add",
+                           objects=made.objects)
+    reject(cortex.store, proposal.id, "not now")
     return cortex
 
 
 def test_fsck_knows_the_tables_by_their_owners_names():
     assert {DOCS_BY_BYTES, SUBTREES, STATS, SNAPSHOTS, SUMMARIES, PURGES, EMBEDDINGS, cx.CONFIG, cx.LITERATE,
-            CONVERSATION, DELIVERIES, BODIES, SEEN, COPIES, ERASURES} == set(TABLE_CHECKS)
+            CONVERSATION, DELIVERIES, BODIES, SEEN, COPIES, ERASURES, PROPOSALS, PENDING} == set(TABLE_CHECKS)
 
 
 def test_a_store_every_feature_wrote_to_is_clean(stocked):
@@ -233,6 +241,10 @@ DAMAGES = [
     Damage("body without a delivery", _body_orphan, BODIES, "without a usable delivery record", True),
     Damage("seen key is garbage", _set(SEEN, b"k" + MISSING, GARBAGE), SEEN, "value is not [expiry, delivery id]",
            True),
+    Damage("proposal record is garbage", _set(PROPOSALS, b"0badc0de", GARBAGE, "0badc0de"), PROPOSALS, "not a proposal record",
+           True),
+    Damage("pending entry of no pending proposal", _set(PENDING, b"bot\0" + b"0badc0de", b""),
+           PENDING, "not pending", True),
     Damage("unknown table", _set("mystery", b"k", b"v", ""), "mystery", "unknown table (1 entry)", False),
 ]
 
