@@ -8,7 +8,7 @@ from datetime import datetime
 import click
 
 from ..errors import NotFound, UserError, located
-from ..words import counted, memory_summary, quoted, short
+from ..words import counted, memory_summary, quoted, short, similar_item
 from .common import Commands, console, duration, err_console, table, with_cortex
 from .search import note_status, searched
 
@@ -189,7 +189,13 @@ def _json_line(name: str, n: int, line: str):
 @click.option("--source", default="cli", show_default=True, help="Where the item comes from.")
 @with_cortex
 def add(cx, agent, text, type_, source):
-    """Add TEXT to AGENT's memory as a fact, procedure or pattern (once: the same text is not added again)."""
+    """Add TEXT to AGENT's memory as a fact, procedure or pattern (once: the same text is not added again).
+
+    Then one line per current item of that type close in meaning (`similar: ID TITLE (cosine)`): the same
+    fact in other words, or one this replaces (`memory consolidate` proposes what to do with them)."""
     known = cx.memory.known_item(agent, type_, text)
+    similar = [] if known else cx.memory.similar(agent, type_, text)
     item = known or cx.memory.add_item(agent, type_, text, source=source)
     console.print(f"{'already present' if known else 'added'}  {item.id or item.key(type_)}  {item.title}", markup=False)
+    for other, score in similar:
+        console.print(similar_item(other.id or other.key(type_), other.title, score), markup=False)

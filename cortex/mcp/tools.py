@@ -160,14 +160,18 @@ class Tools:
                                                                               "its title")],
                    type: ItemType = "fact", agent: AgentName = None, source: str = "mcp") -> Json:
         """Remember one fact, procedure or learned pattern in an agent's memory.org (the same text is kept once).
-        Returns the item's :ID:, which `memory_forget` takes."""
+        Returns the item's :ID:, which `memory_forget` takes, and `similar`: the current items of that type close in
+        meaning (id, text, cosine score), the same fact in other words or one this replaces, for you to decide on."""
         agent = self.session.agent(agent)
         known = self.cx.memory.known_item(agent, type, text)
         if known is not None:
             return {"added": False, "id": known.id or known.key(type), "note": "already in memory"}
         with self.session.writing(f"memory_add to {agent}"):
+            similar = self.cx.memory.similar(agent, type, text)
             item = self.cx.memory.add_item(agent, type, text, source=source)
-        return {"added": True, "id": item.id, "type": type, "path": memory_path(agent)}
+        return {"added": True, "id": item.id, "type": type, "path": memory_path(agent),
+                "similar": [{"id": other.id or other.key(type), "text": other.text, "score": round(score, 3)}
+                            for other, score in similar]}
 
     def memory_forget(self, item: Annotated[str, Field(min_length=1, description="The item's :ID:, key or exact "
                                                                                  "text")],

@@ -45,6 +45,7 @@ from .compaction import CompactionReport
 from .forgetting import ForgetReport, PurgeReport
 from .memoryfile import MemoryFile
 from .retention import RetentionPolicy
+from .similar import Embed, similar_to
 
 __all__ = ["AgentMemory", "AgentStats", "CompactionReport", "ForgetReport", "MemoryContext", "PurgeReport"]
 
@@ -78,11 +79,13 @@ class _KnownLog(NamedTuple):
 
 
 class AgentMemory:
-    """The memory of every agent in one workspace (`search`: the session's search, for `search`)."""
+    """The memory of every agent in one workspace (`search`: the session's search, for `search`; `embed`: the
+    session's embedder, `texts -> unit rows`, for `similar`, `consolidate` and compaction)."""
 
-    def __init__(self, workspace: Workspace, search: Callable | None = None):
+    def __init__(self, workspace: Workspace, search: Callable | None = None, embed: Embed | None = None):
         self.workspace = workspace
         self._search = search
+        self.embed = embed
         self._known: BoundedDict = BoundedDict(_KNOWN_LIMIT)  # path -> the memory.org last read or written
         self._known_logs: BoundedDict = BoundedDict(_KNOWN_LOGS)  # path -> the daily log last written
         # agent -> the group commit of its saves, while a save is queued or being written
@@ -162,6 +165,20 @@ class AgentMemory:
         same = [i for i in items if id is not None and i.id == id]
         # not found only when a save grouped after this one removed it
         return next(iter(same or [i for i in items if i.normalised == item.normalised]), item)
+
+    def similar(self, agent: str, type: str, text: str, limit: int = 3) -> list[tuple[MemoryItem, float]]:
+        """The agent's current items of that type closest in meaning to `text`, closest first, with the cosine of
+        their embeddings (`similar`: at least `SIMILAR`), at most `limit`; an item with the same text is not
+        among them (it is the same item: `known_item`). None are found without an embedder."""
+        if type not in FIELDS:
+            raise UserError(f"memory type {type!r}: use one of {', '.join(ITEM_TYPES)}")
+        text = check_text(text, type)
+        if self.embed is None:
+            return []
+        wanted = normalise(text)
+        items = [item for item in getattr(self.load_context(agent), FIELDS[type])
+                 if item.current and item.normalised != wanted]
+        return [(items[n], score) for n, score in similar_to(self.embed, text, [item.text for item in items], limit)]
 
     def known_item(self, agent: str, type: str, text: str) -> MemoryItem | None:
         """The item of that type in the agent's memory.org with the same text (as `add_item` compares), if any."""

@@ -6,7 +6,7 @@ Like every form module, it imports only what start-up needs; each form loads its
 from __future__ import annotations
 
 from ..errors import UserError
-from ..words import memory_summary
+from ..words import memory_summary, similar_item
 from .forms import duration, snapshot_ref
 from .registry import form
 from .values import Message, OrgText, SearchResults
@@ -60,13 +60,17 @@ def memory_add(session, agent, type, text, *, source="repl"):
     """Add a fact, procedure or pattern to an agent's memory.org: (memory-add "assistant" "fact" "Staging is eu-west-1.").
 
     The same text is never added twice (the item already there is returned, and said to be); the item is
-    returned with its :ID:.
+    returned with its :ID:. Current items of that type close in meaning are said (`similar: ID TITLE (0.87)`).
     """
     memory = session.cortex.memory
     if known := memory.known_item(agent, type, text):
         session.notify(f"already present: {known.id or known.key(type)}")
         return known
-    return memory.add_item(agent, type, text, source=source)
+    similar = memory.similar(agent, type, text)
+    item = memory.add_item(agent, type, text, source=source)
+    for other, score in similar:
+        session.notify(similar_item(other.id or other.key(type), other.title, score))
+    return item
 
 
 @form

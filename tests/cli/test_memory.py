@@ -50,6 +50,16 @@ def test_add_then_inspect(run, org):
     assert "** Rotate the keys every quarter.\n:PROPERTIES:\n" in shown.stdout and ":SOURCE:   cli\n" in shown.stdout
 
 
+def test_add_says_which_current_items_are_similar(run):
+    result = run("add", "assistant", "The user likes dark mode in all apps.")
+    lines = result.output.splitlines()
+    assert lines[0].startswith("added  mem-assistant-the-user-likes-dark-mode-")
+    assert re.fullmatch(r"similar: mem-assistant-dark-mode User prefers dark mode in every app\. \(0\.\d\d\)", lines[1])
+    assert len(lines) == 2
+    assert run("add", "assistant", "the user likes dark mode in all apps").output.startswith("already present")
+    assert "similar" not in run("add", "assistant", "Lunch is served at noon on the roof.").output
+
+
 def test_inspect_reports_what_is_not_an_item(run, org):
     path = org / "agents/reviewer/memory.org"
     path.write_text(path.read_text() + "* Scratch\nanything\n")

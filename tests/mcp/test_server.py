@@ -132,7 +132,11 @@ def test_memory_tools(full):
     inspected = full.call("memory_inspect", agent="assistant")
     assert inspected["summary"].startswith("assistant: 3 facts") and "2026-11-20" in inspected["daily_logs"]
     added = full.call("memory_add", agent="assistant", text="The database is Postgres 16.")
-    assert added["added"] and added["id"].startswith("mem-assistant-the-database")
+    assert added["added"] and added["id"].startswith("mem-assistant-the-database") and added["similar"] == []
+    successor = full.call("memory_add", agent="assistant", text="The database is Postgres 17.")
+    assert [(s["id"], s["text"]) for s in successor["similar"]] == [(added["id"], "The database is Postgres 16.")]
+    assert 0.7 <= successor["similar"][0]["score"] < 1
+    full.call("memory_forget", agent="assistant", item=successor["id"])
     assert not full.call("memory_add", agent="assistant", text="The database is Postgres 16.")["added"]
     forgot = full.call("memory_forget", agent="assistant", item=added["id"])
     assert forgot["forgot"] == [added["id"]] and forgot["files"] == ["agents/assistant/memory.org"]

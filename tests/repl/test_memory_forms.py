@@ -157,6 +157,13 @@ def test_memory_add_then_search_finds_it(repl, org):
     assert repl('(memory-add "assistant" "opinion" "x")').startswith("error: memory type 'opinion'")
 
 
+def test_memory_add_says_which_items_are_similar(repl):
+    repl.notices.clear()
+    repl('(memory-add "assistant" "fact" "The user likes dark mode in all apps.")')
+    assert len(repl.notices) == 1
+    assert repl.notices[0].startswith("similar: mem-assistant-dark-mode User prefers dark mode in every app. (0.")
+
+
 def test_memory_compact_moves_marked_items_and_rollback_undoes_it(repl, org):
     memory = org / "agents/assistant/memory.org"
     original = memory.read_text()
