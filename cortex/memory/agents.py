@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from functools import partial
 from typing import NamedTuple
@@ -35,17 +35,19 @@ from ..hashing import THREADED_BYTES, Oid
 from ..history import head
 from ..objects import Snapshot, Tree
 from ..paths import agent_folder_of
+from ..words import quoted
 from ..workspace import UNCHANGED, Current, Workspace, paths_under
 from . import compaction, forgetting
 from .changes import (FIELDS, MemoryContext, Save, context_of, log_edited, log_edits_by_day, log_title, merged_into,
                       minute, outcome, prepared_save)
-from .items import MemoryItem, check_text, normalise
+from .items import MemoryItem, check_text, make_id, normalise
 from .layout import AGENTS, ITEM_TYPES, check_agent_id, log_path, logs_in, memory_path
 from .compaction import CompactionReport
 from .forgetting import ForgetReport, PurgeReport
-from .memoryfile import MemoryFile
+from .memoryfile import MemoryFile, with_unique_id
 from .retention import RetentionPolicy
 from .similar import Embed, similar_to
+from .validity import VALID_FROM, moment, moment_of, org_timestamp, parse_timestamp, shown
 
 __all__ = ["AgentMemory", "AgentStats", "CompactionReport", "ForgetReport", "MemoryContext", "PurgeReport"]
 
@@ -155,11 +157,20 @@ class AgentMemory:
         return stats
 
     def add_item(self, agent: str, type: str, text: str, source: str = "api", id: str | None = None,
-                 *, now: datetime | None = None) -> MemoryItem:
-        """Add one item (a fact, procedure or pattern) to memory.org; an item with the same text is not repeated."""
+                 *, supersedes: str | None = None, valid_from: datetime | date | str | None = None,
+                 now: datetime | None = None) -> MemoryItem:
+        """Add one item (a fact, procedure or pattern) to memory.org; an item with the same text is not repeated.
+
+        `supersedes` names the item it replaces (by :ID:, key or text, as `forget` takes it), which then stops
+        holding when this one starts: at `valid_from`, else now (`validity`); both change in one commit."""
         if type not in FIELDS:
             raise UserError(f"memory type {type!r}: use one of {', '.join(ITEM_TYPES)}")
         item = MemoryItem(check_text(text, type), id=id, added=minute(now), source=source)
+        start = None if valid_from is None else moment_of(valid_from, "valid from")
+        if supersedes is not None:
+            return self._supersede(agent, type, item, supersedes, start)
+        if start is not None:
+            item = item.with_properties(**{VALID_FROM: org_timestamp(start)})
         saved = self.save_context(agent, MemoryContext(**{FIELDS[type]: [item]}), now=now)
         items = getattr(saved, FIELDS[type])
         same = [i for i in items if id is not None and i.id == id]
@@ -179,6 +190,57 @@ class AgentMemory:
         items = [item for item in getattr(self.load_context(agent), FIELDS[type])
                  if item.current and item.normalised != wanted]
         return [(items[n], score) for n, score in similar_to(self.embed, text, [item.text for item in items], limit)]
+
+    def retire(self, agent: str, item: str, *, at: datetime | date | str | None = None,
+               now: datetime | None = None) -> MemoryItem:
+        """Say that an item (named as `forget` takes it) stopped holding at `at` (default: now), with no successor:
+        it keeps its text and place, with `:INVALID_AT:` and the ARCHIVE tag. Returns it as saved."""
+        end = minute(now) if at is None else moment_of(at, "retired at")
+        loaded, key, kind, old = self._current_item(agent, item, "retire")
+        _check_end(old, end, "its end")
+        retired = self._with_id(agent, kind, old, loaded).retired(end, minute(now))
+        saved = self._group(agent).run(lambda: Save(loaded.entries, {key: (kind, retired)}))
+        return saved.entries.get(retired.key(kind), (kind, retired))[1]
+
+    def _supersede(self, agent: str, kind: str, item: MemoryItem, name: str,
+                   start: datetime | date | None) -> MemoryItem:
+        """Add `item` in place of the current item `name` names, in one save."""
+        loaded, key, old_kind, old = self._current_item(agent, name, "supersede")
+        if loaded.texts[(kind, item.normalised)]:
+            same = next(i for k, i in loaded.entries.values() if k == kind and i.normalised == item.normalised)
+            raise UserError(f"{_named(item)} is already in the memory of {agent} as {same.id or same.key(kind)}: "
+                            f"a successor says something new")
+        end = start if start is not None else item.added
+        _check_end(old, end, "its successor's start")
+        old = self._with_id(agent, old_kind, old, loaded)
+        new = self._with_id(agent, kind, item, loaded, taken={old.id}).superseding(old.id, start)
+        save = Save(loaded.entries, {key: (old_kind, old.superseded_by(new.id, end, item.added)), new.id: (kind, new)})
+        saved = self._group(agent).run(lambda: save)
+        return saved.entries.get(new.id, (kind, new))[1]
+
+    def _current_item(self, agent: str, name: str, doing: str) -> tuple[MemoryFile, str, str, MemoryItem]:
+        """The memory.org as loaded, and the one current item `name` names: key, type, item."""
+        loaded = self.load_context(agent).loaded
+        found = loaded.named(name) if loaded is not None else []
+        if not found:
+            raise NotFound(f"agent {agent!r} has no memory item {quoted(name)} to {doing}")
+        if len(found) > 1:
+            listed = ", ".join(item.id or key for key, (_, item) in found[:5])
+            raise UserError(f"{quoted(name)} names {len(found)} items of {agent} ({listed}): name one by its :ID:")
+        key, (kind, item) = found[0]
+        if not item.current:
+            validity = item.validity
+            why = (f"was superseded by {' '.join(validity.replaced_by)}" if validity.replaced_by else
+                   f"stopped holding at {shown(validity.end)}" if validity.end else "does not hold yet")
+            raise UserError(f"{_named(item)} {why}: only a current item can be {doing}d")
+        return loaded, key, kind, item
+
+    @staticmethod
+    def _with_id(agent: str, kind: str, item: MemoryItem, loaded: MemoryFile, taken=frozenset()) -> MemoryItem:
+        """The item with an :ID: (its own, else a new one no other item has), so that another can name it."""
+        if item.id is not None:
+            return item
+        return with_unique_id(item, make_id(agent, kind, item.text), lambda i: i in loaded.entries or i in taken)
 
     def known_item(self, agent: str, type: str, text: str) -> MemoryItem | None:
         """The item of that type in the agent's memory.org with the same text (as `add_item` compares), if any."""
@@ -235,9 +297,10 @@ class AgentMemory:
         """Remove the agent's files, `hard` also from every snapshot (`forgetting`)."""
         return forgetting.purge(self, agent, hard)
 
-    def forget(self, agent: str, item: str, hard: bool = False) -> ForgetReport:
-        """Remove one item, named by its :ID:, key or text, `hard` also from every snapshot (`forgetting`)."""
-        return forgetting.forget(self, agent, item, hard)
+    def forget(self, agent: str, item: str, hard: bool = False, chain: bool = False) -> ForgetReport:
+        """Remove one item, named by its :ID:, key or text, `hard` also from every snapshot, `chain` with what it
+        replaced and what replaced it (`forgetting`)."""
+        return forgetting.forget(self, agent, item, hard, chain)
 
     # --- what the other operations build on -------------------------------------------
 
@@ -370,6 +433,18 @@ class AgentMemory:
         """The hash of bytes just written to a log, when its state was kept as they were made."""
         known = self._known_logs.get(path)
         return Oid(known.hasher.digest()) if known is not None and known.data is data else None
+
+
+def _check_end(item: MemoryItem, end: datetime | date, what: str) -> None:
+    """Refuse an end before the start the item states (`:VALID_FROM:`; when it was added does not bind)."""
+    start = parse_timestamp(item.value_of(VALID_FROM))
+    if start is not None and moment(end) < start:
+        raise UserError(f"{_named(item)} holds from {shown(start)} (:VALID_FROM:): {what} cannot be before, "
+                        f"at {shown(end)}")
+
+
+def _named(item: MemoryItem) -> str:
+    return f"item {item.id + ' ' if item.id else ''}{quoted(item.title)}"
 
 
 def _valid(agent: str) -> bool:

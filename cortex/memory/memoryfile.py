@@ -24,7 +24,7 @@ from ..objects import Document, Headline
 from .. import org
 from ..org import parse, render_headline
 from ..org.syntax import BULLET
-from .items import MemoryItem, item_from_headline, make_id, render_item
+from .items import MemoryItem, item_from_headline, make_id, normalise, render_item
 from .layout import ITEM_TYPES, SECTION_TITLES, section_type
 
 Typed = tuple[str, MemoryItem]  # (memory type, item)
@@ -99,6 +99,12 @@ class MemoryFile:
     def texts(self) -> Counter[tuple[str, str]]:
         """How many items of each (type, normalised text) the file holds."""
         return Counter((kind, item.normalised) for kind, item in self.entries.values())
+
+    def named(self, name: str) -> list[tuple[str, Typed]]:
+        """The items `name` stands for, by key: its :ID:, key or text (compared normalised), in file order."""
+        text = normalise(name)
+        return [(key, typed) for key, typed in self.entries.items()
+                if name in (key, typed[1].id) or typed[1].normalised == text]
 
     def render(self) -> bytes:
         """The bytes of the file."""
@@ -383,13 +389,14 @@ def _new_items(added: list[Typed], theirs: MemoryFile, agent: str) -> list[Typed
             continue
         seen.add(text)
         if item.id is None and not item.as_plain:
-            item = _with_id(item, make_id(agent, kind, item.text), lambda i: i in ids or i in theirs.entries)
+            item = with_unique_id(item, make_id(agent, kind, item.text), lambda i: i in ids or i in theirs.entries)
         ids.add(item.key(kind))
         fresh.append((kind, item))
     return fresh
 
 
-def _with_id(item: MemoryItem, wanted: str, taken: Callable[[str], bool]) -> MemoryItem:
+def with_unique_id(item: MemoryItem, wanted: str, taken: Callable[[str], bool]) -> MemoryItem:
+    """The item with the :ID: `wanted`, or `wanted-2`, `-3`... the first not `taken`."""
     candidate, n = wanted, 1
     while taken(candidate):  # a person reworded the item that first had this id
         n += 1

@@ -58,6 +58,9 @@ def test_add_says_which_current_items_are_similar(run):
     assert len(lines) == 2
     assert run("add", "assistant", "the user likes dark mode in all apps").output.startswith("already present")
     assert "similar" not in run("add", "assistant", "Lunch is served at noon on the roof.").output
+    successor = run("add", "assistant", "The user prefers light mode in every app.", "--supersedes",
+                    "mem-assistant-dark-mode").output
+    assert "supersedes  mem-assistant-dark-mode" in successor and "similar: mem-assistant-dark-mode" not in successor
 
 
 def test_inspect_reports_what_is_not_an_item(run, org):
@@ -154,3 +157,25 @@ def test_turn_takes_text_or_a_file_and_names_the_speaker(run):
     assert "--speaker: name who said TEXT" in run("turn", "assistant", "hi", "--session", "s").output
     assert "give the turn's TEXT or --file" in run("turn", "assistant", "--session", "s").output
     assert run("turn", "assistant", "hi", "--speaker", "Dana").exit_code == 2  # --session is required
+
+
+def test_a_fact_that_changed_supersedes_the_old_one_and_retire_ends_one(run, org):
+    memory = org / "agents/assistant/memory.org"
+    result = run("add", "assistant", "The API rate limit is 120 requests per minute.",
+                 "--supersedes", "mem-assistant-rate-limit", "--valid-from", "2026-11-20")
+    assert result.exit_code == 0 and result.output.splitlines()[1] == "  supersedes  mem-assistant-rate-limit"
+    text = memory.read_text()
+    assert ":SUPERSEDED_BY: mem-assistant-the-api-rate-limit-is-" in text and ":INVALID_AT: [2026-11-20 Fri]" in text
+    retired = run("retire", "assistant", "User prefers dark mode in every app.", "--at", "2026-11-21 09:30")
+    assert retired.output == ("retired  mem-assistant-dark-mode  User prefers dark mode in every app.  "
+                              "(no longer true from 2026-11-21 09:30)\n")
+    before = memory.read_bytes()
+    for args, message in [(("retire", "assistant", "mem-assistant-dark-mode"), "only a current item can be retired"),
+                          (("add", "assistant", "x", "--valid-from", "next week"), "valid from 'next week': not a date"),
+                          (("retire", "assistant", "nothing like it"), "has no memory item 'nothing like it'")]:
+        failed = subprocess.run([sys.executable, "-c", "import sys; from cortex.cli import main; main(sys.argv[1:])",
+                                 "memory", args[0], "--store",
+                                 str(org.parent / "store"), "--org", str(org), *args[1:]],
+                                capture_output=True, text=True)
+        assert failed.returncode == 1 and message in failed.stderr and "Traceback" not in failed.stderr
+    assert memory.read_bytes() == before
