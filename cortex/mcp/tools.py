@@ -213,7 +213,9 @@ class Tools:
                                                                         "(90d, 12w); default 90d")] = None,
                        ctx: Context | None = None) -> Json:
         """Move the items marked :fact:/:procedure:/:pattern: in an agent's daily logs into memory.org and delete
-        logs past retention. Snapshots before and after: `rollback` to `before` undoes it."""
+        logs past retention. An item memory.org already holds in other words is not moved (`known_in_other_words`);
+        one that replaces a current item supersedes it. Snapshots before and after: `rollback` to `before` undoes
+        it."""
         agent = self.session.agent(agent)
         try:
             policy = RetentionPolicy(parse_duration(max_age)) if max_age is not None else None
@@ -226,6 +228,8 @@ class Tools:
         report_progress(1, 1)
         return {"moved": [{"type": kind, "text": item.text} for kind, item in report.moved],
                 "already_known": report.duplicates, "deleted_logs": report.deleted_logs,
+                "known_in_other_words": [{"text": item.text, "as": known.id or known.key(kind), "score": round(score, 3)}
+                                         for kind, item, known, score in report.near],
                 "before": shapes.oid12(report.before.oid), "after": shapes.oid12(report.after.oid)}
 
     def snapshot(self, message: Annotated[str, Field(description="What this state is")] = "") -> Json:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 from functools import partial
@@ -37,19 +37,21 @@ from ..objects import Snapshot, Tree
 from ..paths import agent_folder_of
 from ..words import quoted
 from ..workspace import UNCHANGED, Current, Workspace, paths_under
-from . import compaction, forgetting
+from . import compaction, consolidation, forgetting
 from .changes import (FIELDS, MemoryContext, Save, context_of, log_edited, log_edits_by_day, log_title, merged_into,
                       minute, outcome, prepared_save)
 from .items import MemoryItem, check_text, make_id, normalise
 from .layout import AGENTS, ITEM_TYPES, check_agent_id, log_path, logs_in, memory_path
 from .compaction import CompactionReport
+from .consolidation import Consolidation
 from .forgetting import ForgetReport, PurgeReport
 from .memoryfile import MemoryFile, with_unique_id
 from .retention import RetentionPolicy
 from .similar import Embed, similar_to
 from .validity import VALID_FROM, moment, moment_of, org_timestamp, parse_timestamp, shown
 
-__all__ = ["AgentMemory", "AgentStats", "CompactionReport", "ForgetReport", "MemoryContext", "PurgeReport"]
+__all__ = ["AgentMemory", "AgentStats", "CompactionReport", "Consolidation", "ForgetReport", "MemoryContext",
+           "PurgeReport"]
 
 _KNOWN_LIMIT = 16  # memory files whose last text and model are kept
 _KNOWN_LOGS = 4  # daily logs whose last bytes are kept
@@ -286,12 +288,18 @@ class AgentMemory:
         self._group(agent).run(lambda: save)
         return log_path(agent, days[0].day)
 
-    # --- compaction and forgetting -------------------------------------------------------
+    # --- compaction, consolidation and forgetting ----------------------------------------
 
     def compact(self, agent: str, policy: RetentionPolicy | None = None, *,
                 now: datetime | None = None) -> CompactionReport:
         """Move items marked in daily logs into memory.org and delete logs past retention (`compaction`)."""
         return compaction.compact(self, agent, policy, now=now)
+
+    def consolidate(self, agent: str, apply: bool | Iterable[int] = False, base: str | None = None, *,
+                    now: datetime | None = None) -> Consolidation:
+        """Propose merges of duplicates and supersessions by likely successors in the agent's memory.org, and
+        with `apply` (True: all; numbers: those) apply them in one commit after a snapshot (`consolidation`)."""
+        return consolidation.consolidate(self, agent, apply, base, now=now)
 
     def purge(self, agent: str, hard: bool = False) -> PurgeReport:
         """Remove the agent's files, `hard` also from every snapshot (`forgetting`)."""

@@ -105,6 +105,13 @@ class MemoryItem:
                 for name, linked in ((SUPERSEDES, validity.replaces), (SUPERSEDED_BY, validity.replaced_by)) if linked}
         return self.with_properties(**kept)
 
+    def with_links_renamed(self, renamed: dict[str, str]) -> MemoryItem:
+        """The item naming, as what it replaced or what replaced it, `renamed[i]` wherever it named `i`."""
+        validity = self.validity
+        return self.with_properties(**{name: " ".join(dict.fromkeys(renamed.get(i, i) for i in linked))
+                                       for name, linked in ((SUPERSEDES, validity.replaces),
+                                                            (SUPERSEDED_BY, validity.replaced_by)) if linked})
+
     @property
     def title(self) -> str:
         """The first line of the text."""

@@ -40,7 +40,7 @@ _IDENTIFIER = re.compile(r"[\d.@/:_]")
 _SMALL = frozenset("""a an the this that these those it its there here i me my we us our you your he him his she
     her they them their is are was were be been being am do does did has have had will would shall should can
     could may might must of in on at by for with from to into onto over under about as than then and or but
-    if so such every each all any some also just very""".split())
+    if so such every each all any some also just very what which who whom whose""".split())
 _CHANGED = """now moved moves switched switches upgraded downgraded promoted rewritten migrated changed
     changes replaced became becomes renamed instead no not never longer anymore stopped quit former formerly
     previously currently"""

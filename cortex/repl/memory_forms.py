@@ -96,6 +96,20 @@ def memory_compact(session, agent, *, max_age=None):
 
 
 @form
+def memory_consolidate(session, agent, *, apply=False, base=None):
+    """Propose merging an agent's duplicate items and superseding items by their likely successors, each
+    numbered with the diff of memory.org it would make: (memory-consolidate "assistant").
+
+    :apply True applies them all, :apply [1 3] those numbered, in one commit after a snapshot, so
+    (rollback (. *1 before)) undoes it; :base "3fa2c1d0e4b1" (the version listed) refuses once memory.org
+    changed since.
+    """
+    if not isinstance(apply, bool):
+        apply = list(apply) if isinstance(apply, (list, tuple)) else [apply]
+    return session.cortex.memory.consolidate(agent, apply=apply, base=base)
+
+
+@form
 def memory_purge(session, agent, *, hard=False, yes=False):
     """Remove an agent's files and its items from the working state; :hard True erases it from history too.
 

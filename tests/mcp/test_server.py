@@ -153,6 +153,7 @@ def test_memory_tools(full):
     progress = []
     compacted = full.call("memory_compact", progress, agent="assistant", max_age="100y")
     assert [m["text"] for m in compacted["moved"]] == ["Release 2.3.1 contains the fix for E1042."]
+    assert compacted["known_in_other_words"] == []
     assert progress[0][:2] == (0, 1) and progress[-1][:2] == (1, 1)
     compaction = full.call("diff", from_ref=compacted["before"], to_ref=compacted["after"])["changes"]
     assert ("added", "agents/assistant/memory.org") in {(c["kind"], c["path"]) for c in compaction}

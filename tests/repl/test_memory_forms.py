@@ -177,6 +177,19 @@ def test_memory_add_supersedes_and_memory_retire(repl, org):
         "error: item mem-assistant-dark-mode 'User prefers dark mode in every app.' stopped holding at 2026-11-21")
 
 
+def test_memory_consolidate_lists_then_applies_and_rollback_undoes_it(repl, org):
+    repl('(memory-add "assistant" "fact" "The API rate limit is 120 requests per minute.")')
+    before = (org / "agents/assistant/memory.org").read_bytes()
+    listed = repl('(memory-consolidate "assistant")')
+    assert "[1] supersede (fact, 0.9" in listed and "differ in: 100 → 120" in listed
+    applied = repl('(memory-consolidate "assistant" :apply [1])')
+    assert "applied 1 to agents/assistant/memory.org" in applied
+    assert ":SUPERSEDED_BY: mem-assistant-the-api-rate-limit-is-" in (org / "agents/assistant/memory.org").read_text()
+    repl("(rollback (. *1 before))")
+    assert (org / "agents/assistant/memory.org").read_bytes() == before
+    assert repl('(memory-consolidate "assistant" :apply [7])').startswith("error: no proposal '7'")
+
+
 def test_memory_compact_moves_marked_items_and_rollback_undoes_it(repl, org):
     memory = org / "agents/assistant/memory.org"
     original = memory.read_text()
