@@ -1,5 +1,5 @@
-"""Agent memory: saving one fact at 10k vs 100 items, facts added from many threads at once, adding a turn to a
-conversation in a daily log, compacting 90 daily logs, searching one agent."""
+"""Agent memory: saving one fact at 10k vs 100 items, facts added from many threads at once, a fact superseding
+another, adding a turn to a conversation in a daily log, compacting 90 daily logs, searching one agent."""
 
 from __future__ import annotations
 
@@ -65,6 +65,25 @@ def concurrent_adds(c, threads: int = 20) -> None:
         together = best_of(lambda: add_all(pool), repeat=3)
     report(f"{threads} facts added from {threads} threads at once vs one after another", together, alone,
            target="(saves grouped: one write, one ingest)")
+
+
+def supersede_vs_add(c, rounds: int = 15) -> None:
+    """A fact that supersedes another (both items rewritten, one commit) against a plain add, into a memory of
+    100 items: median of `rounds` each, taking turns."""
+    seeded(c, "changing", 100)
+    added, superseded = [], []
+    previous = c.memory.add_item("changing", "fact", "The database is version 0.", now=NOW).id
+    for n in range(1, rounds + 1):
+        start = time.perf_counter()
+        c.memory.add_item("changing", "fact", f"Plain fact {n}, a sentence of ordinary length.", now=NOW)
+        added.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        previous = c.memory.add_item("changing", "fact", f"The database is version {n}.", supersedes=previous,
+                                     now=NOW).id
+        superseded.append(time.perf_counter() - start)
+    report("memory add of one fact, 100 items (baseline)", statistics.median(added), statistics.median(added))
+    report("memory add --supersedes an item, 100 items", statistics.median(superseded), statistics.median(added),
+           target="(target <= 1.2)")
 
 
 def file_write(path: Path, rounds: int = 15) -> float:
@@ -177,6 +196,7 @@ def main() -> None:
                target="(temporary file, fsync, rename: the floor)")
         small = save_beside_logs(c, org, small, seconds["small"])
         concurrent_adds(c)
+        supersede_vs_add(c)
         conversation_turns(c, org)
 
         logs = org / "agents/logger/logs"

@@ -177,7 +177,7 @@ class AgentMemory:
         items = getattr(saved, FIELDS[type])
         same = [i for i in items if id is not None and i.id == id]
         # not found only when a save grouped after this one removed it
-        return next(iter(same or [i for i in items if i.normalised == item.normalised]), item)
+        return next(iter(same or [i for i in items if i.normalised == item.normalised and i.current]), item)
 
     def similar(self, agent: str, type: str, text: str, limit: int = 3) -> list[tuple[MemoryItem, float]]:
         """The agent's current items of that type closest in meaning to `text`, closest first, with the cosine of
@@ -198,44 +198,37 @@ class AgentMemory:
         """Say that an item (named as `forget` takes it) stopped holding at `at` (default: now), with no successor:
         it keeps its text and place, with `:INVALID_AT:` and the ARCHIVE tag. Returns it as saved."""
         end = minute(now) if at is None else moment_of(at, "retired at")
-        loaded, key, kind, old = self._current_item(agent, item, "retire")
-        _check_end(old, end, "its end")
-        retired = self._with_id(agent, kind, old, loaded).retired(end, minute(now))
-        saved = self._group(agent).run(lambda: Save(loaded.entries, {key: (kind, retired)}))
-        return saved.entries.get(retired.key(kind), (kind, retired))[1]
+        retired = {}
+
+        def edit(model: MemoryFile) -> dict:
+            key, kind, old = _current_item(agent, model, item, "retire")
+            _check_end(old, end, "its end")
+            retired[kind] = self._with_id(agent, kind, old, model).retired(end, minute(now))
+            return {key: (kind, retired[kind])}
+
+        saved = self._group(check_agent_id(agent)).run(lambda: Save({}, edit))
+        (kind, new), = retired.items()
+        return saved.entries.get(new.key(kind), (kind, new))[1]
 
     def _supersede(self, agent: str, kind: str, item: MemoryItem, name: str,
                    start: datetime | date | None) -> MemoryItem:
-        """Add `item` in place of the current item `name` names, in one save."""
-        loaded, key, old_kind, old = self._current_item(agent, name, "supersede")
-        if loaded.texts[(kind, item.normalised)]:
-            same = next(i for k, i in loaded.entries.values() if k == kind and i.normalised == item.normalised)
-            raise UserError(f"{_named(item)} is already in the memory of {agent} as {same.id or same.key(kind)}: "
-                            f"a successor says something new")
+        """Add `item` in place of the current item `name` names, in one save, on memory.org as it is then."""
         end = start if start is not None else item.added
-        _check_end(old, end, "its successor's start")
-        old = self._with_id(agent, old_kind, old, loaded)
-        new = self._with_id(agent, kind, item, loaded, taken={old.id}).superseding(old.id, start)
-        save = Save(loaded.entries, {key: (old_kind, old.superseded_by(new.id, end, item.added)), new.id: (kind, new)})
-        saved = self._group(agent).run(lambda: save)
-        return saved.entries.get(new.id, (kind, new))[1]
+        added = []
 
-    def _current_item(self, agent: str, name: str, doing: str) -> tuple[MemoryFile, str, str, MemoryItem]:
-        """The memory.org as loaded, and the one current item `name` names: key, type, item."""
-        loaded = self.load_context(agent).loaded
-        found = loaded.named(name) if loaded is not None else []
-        if not found:
-            raise NotFound(f"agent {agent!r} has no memory item {quoted(name)} to {doing}")
-        if len(found) > 1:
-            listed = ", ".join(item.id or key for key, (_, item) in found[:5])
-            raise UserError(f"{quoted(name)} names {len(found)} items of {agent} ({listed}): name one by its :ID:")
-        key, (kind, item) = found[0]
-        if not item.current:
-            validity = item.validity
-            why = (f"was superseded by {' '.join(validity.replaced_by)}" if validity.replaced_by else
-                   f"stopped holding at {shown(validity.end)}" if validity.end else "does not hold yet")
-            raise UserError(f"{_named(item)} {why}: only a current item can be {doing}d")
-        return loaded, key, kind, item
+        def edit(model: MemoryFile) -> dict:
+            key, old_kind, old = _current_item(agent, model, name, "supersede")
+            if same := model.current_with_text(kind, item.normalised):
+                raise UserError(f"{_named(item)} is already in the memory of {agent} as {same.id or same.key(kind)}:"
+                                f" a successor says something new")
+            _check_end(old, end, "its successor's start")
+            old = self._with_id(agent, old_kind, old, model)
+            new = self._with_id(agent, kind, item, model, taken={old.id}).superseding(old.id, start)
+            added.append(new)
+            return {key: (old_kind, old.superseded_by(new.id, end, item.added)), new.id: (kind, new)}
+
+        saved = self._group(check_agent_id(agent)).run(lambda: Save({}, edit))
+        return saved.entries.get(added[-1].id, (kind, added[-1]))[1]
 
     @staticmethod
     def _with_id(agent: str, kind: str, item: MemoryItem, loaded: MemoryFile, taken=frozenset()) -> MemoryItem:
@@ -245,10 +238,11 @@ class AgentMemory:
         return with_unique_id(item, make_id(agent, kind, item.text), lambda i: i in loaded.entries or i in taken)
 
     def known_item(self, agent: str, type: str, text: str) -> MemoryItem | None:
-        """The item of that type in the agent's memory.org with the same text (as `add_item` compares), if any."""
+        """The current item of that type in the agent's memory.org with the same text (as `add_item` compares), if
+        any."""
         wanted = normalise(text)
         return next((item for kind, item in self.load_context(agent).items()
-                     if kind == type and item.normalised == wanted), None)
+                     if kind == type and item.normalised == wanted and item.current), None)
 
     def daily_logs(self, agent: str) -> list[date]:
         """The days of the agent's daily logs, oldest first."""
@@ -441,6 +435,23 @@ class AgentMemory:
         """The hash of bytes just written to a log, when its state was kept as they were made."""
         known = self._known_logs.get(path)
         return Oid(known.hasher.digest()) if known is not None and known.data is data else None
+
+
+def _current_item(agent: str, model: MemoryFile, name: str, doing: str) -> tuple[str, str, MemoryItem]:
+    """The one current item of memory.org (`model`) that `name` names: its key, type and item."""
+    found = model.named(name)
+    if not found:
+        raise NotFound(f"agent {agent!r} has no memory item {quoted(name)} to {doing}")
+    if len(found) > 1:
+        listed = ", ".join(item.id or key for key, (_, item) in found[:5])
+        raise UserError(f"{quoted(name)} names {len(found)} items of {agent} ({listed}): name one by its :ID:")
+    key, (kind, item) = found[0]
+    if not item.current:
+        validity = item.validity
+        why = (f"was superseded by {' '.join(validity.replaced_by)}" if validity.replaced_by else
+               f"stopped holding at {shown(validity.end)}" if validity.end else "does not hold yet")
+        raise UserError(f"{_named(item)} {why}: only a current item can be {doing}d")
+    return key, kind, item
 
 
 def _check_end(item: MemoryItem, end: datetime | date, what: str) -> None:

@@ -7,7 +7,7 @@ was loaded with, so an agent that only appends is found out without looking at e
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from itertools import compress, groupby
@@ -61,13 +61,17 @@ class MemoryContext:
         return sum(len(getattr(self, name)) for name in FIELDS.values())
 
 
+Edit = Callable[[MemoryFile], dict[str, "Typed | None"]]  # what to change, given the memory.org as it is
+
+
 @dataclass(frozen=True)
 class Save:
-    """One save: what it changes in memory.org since `base`, and what it adds to daily logs, by day: an entry to
-    append, or a conversation's turns (`conversation.orglog.SessionTurns`)."""
+    """One save: what it changes in memory.org since `base` (or, as an `Edit`, in memory.org as it is when it is
+    written), and what it adds to daily logs, by day: an entry to append, or a conversation's turns
+    (`conversation.orglog.SessionTurns`)."""
 
     base: Mapping[str, Typed]
-    ours: dict[str, Typed | None]
+    ours: dict[str, Typed | None] | Edit
     logs: tuple[tuple[date, LogEdit], ...] = ()
 
 
@@ -89,13 +93,15 @@ def outcome(saves: list[Save | UserError], merged: list[UserError | None]) -> li
     return [save if isinstance(save, UserError) else next(errors) for save in saves]
 
 
-def merged_into(agent: str, path: str, changes: list[tuple[Mapping[str, Typed], dict[str, Typed | None]]],
+def merged_into(agent: str, path: str, changes: list[tuple[Mapping[str, Typed], dict[str, Typed | None] | Edit]],
                 model: MemoryFile, errors: list[UserError | None]) -> tuple[bytes | None, MemoryFile]:
-    """Merge each (base, ours) in turn into the memory.org `model`: its new bytes (None: unchanged) and model;
-    `errors[n]` is set to what kept change n out (None: merged)."""
+    """Merge each (base, ours) in turn into the memory.org `model` (an `Edit` is made on the model as it is then):
+    its new bytes (None: unchanged) and model; `errors[n]` is set to what kept change n out (None: merged)."""
     data = None
     for n, (base, ours) in enumerate(changes):
         try:
+            if callable(ours):
+                base, ours = model.entries, ours(model)
             changed, added = merge(path, base, ours, model, agent)
             errors[n] = None
         except UserError as error:  # a conflict with the file: this save only is refused

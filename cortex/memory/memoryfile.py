@@ -100,6 +100,14 @@ class MemoryFile:
         """How many items of each (type, normalised text) the file holds."""
         return Counter((kind, item.normalised) for kind, item in self.entries.values())
 
+    def current_with_text(self, kind: str, normalised: str) -> MemoryItem | None:
+        """The current item of this type with this normalised text, if any (one that no longer holds does not
+        count: the same text may be true again)."""
+        if not self.texts[(kind, normalised)]:
+            return None
+        return next((item for k, item in self.entries.values()
+                     if k == kind and item.normalised == normalised and item.current), None)
+
     def named(self, name: str) -> list[tuple[str, Typed]]:
         """The items `name` stands for, by key: its :ID:, key or text (compared normalised), in file order."""
         text = normalise(name)
@@ -378,14 +386,14 @@ def merge(path: str, base: Mapping[str, Typed], ours: Mapping[str, Typed | None]
 
 
 def _new_items(added: list[Typed], theirs: MemoryFile, agent: str) -> list[Typed]:
-    """New items without repeats of an item already there (by normalised text), each with an org-id."""
+    """New items without repeats of a current item already there (by normalised text), each with an org-id."""
     known = theirs.texts if added else {}
     seen: set[tuple[str, str]] = set()
     ids: set[str] = set()
     fresh = []
     for kind, item in added:
         text = (kind, item.normalised)
-        if text in known or text in seen:
+        if text in seen or text in known and theirs.current_with_text(kind, item.normalised):
             continue
         seen.add(text)
         if item.id is None and not item.as_plain:

@@ -111,14 +111,16 @@ def test_a_person_who_changed_the_old_item_meanwhile_is_not_overwritten(cortex, 
 
     def person_edits_it_meanwhile(self, *args):
         text = path.read_text()
-        if "100 requests per minute." in text:
+        if "100 requests per minute." in text:  # between the write reading the file and replacing it
             path.write_text(text.replace("100 requests per minute.", "100 requests per minute, per user."))
         return rewrite(self, *args)
 
     monkeypatch.setattr(MemoryFile, "rewrite", person_edits_it_meanwhile)
-    with pytest.raises(MemoryConflict, match="changed in the file"):
-        cortex.memory.retire("assistant", RATE, now=NOW)
-    assert "per user." in path.read_text() and "INVALID_AT" not in path.read_text()
+    retired = cortex.memory.retire("assistant", RATE, now=NOW)
+    # the retirement is made again on what the person saved: both are kept
+    assert retired.title == "The API rate limit is 100 requests per minute, per user."
+    text = path.read_text()
+    assert "** The API rate limit is 100 requests per minute, per user." in text and ":INVALID_AT: [2026-11-21" in text
 
 
 def test_rollback_undoes_a_supersession_and_as_of_answers_as_it_was(cortex, org):
@@ -164,3 +166,15 @@ def test_forgetting_an_item_leaves_no_item_naming_it_and_chain_takes_the_chain(c
     assert sorted(report.ids) == sorted([third.id, fourth.id])
     assert "150 requests" not in path.read_text() and "200 requests" not in path.read_text()
     assert "100 requests" in path.read_text()  # the chain was broken before: what no link reaches stays
+
+
+def test_a_value_that_is_true_again_is_a_new_current_item(cortex):
+    second = cortex.memory.add_item("assistant", "fact", "The API rate limit is 120 requests per minute.",
+                                    supersedes=RATE, now=NOW)
+    assert cortex.memory.known_item("assistant", "fact", "The API rate limit is 100 requests per minute.") is None
+    back = cortex.memory.add_item("assistant", "fact", "The API rate limit is 100 requests per minute.",
+                                  supersedes=second.id, now=NOW)
+    again = cortex.memory.add_item("assistant", "fact", "The API rate limit is 100 requests per minute.", now=NOW)
+    assert back.id != RATE and back.current and again == back  # added once: the current one is that text now
+    now = items(cortex)
+    assert [i.id for i in now.values() if i.title.startswith("The API rate limit is 100")] == [RATE, back.id]
