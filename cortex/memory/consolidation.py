@@ -138,8 +138,9 @@ def consolidate(memory: AgentMemory, agent: str, apply: bool | Iterable[int] = F
 
 
 def find_proposals(model: MemoryFile, embed: Embed | None, agent: str, now: datetime) -> list[Proposal]:
-    """The merges and supersessions that consolidate `model`'s current items, each item in one at most (a newer
-    item may replace several), closest pairs first; by exact text alone without an embedder."""
+    """The merges and supersessions that consolidate `model`'s current items, closest pairs first: an item is
+    merged away, merged into or superseded once at most (and one merged away takes part in nothing else); by
+    exact text alone without an embedder."""
     found: list[tuple[str, tuple[str, MemoryItem], tuple[str, MemoryItem], Relation]] = []
     for kind in ITEM_TYPES:
         items = [(key, item) for key, (k, item) in model.entries.items() if k == kind and item.current]
@@ -164,13 +165,12 @@ def find_proposals(model: MemoryFile, embed: Embed | None, agent: str, now: date
                 replaced.add(old)
             involved.update((old, new))
             found.append((kind, items[old], items[new], found_relation))
-    proposals = []
+    proposals, text = [], model.render()
     for number, (kind, older, newer, found_relation) in enumerate(found, 1):
         proposal = Proposal(number, "merge" if found_relation.kind == "duplicate" else "supersede", kind, older,
                             newer, found_relation)
-        changes = _composed([proposal], model, agent, now)
-        data, _ = model.rewrite(changes, [], f"Memory of {agent}")
-        proposals.append(replace(proposal, diff=_org_diff(model.path, model.render(), data)))
+        data, _ = model.rewrite(_composed([proposal], model, agent, now), [], f"Memory of {agent}")
+        proposals.append(replace(proposal, diff=_org_diff(model.path, text, data)))
     return proposals
 
 
@@ -216,12 +216,12 @@ def _composed(proposals: list[Proposal], model: MemoryFile, agent: str, now: dat
 
     for proposal in proposals:
         (old_key, _), (new_key, _) = proposal.older, proposal.newer
-        older, newer = identified(old_key), identified(new_key)
         if proposal.kind == "supersede":
-            older, newer = succession(older, newer, now)
+            older, newer = succession(identified(old_key), identified(new_key), now)
             change(old_key, older)
             change(new_key, newer)
             continue
+        older, newer = entries[old_key][1], entries[new_key][1]
         change(old_key, merged(older, newer))
         change(new_key, None)
         if newer.id is not None:
