@@ -5,6 +5,7 @@ import pytest
 
 from cortex.errors import UserError
 from cortex.memory.agents import AgentMemory
+from tests.search.test_embedders import CountingEmbedder
 
 MEMORY = "agents/assistant/memory.org"
 
@@ -33,19 +34,9 @@ def test_an_item_that_no_longer_holds_is_not_similar(cortex, org):
 
 def test_a_check_embeds_only_the_new_text_once_the_items_are_cached(cortex):
     cortex.memory.similar("assistant", "fact", "The user likes dark mode in all apps.")
-    model = cortex._embedder.embedder
-    asked = []
-
-    class Counting:
-        name, dim, degraded = model.name, model.dim, model.degraded
-
-        def embed(self, texts):
-            asked.extend(texts)
-            return model.embed(texts)
-
-    cortex._embedder.embedder = Counting()
+    counting = cortex._embedder.embedder = CountingEmbedder(cortex._embedder.embedder)
     cortex.memory.similar("assistant", "fact", "The API allows 100 requests a minute.")
-    assert asked == ["The API allows 100 requests a minute."]
+    assert counting.embedded == ["The API allows 100 requests a minute."]
 
 
 def test_a_bad_type_is_refused_and_without_an_embedder_nothing_is_similar(cortex):
