@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import NotFound, UserError
 from ..objects import Snapshot
-from ..words import counted, quoted, short
+from ..words import brief, counted, quoted, short
 from ..workspace import UNCHANGED, Current
 from .changes import merged_into, minute
 from .items import MemoryItem, make_id
@@ -114,8 +114,10 @@ def consolidate(memory: AgentMemory, agent: str, apply: bool | Iterable[int] = F
         found = Consolidation(agent, version, tuple(proposals))
         if apply is False:
             return found
-        if base is not None and not (base.strip() and version.startswith(base.strip())):
-            raise UserError(f"{path} changed since the proposals were listed (at {base.strip() or quoted(base)}, "
+        if base is not None and not base.strip():
+            raise UserError(f"base is empty: give the version of {path} the proposals were listed for (now {version})")
+        if base is not None and not version.startswith(base.strip()):
+            raise UserError(f"{path} changed since the proposals were listed (at {brief(base.strip())}, "
                             f"now {version}): nothing applied; run `cortex memory consolidate {agent}` again")
         chosen = _chosen(apply, len(proposals))
         if not chosen:

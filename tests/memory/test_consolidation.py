@@ -78,6 +78,8 @@ def test_apply_some_by_number(ops):
     assert ":MERGED:   billing-again" in text and "ARCHIVE" not in text
     with pytest.raises(UserError, match=r"no proposal '3': there is 1 proposal$"):
         ops.memory.consolidate("ops", apply=[3])
+    with pytest.raises(UserError, match=r"^base is empty: give the version of agents/ops/memory.org the proposals"):
+        ops.memory.consolidate("ops", apply=True, base=" ")
 
 
 def test_an_edit_made_after_the_listing_is_kept_or_the_apply_refused(ops):
