@@ -98,10 +98,12 @@ class AgentMemory:
 
     # --- the context contract ---------------------------------------------------------
 
-    def load_context(self, agent: str) -> MemoryContext:
-        """The agent's memory.org as a context (empty when there is none); hand edits are brought in first."""
+    def load_context(self, agent: str, *, every: bool = False) -> MemoryContext:
+        """The agent's memory.org as a context (empty when there is none): the items that hold now, or `every`
+        item (those superseded or retired too); hand edits are brought in first. A save removes only an item
+        loaded into the lists and gone from them."""
         self.refresh(agent)
-        return context_of(agent, self.model(agent, self.workspace.working()))
+        return context_of(agent, self.model(agent, self.workspace.working()), every)
 
     def save_context(self, agent: str, context: MemoryContext, *, now: datetime | None = None) -> MemoryContext:
         """Merge the context into memory.org and append its summary to today's log, in one commit; return the
@@ -154,7 +156,7 @@ class AgentMemory:
             tree = self.workspace.working()
             paths = list(paths_under(tree, self.folder(agent) + "/"))
             stats[agent] = AgentStats(files=len(paths), logs=len(logs_in(tree, agent)),
-                                      items=len(context_of(agent, self.model(agent, tree))),
+                                      items=len(context_of(agent, self.model(agent, tree), every=True)),
                                       bytes=sum(self.workspace.size(path, tree) for path in paths))
         return stats
 
@@ -189,8 +191,7 @@ class AgentMemory:
         if self.embed is None:
             return []
         wanted = normalise(text)
-        items = [item for item in getattr(self.load_context(agent), FIELDS[type])
-                 if item.current and item.normalised != wanted]
+        items = [item for item in getattr(self.load_context(agent), FIELDS[type]) if item.normalised != wanted]
         return [(items[n], score) for n, score in similar_to(self.embed, text, [item.text for item in items], limit)]
 
     def retire(self, agent: str, item: str, *, at: datetime | date | str | None = None,

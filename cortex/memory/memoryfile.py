@@ -100,6 +100,11 @@ class MemoryFile:
         """How many items of each (type, normalised text) the file holds."""
         return Counter((kind, item.normalised) for kind, item in self.entries.values())
 
+    @cached_property
+    def dated(self) -> tuple[MemoryItem, ...]:
+        """The items whose properties say when they hold (only these may not hold now)."""
+        return tuple(item for items in self.kinds.values() for item in items if item.validity.stated)
+
     def current_with_text(self, kind: str, normalised: str) -> MemoryItem | None:
         """The current item of this type with this normalised text, if any (one that no longer holds does not
         count: the same text may be true again)."""
@@ -165,7 +170,7 @@ class MemoryFile:
         return data, self._derived(derived, changed, writer)
 
     def _derived(self, derived: MemoryFile, changed: dict[str, Typed | None], writer: _Writer) -> MemoryFile:
-        """The model after a rewrite: entries, types and texts updated by what was removed and written."""
+        """The model after a rewrite: entries, types, texts and dated items updated by what was removed and written."""
         entries = dict(self.entries)
         gone = [entries.pop(key) for key in changed]
         entries.update(writer.written)
@@ -177,6 +182,10 @@ class MemoryFile:
                 kinds[section.type] = tuple(entries[p.key][1] for p in (*section.head, *section.children)
                                             if p.key is not None)
         result = replace(derived, entries=entries, kinds=kinds)
+        if "dated" in self.__dict__:  # likewise the items that say when they hold
+            left = {id(item) for _, item in gone}
+            result.__dict__["dated"] = (*(item for item in self.dated if id(item) not in left),
+                                        *(item for _, item in writer.written.values() if item.validity.stated))
         if "texts" in self.__dict__:  # keep the index of normalised texts without counting every item again
             texts = self.texts.copy()
             for kind, item in gone:

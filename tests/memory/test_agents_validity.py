@@ -17,7 +17,7 @@ NOW = datetime(2026, 11, 21, 10, 5)
 
 
 def items(cortex):
-    return {item.id: item for item in cortex.memory.load_context("assistant").items() for item in [item[1]]}
+    return {item.id: item for _, item in cortex.memory.load_context("assistant", every=True).items()}
 
 
 def test_a_successor_and_the_item_it_replaces_say_so_in_org_in_one_commit(cortex, org):
@@ -178,3 +178,20 @@ def test_a_value_that_is_true_again_is_a_new_current_item(cortex):
     assert back.id != RATE and back.current and again == back  # added once: the current one is that text now
     now = items(cortex)
     assert [i.id for i in now.values() if i.title.startswith("The API rate limit is 100")] == [RATE, back.id]
+
+
+def test_a_loaded_context_holds_what_holds_now_and_its_save_keeps_the_rest(cortex, org):
+    new = cortex.memory.add_item("assistant", "fact", "The API rate limit is 120 requests per minute.",
+                                 supersedes=RATE, now=NOW)
+    context = cortex.memory.load_context("assistant")
+    assert [i.id for i in context.facts if i.id] == ["mem-assistant-dark-mode", new.id]
+    assert RATE in [i.id for i in cortex.memory.load_context("assistant", every=True).facts]
+    context.facts = [i for i in context.facts if i.id != "mem-assistant-dark-mode"]  # removed: it goes
+    context.facts.append("Deploys happen on Tuesdays.")
+    saved = cortex.memory.save_context("assistant", context, now=NOW)
+    assert [i.title for i in saved.facts][-1] == "Deploys happen on Tuesdays."
+    text = (org / MEMORY).read_text()
+    assert "mem-assistant-dark-mode" not in text and f":ID:       {RATE}" in text  # not loaded, so kept
+    context.facts = list(reversed(context.facts))  # any change that compares them all
+    cortex.memory.save_context("assistant", context, now=NOW)
+    assert f":ID:       {RATE}" in (org / MEMORY).read_text()

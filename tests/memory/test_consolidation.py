@@ -114,7 +114,7 @@ def test_a_merge_renames_what_named_the_removed_item_and_a_chain_supersedes_in_t
     pairs = {(p.kind, p.older[1].id, p.newer[1].id) for p in done.proposals}
     assert pairs == {("supersede", "node-16", "node-18"), ("supersede", "node-18", "node-20"),
                      ("merge", "sentry", "sentry-again")}
-    context = cortex.memory.load_context("ops")
+    context = cortex.memory.load_context("ops", every=True)
     items = {item.id: item for item in context.facts}
     assert items["rollbar"].validity.replaced_by == ("sentry",) and "sentry-again" not in items
     assert items["node-18"].validity.replaces == ("node-16",) and items["node-18"].validity.replaced_by == ("node-20",)

@@ -150,7 +150,7 @@ def life(tmp_path_factory):
 
 
 def items_of(c):
-    return {item.id: item for _, item in c.memory.load_context(AGENT).items()}
+    return {item.id: item for _, item in c.memory.load_context(AGENT, every=True).items()}
 
 
 def test_what_holds_now_is_the_newest_version_of_each_subject(life):
