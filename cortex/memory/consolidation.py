@@ -167,13 +167,12 @@ def find_proposals(model: MemoryFile, embed: Embed | None, agent: str, now: date
                 replaced.add(old)
             involved.update((old, new))
             found.append((kind, items[old], items[new], found_relation))
-    proposals, text = [], model.render()
-    for number, (kind, older, newer, found_relation) in enumerate(found, 1):
-        proposal = Proposal(number, "merge" if found_relation.kind == "duplicate" else "supersede", kind, older,
-                            newer, found_relation)
-        data, _ = model.rewrite(_composed([proposal], model, agent, now), [], f"Memory of {agent}")
-        proposals.append(replace(proposal, diff=_org_diff(model.path, text, data)))
-    return proposals
+    proposals = [Proposal(number, "merge" if found_relation.kind == "duplicate" else "supersede", kind, older,
+                          newer, found_relation) for number, (kind, older, newer, found_relation) in enumerate(found, 1)]
+    changes = [_composed([proposal], model, agent, now) for proposal in proposals]
+    placed = model.placed(key for changed in changes for key in changed)
+    return [replace(proposal, diff=_diff(model, changed, placed, agent))
+            for proposal, changed in zip(proposals, changes)]
 
 
 def merged(kept: MemoryItem, dropped: MemoryItem) -> MemoryItem:
@@ -268,25 +267,35 @@ def _joined(*values: str | None) -> str:
     return " ".join(dict.fromkeys(i for value in values if value for i in value.split()))
 
 
-def _org_diff(path: str, old: bytes, new: bytes, context: int = 2) -> str:
-    """A unified diff of two versions of a file, compared only between the lines they share at both ends."""
-    a, b = old.decode("utf-8").splitlines(), new.decode("utf-8").splitlines()
-    head = old.count(b"\n", 0, _common_prefix(old, new))  # lines before the first that differs
-    tail = 0
-    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
-    low = max(0, head - context)
-    a_mid, b_mid = a[low:len(a) - max(0, tail - context)], b[low:len(b) - max(0, tail - context)]
-    lines = [f"--- a/{path}", f"+++ b/{path}"]
-    for group in difflib.SequenceMatcher(None, a_mid, b_mid, autojunk=False).get_grouped_opcodes(context):
-        (_, i1, _, j1, _), (_, _, i2, _, j2) = group[0], group[-1]
-        lines.append(f"@@ -{_range(low + i1, i2 - i1)} +{_range(low + j1, j2 - j1)} @@")
-        for tag, i1, i2, j1, j2 in group:
-            if tag == "equal":
-                lines += [" " + line for line in a_mid[i1:i2]]
-            else:
-                lines += ["-" + line for line in a_mid[i1:i2]] + ["+" + line for line in b_mid[j1:j2]]
-    return "\n".join(lines) if len(lines) > 2 else ""
+def _diff(model: MemoryFile, changes: Changes, placed: dict[str, tuple[int, str]], agent: str) -> str:
+    """The unified diff of what `changes` make of memory.org: item by item where each stays in place (`placed`:
+    where each stands and its text), else the two versions of the file compared."""
+    edits = []
+    for key, new in changes.items():
+        line, text = placed[key]
+        after = model.replacement(key, text, new)
+        if after is None:  # it moves: compare the files, from the first line that differs to the last
+            old, data = model.render(), model.rewrite(changes, [], f"Memory of {agent}")[0]
+            head = old.count(b"\n", 0, _common_prefix(old, data))
+            end = _common_prefix(old[::-1], data[::-1])
+            edits = [(head + 1, old[:len(old) - end].decode("utf-8").split("\n", head)[-1],
+                      data[:len(data) - end].decode("utf-8").split("\n", head)[-1])]
+            break
+        edits.append((line, text, after))
+    lines = [f"--- a/{model.path}", f"+++ b/{model.path}"]
+    shift = 0
+    for line, before, after in sorted(edits):
+        a, b = before.splitlines(), after.splitlines()
+        for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(2):
+            (_, i1, _, j1, _), (_, _, i2, _, j2) = group[0], group[-1]
+            lines.append(f"@@ -{_range(line - 1 + i1, i2 - i1)} +{_range(line - 1 + shift + j1, j2 - j1)} @@")
+            for tag, i1, i2, j1, j2 in group:
+                if tag == "equal":
+                    lines += [" " + text for text in a[i1:i2]]
+                else:
+                    lines += ["-" + text for text in a[i1:i2]] + ["+" + text for text in b[j1:j2]]
+        shift += len(b) - len(a)
+    return "\n".join(lines)
 
 
 def _range(start: int, length: int) -> str:

@@ -2,6 +2,8 @@
 commit after a snapshot that a rollback returns to byte for byte, and a person's edit in between."""
 
 import re
+import shutil
+import subprocess
 from datetime import datetime
 
 import pytest
@@ -69,6 +71,29 @@ def test_apply_writes_both_in_one_commit_after_a_snapshot_and_rollback_restores_
     assert ops.memory.consolidate("ops").proposals == ()
     ops.rollback(done.before.oid.hex())
     assert memory_file(ops).read_bytes() == original
+
+
+def test_each_diff_is_what_applying_its_proposal_alone_writes(ops, tmp_path):
+    """`git apply` makes of memory.org, with a proposal's diff, the file that applying the proposal writes; a
+    list item that becomes a headline (it moves) included."""
+    if shutil.which("git") is None:
+        pytest.skip("no git to apply the diffs with")
+    path = memory_file(ops)
+    path.write_text(path.read_text().replace("* Facts\n", "* Facts\n- The VPN needs a restart after upgrades.\n"))
+    ops.memory.add_item("ops", "fact", "The VPN now needs no restart after upgrades.", now=at(25))
+    original = path.read_bytes()
+    proposals = ops.memory.consolidate("ops").proposals
+    assert len(proposals) == 3 and any(p.older[1].plain for p in proposals)  # the list item moves
+    for proposal in proposals:
+        done = ops.memory.consolidate("ops", apply=[proposal.number])
+        written = path.read_bytes()
+        ops.rollback(done.before.oid.hex())
+        copy = tmp_path / str(proposal.number)
+        (copy / MEMORY).parent.mkdir(parents=True)
+        (copy / MEMORY).write_bytes(original)
+        subprocess.run(["git", "apply", "--unidiff-zero", "-"], input=proposal.diff + "\n", text=True, cwd=copy,
+                       check=True)
+        assert (copy / MEMORY).read_bytes() == written, proposal.diff
 
 
 def test_apply_some_by_number(ops):
