@@ -94,8 +94,9 @@ def supersede_vs_add(c, rounds: int = 15) -> None:
 
 def similar_check_cost(c, rounds: int = 15) -> None:
     """An add with its similar check, as `memory add` makes them, against the add alone, at 100 and at 10k items
-    (median of `rounds` each, taking turns), the items' vectors cached in the store (as after a first check, or
-    a search): a check embeds the new text. And the first check at 10k items, which embeds every fact once."""
+    (median of `rounds` each, taking turns), the items' vectors known (kept in memory by the session after a first
+    check, or a search): a check embeds the new text. And the first check at 10k items, which embeds every fact
+    once."""
     seeded(c, "checked", 100)
     start = time.perf_counter()
     c.memory.similar("large", "fact", "The first check embeds every fact.")
@@ -114,7 +115,7 @@ def similar_check_cost(c, rounds: int = 15) -> None:
         alone, checked = statistics.median(times[False]), statistics.median(times[True])
         report(f"memory add of one fact, {size} items (baseline)", alone, alone)
         report(f"memory add and its similar check, {size} items", checked, alone,
-               target="(the new text embedded, the others' vectors read)")
+               target="(the new text embedded, the others' vectors in memory)")
         if size == "10k":
             report("the first similar check at 10k items (embeds 3.3k facts)", first, alone, target="(once per store)")
 

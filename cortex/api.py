@@ -409,6 +409,8 @@ class Cortex:
         from .search.embeddings import forget_embeddings
 
         forget_embeddings(self.store, replaced)
+        if "_embedder" in self.__dict__:
+            self._embedder.forget_recent()
 
     def export(self, ref: str | int = "HEAD", path: str | os.PathLike | None = None) -> tuple[Path, int]:
         """Write a snapshot and what it reaches to one file (default in `store_folder()`); return it and the count."""

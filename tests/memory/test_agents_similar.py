@@ -43,3 +43,10 @@ def test_a_bad_type_is_refused_and_without_an_embedder_nothing_is_similar(cortex
     with pytest.raises(UserError, match="memory type 'opinion'"):
         cortex.memory.similar("assistant", "opinion", "x")
     assert AgentMemory(cortex.workspace).similar("assistant", "fact", "The user likes dark mode.") == []
+
+
+def test_a_hard_forget_leaves_no_vector_of_its_text_in_the_session(cortex):
+    cortex.memory.similar("assistant", "fact", "The user likes dark mode in all apps.")
+    assert "User prefers dark mode in every app." in cortex._embedder._recent
+    cortex.memory.forget("assistant", "mem-assistant-dark-mode", hard=True)
+    assert "User prefers dark mode in every app." not in cortex._embedder._recent

@@ -167,4 +167,4 @@ def test_merged_keeps_the_older_and_what_only_the_newer_had():
                                      ("VALID_FROM", "[2026-11-09 Mon]")))
     item = merged(kept, dropped)
     assert (item.text, item.id, item.added, item.source, item.tags) == ("A", "a", DAY, "session 1; cli", ("ops", "db"))
-    assert item.properties == (("OWNER", "dana"), ("TEAM", "infra"), ("SUPERSEDES", "x y"), ("MERGED", "b"))
+    assert item.properties == (("SUPERSEDES", "x y"), ("OWNER", "dana"), ("TEAM", "infra"), ("MERGED", "b"))
