@@ -25,7 +25,7 @@ from .backends import Store, is_database_url, open_store
 from .backends.base import TABLES
 from .errors import NotFound, UserError, located
 from .hashing import Oid
-from .history import Change, DirtyWorkingFiles, LogEntry, RollbackReport, Version
+from .history import Change, DirtyWorkingFiles, LogEntry, RollbackReport, Version, proposals as reviews
 from .ingest import IngestReport
 from .objects import Headline, Snapshot, Tree
 from .org.blocks import DEFINITIONS_MARKER
@@ -102,19 +102,21 @@ def default_store_path() -> str | Path:
 
 
 def open(store: str | os.PathLike | None = None, org_root: str | os.PathLike | None = None,
-         in_memory: bool = False, *, folder: bool = True, read_only: bool = False) -> "Cortex":  # noqa: A001
+         in_memory: bool = False, *, folder: bool = True, read_only: bool = False,
+         review: bool = False) -> "Cortex":  # noqa: A001
     """Open a store (default: `default_store_path()`): a folder, or a postgresql://user@host/db URL for a shared
     one; it tracks an Org folder (default: the one it tracked, else `org/`). With `folder=False` there is no
     Org folder on this machine: writes commit to the store's working state directly. `read_only`: nothing is
     written to the store or beside it (every write is refused; what a read would cache stays in memory), and a
-    store that does not exist is not made."""
+    store that does not exist is not made. `review`: every agent-memory write of this handle waits for a
+    person's review, as a proposal (`cortex review`); without it, those the definitions' `:review` names do."""
     location = None if in_memory else (store or default_store_path())
     if read_only and location is not None and not is_database_url(location) \
             and not (Path(location).expanduser() / "data.mdb").is_file():
         raise NotFound(f"{store_name(location)}: no store here to open read-only")
     backend = open_store(location, read_only)
     try:
-        return Cortex(backend, org_root, location, folder=folder)
+        return Cortex(backend, org_root, location, folder=folder, review=review)
     except BaseException:
         backend.close()
         raise
@@ -135,8 +137,9 @@ class Cortex:
     """An open store and the Org folder it tracks (`root`; None when this machine has no Org folder)."""
 
     def __init__(self, store: Store, org_root: str | os.PathLike | None = None,
-                 location: str | os.PathLike | None = None, *, folder: bool = True):
+                 location: str | os.PathLike | None = None, *, folder: bool = True, review: bool = False):
         self.store = store
+        self.review = review  # every agent-memory write of this handle is a proposal
         self.location = store_name(location)  # where the store is, password hidden
         self.workspace = open_workspace(store, org_root, folder=folder, marker=DEFINITIONS_MARKER.encode())
         self.workspace.erasing.append(self._drop_indexes)  # first: a crash halfway must not leave them holding it
@@ -274,7 +277,8 @@ class Cortex:
 
     def stats(self) -> dict[str, int | list[str]]:
         """Files, headlines, ids (and the duplicated ones), objects, refs, snapshots and bytes."""
-        return {**query.stats(self.store, self.working()), "snapshots": len(history.snapshots(self.store))}
+        return {**query.stats(self.store, self.working()), "snapshots": len(history.snapshots(self.store)),
+                "proposals pending": len(self.store.table(reviews.PENDING))}
 
     def fsck(self, repair: bool = False) -> list[history.FsckProblem]:
         """Check every object, ref and table; list the damage (empty when the store is sound).
@@ -717,10 +721,73 @@ class Cortex:
 
     @cached_property
     def memory(self):
-        """Agent memory: memory.org and daily logs per agent, over this session."""
+        """Agent memory: memory.org and daily logs per agent, over this session; under review (this handle's
+        `review`, or the definitions' `:review` policies as they are when it is first used) its writes are
+        proposals, and each agent reads its own pending ones with the working state."""
         from .memory.agents import AgentMemory
 
-        return AgentMemory(self.workspace, self.search, self._embed)
+        return AgentMemory(self._memory_workspace(), self.search, self._embed)
+
+    def _memory_workspace(self):
+        """The workspace agent memory writes through: this one, or a view of it under review."""
+        from .review import ReviewedWorkspace
+
+        if self.review:
+            return ReviewedWorkspace(self.workspace)
+        policies = self._review_policies()
+        if not policies:
+            return self.workspace
+        from .memory.review import needs_review
+
+        return ReviewedWorkspace(self.workspace, needs_review(policies))
+
+    def _review_policies(self) -> list:
+        """The review policies the definitions declare (a definitions file that never says `:review` is not read
+        for them). A mistake in the definitions is raised: writes that may be meant to wait are not let through."""
+        tree = self.working()
+        texts = [query.render_file(self.store, tree, key.decode()) for key in self.store.table(LITERATE)
+                 if key.decode() in tree.entries]
+        if self.root is not None and self.definitions_path.exists():
+            texts.append(self.definitions_path.read_text(errors="replace"))
+        if not (any(":review" in text for text in texts) or ("registry" in self.__dict__
+                                                             and len(self.registry.memories))):
+            return []
+        return [memory.review for memory in self.definitions().memories if memory.review is not None]
+
+    # --- review ----------------------------------------------------------------------------
+
+    def proposals(self, status: str | None = "pending", agent: str | None = None) -> list:
+        """Proposals (`history.proposals.Proposal`), oldest first: those pending (default), `accepted`,
+        `rejected`, or all (None); of one agent, or every agent's."""
+        return reviews.proposals(self.store, status, agent)
+
+    def proposal(self, name: str):
+        """The proposal `name` names: its id, or a unique prefix of it."""
+        return reviews.find(self.store, name)
+
+    def proposal_changes(self, name: str) -> list[Change]:
+        """The headlines a pending proposal adds, removes, changes or moves, as `diff` names them."""
+        return reviews.changes(self.store, self.proposal(name))
+
+    def proposal_patch(self, name: str) -> str:
+        """The text of a pending proposal's changes, as a patch."""
+        return reviews.patch(self.store, self.proposal(name))
+
+    def accept_proposal(self, name: str, only=None):
+        """Merge a pending proposal into the working state in one commit (`only`: the headlines of it to take,
+        by :ID: or outline path, as `proposal_changes` names them); the Org folder receives it. Returns
+        `Accepted`: the proposal as decided (`undo`: the snapshot a rollback to undoes it), the files it
+        changed, the conflicts it left in them."""
+        if isinstance(only, str):
+            only = [only]
+        done = reviews.accept(self.store, name, only)
+        if done.paths:
+            self.workspace.refresh(os.path.commonpath([os.path.dirname(path) for path in done.paths]) or ".")
+        return done
+
+    def reject_proposal(self, name: str, reason: str = ""):
+        """Reject a pending proposal: it never reaches the files; its record keeps `reason`."""
+        return reviews.reject(self.store, name, reason)
 
     # --- webhooks ------------------------------------------------------------------------
 

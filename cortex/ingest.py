@@ -199,13 +199,49 @@ def _commit_once(store: Store, change: Change, message: str,
                  then: "Callable[[IngestReport], None] | None") -> IngestReport:
     started = time.perf_counter()
     base_oid = store.refs.get(WORKING)
-    base = _tree(store, base_oid)
-    files = dict(change(base))
+    staged = stage_files(store, _tree(store, base_oid), change(_tree(store, base_oid)))
+
+    def commit() -> None:
+        staged.write()
+        if staged.tree.oid != base_oid:
+            store.refs.set_if_equals(WORKING, staged.tree.oid, base_oid, message)
+        if then is not None:
+            then(staged.report)
+
+    return _committed(store, commit, staged.batch, staged.report, started)
+
+
+class StagedFiles:
+    """Files' new bytes parsed onto a tree, ready to be written in one transaction (`stage_files`)."""
+
+    def __init__(self, tree: Tree, report: IngestReport, batch: "_Batch"):
+        self.tree, self.report, self.batch = tree, report, batch
+
+    def write(self) -> None:
+        """Write the tree and what parsing made (objects, caches); call inside a transaction. A gc that
+        collected what the parse reused meanwhile makes it start over (a RefConflict)."""
+        if any(oid not in self.batch.in_base and oid not in self.batch.store.objects for oid in self.batch.reused):
+            raise _CollectedMeanwhile()
+        self.batch.add(self.tree)
+        self.report.new_objects = self.batch.write()
+
+    def get(self, oid: bytes) -> OrgObject:
+        """An object of the new tree (parsed here, or stored)."""
+        return self.batch.get(oid)
+
+    def committed(self) -> None:
+        """Keep what the next parse starts from, once `write` landed."""
+        self.batch.committed()
+
+
+def stage_files(store: Store, base: Tree, files: Mapping[str, "bytes | None"]) -> StagedFiles:
+    """The tree `base` becomes with these files' new bytes (None: the file goes), parsed with the store's caches
+    and nothing written yet: a UserError names a file that cannot be written, or whose bytes are not Org text."""
     named = [f"{rel}: {problem}" for rel in files if (problem := path_problem(rel)) is not None]
     if named:
         raise UserError("cannot write these files:\n  " + "\n  ".join(named))
     entries = dict(base.entries)
-    report = IngestReport(root=base_oid or EMPTY_TREE.oid, files=len(files))
+    report = IngestReport(root=base.oid, files=len(files))
     with store.reading():
         batch = _Batch(store, _layouts.setdefault(store, {}), base, None)
         for rel, data in files.items():
@@ -218,19 +254,8 @@ def _commit_once(store: Store, change: Change, message: str,
                 raise UserError(located(rel, exc.line, exc.reason)) from None
             report.parsed += [rel] if changed else []
     tree = Tree(dict(sorted(entries.items())))
-
-    def commit() -> None:
-        if any(oid not in batch.in_base and oid not in store.objects for oid in batch.reused):
-            raise _CollectedMeanwhile()
-        batch.add(tree)
-        report.root = tree.oid
-        report.new_objects = batch.write()
-        if tree.oid != base_oid:
-            store.refs.set_if_equals(WORKING, tree.oid, base_oid, message)
-        if then is not None:
-            then(report)
-
-    return _committed(store, commit, batch, report, started)
+    report.root = tree.oid
+    return StagedFiles(tree, report, batch)
 
 
 def _read(batch: "_Batch", root: Path, files: list[str], report: IngestReport, progress: Progress | None = None,

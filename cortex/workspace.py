@@ -32,6 +32,7 @@ from .errors import UserError, located
 from .files import FilesBusy, edit_file, remove_tree
 from .locks import folder_lock
 from .hashing import hash_bytes
+from .history.proposals import Proposal
 from .ingest import IngestReport, decode_org
 from .objects import Document, Snapshot, Tree
 from .query import render_file
@@ -96,10 +97,12 @@ Edit = Callable[[Current], "bytes | None | object"]  # new bytes, None (no file)
 
 @dataclass
 class Changed:
-    """What `change_files` did: the files it wrote (or removed), and the report of the commit that took them."""
+    """What `change_files` did: the files it wrote (or removed), and the report of the commit that took them; under
+    review, the proposal it made instead (`review.ReviewedWorkspace`)."""
 
     paths: list[str] = field(default_factory=list)
     report: IngestReport | None = None
+    proposal: Proposal | None = None
 
 
 class Workspace(ABC):
@@ -160,17 +163,21 @@ class Workspace(ABC):
     def change_files(self, message: str, edits: Mapping[str, Edit] | Callable[[Tree], Mapping[str, Edit]], *,
                      within: str = ".", expected: Mapping[str, bytes] | None = None,
                      digests: Callable[[str, bytes], bytes | None] | None = None,
-                     then: Callable[[IngestReport], None] | None = None) -> Changed:
+                     then: Callable[[IngestReport], None] | None = None, operation: str = "write") -> Changed:
         """Change files, each by its edit (a function of its current version; `edits` may be a function of
         the working state under `within`, a folder, giving them), and commit them with `message`;
         `then(report)` runs in that commit. `expected`: the bytes the caller last saw in some files (a
         folder's file is then read only if it changed); `digests(path, bytes written)`: their hash, when the
-        caller knows it. See the module."""
+        caller knows it; `operation`: what the write does (add, forget, compact...), for a review of it. See
+        the module."""
+
+    def check_erase(self) -> None:
+        """Refuse, before anything changes, an erasure this workspace cannot make (a UserError)."""
 
     def remove(self, folder: str, message: str) -> list[str]:
         """Remove every file under `folder` (a path from the root) in one commit; the paths removed."""
         return self.change_files(message, lambda tree: dict.fromkeys(paths_under(tree, folder + "/"), _gone),
-                                 within=folder).paths
+                                 within=folder, operation="purge").paths
 
     @abstractmethod
     def held(self, folder: str):
@@ -312,7 +319,8 @@ class FolderWorkspace(Workspace):
                 remove_tree(path)
         return removed
 
-    def change_files(self, message, edits, *, within=".", expected=None, digests=None, then=None) -> Changed:
+    def change_files(self, message, edits, *, within=".", expected=None, digests=None, then=None,
+                     operation="write") -> Changed:
         if callable(edits):
             self.refresh(within)
             edits = edits(self.working())
@@ -367,7 +375,8 @@ class StoreWorkspace(Workspace):
     def size(self, path: str, tree: Tree) -> int:
         return len(self.rendered(path, tree).encode("utf-8"))
 
-    def change_files(self, message, edits, *, within=".", expected=None, digests=None, then=None) -> Changed:
+    def change_files(self, message, edits, *, within=".", expected=None, digests=None, then=None,
+                     operation="write") -> Changed:
         changed: list[str] = []
 
         def change(tree: Tree) -> dict[str, bytes | None]:

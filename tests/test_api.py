@@ -18,6 +18,7 @@ MODULE = {
 
 # a session's operations: name -> its parameters after self (None: a property)
 SESSION = {
+    "accept_proposal": ("name", "only"),
     "add_webhook": ("definition",),
     "agenda": ("span", "start", "as_of", "today"),
     "backlinks": ("node", "as_of"),
@@ -53,10 +54,15 @@ SESSION = {
     "object_count": None,
     "org_files": (),
     "outline": ("path",),
+    "proposal": ("name",),
+    "proposal_changes": ("name",),
+    "proposal_patch": ("name",),
+    "proposals": ("status", "agent"),
     "prune_webhook_logs": ("older_than",),
     "purges": (),
     "query": ("q", "as_of", "match", "within"),
     "registry": None,
+    "reject_proposal": ("name", "reason"),
     "remove_webhook": ("name",),
     "resolve": ("ref",),
     "rollback": ("ref", "keep", "force"),
@@ -86,7 +92,7 @@ SESSION = {
     "working": (),
     "working_oid": None,
 }
-SESSION_ATTRIBUTES = {"location", "store", "workspace"}
+SESSION_ATTRIBUTES = {"location", "review", "store", "workspace"}
 
 
 def parameters(function) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ LAYERS = [
     ("org", ["org"]),
     ("backends", ["backends"]),
     ("store", ["files", "scan", "ingest", "query", "history"]),
-    ("workspace", ["workspace"]),
+    ("workspace", ["workspace", "review"]),
     ("language", ["dsl"]),
     ("memory", ["memory"]),
     ("search", ["search", "orgquery"]),

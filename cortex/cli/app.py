@@ -18,6 +18,7 @@ from .query import query
 from .common import Commands, err_console, no_org_option, store_option
 from .dsl import dsl_group
 from .memory import memory_group
+from .review import review_group
 from .search import search
 from .webhooks import serve_command, webhook_group
 from .history import history_commands
@@ -59,8 +60,8 @@ def eval_(store, org_root, no_org, forms):
     sys.exit(eval_source(source, store, org_root, folder=not no_org, filename="<eval>" if forms else "<stdin>"))
 
 
-for command in (repl, eval_, *store_commands, *history_commands, search, query, *agenda_commands, memory_group, dsl_group,
-                webhook_group, serve_command, mcp_command):
+for command in (repl, eval_, *store_commands, *history_commands, search, query, *agenda_commands, memory_group,
+                review_group, dsl_group, webhook_group, serve_command, mcp_command):
     cli.add_command(command)
 
 

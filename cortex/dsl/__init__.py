@@ -11,9 +11,10 @@ from importlib import import_module
 
 _NAMES = {
     "convert": ("convert_brace_syntax",),
-    "definitions": ("ROW_HEADERS", "Definition", "Definitions", "Encoding", "Fusion", "HmacAlgorithm", "JwtSettings",
-                    "MemoryDefinition", "MemorySearchConfig", "Provider", "SignatureScheme", "SourceLocation",
-                    "StoreKind", "WebhookDefinition", "WebhookFilter", "definition_rows"),
+    "definitions": ("OPERATIONS", "ROW_HEADERS", "SECTIONS", "Definition", "Definitions", "Encoding", "Fusion",
+                    "HmacAlgorithm", "JwtSettings", "MemoryDefinition", "MemorySearchConfig", "Provider",
+                    "ReviewPolicy", "SignatureScheme", "SourceLocation", "StoreKind", "WebhookDefinition",
+                    "WebhookFilter", "definition_rows"),
     "diagnostics": ("Diagnostic", "DslError", "format_diagnostics"),
     "duration": ("DurationError", "format_duration", "parse_duration"),
     "edit": ("add_definition", "remove_definition", "replace_definition"),

@@ -11,9 +11,9 @@ from typing import ClassVar
 
 from cortex.dsl.duration import format_duration
 
-__all__ = ["ROW_HEADERS", "Definition", "Definitions", "Encoding", "Fusion", "HmacAlgorithm", "JwtSettings",
-           "MemoryDefinition", "MemorySearchConfig", "Provider", "Scalar", "SignatureScheme", "SourceLocation",
-           "StoreKind", "WebhookDefinition", "WebhookFilter", "definition_rows"]
+__all__ = ["OPERATIONS", "ROW_HEADERS", "SECTIONS", "Definition", "Definitions", "Encoding", "Fusion", "HmacAlgorithm",
+           "JwtSettings", "MemoryDefinition", "MemorySearchConfig", "Provider", "ReviewPolicy", "Scalar",
+           "SignatureScheme", "SourceLocation", "StoreKind", "WebhookDefinition", "WebhookFilter", "definition_rows"]
 
 ROW_HEADERS = ("kind", "name", "defined at", "settings")
 _REFERENCE = re.compile(r"\w+://")
@@ -82,6 +82,34 @@ class MemorySearchConfig:
     fusion: Fusion = Fusion.WEIGHTED
 
 
+# What a write of agent memory touches, and what it does, as a review policy names them.
+SECTIONS = ("facts", "procedures", "patterns", "logs")
+OPERATIONS = ("add", "supersede", "retire", "save", "turns", "delivery", "forget", "purge", "compact", "consolidate",
+              "delete")
+
+
+@dataclass(frozen=True)
+class ReviewPolicy:
+    """Which writes of agent memory wait for a person's review: those of these `agents`, touching these
+    `sections`, doing these `operations` (each None: any); every other write is accepted at once."""
+
+    agents: tuple[str, ...] | None = None
+    sections: tuple[str, ...] | None = None
+    operations: tuple[str, ...] | None = None
+
+    def waits(self, agent: str, sections: set[str], operations: set[str]) -> bool:
+        """Whether a write of `agent` touching `sections` and doing `operations` waits for review."""
+        return ((self.agents is None or agent in self.agents)
+                and (self.sections is None or not sections.isdisjoint(self.sections))
+                and (self.operations is None or not operations.isdisjoint(self.operations)))
+
+    def __str__(self) -> str:
+        parts = [f"{name} {' '.join(values)}" for name, values in
+                 (("agents", self.agents), ("sections", self.sections), ("operations", self.operations))
+                 if values is not None]
+        return ", ".join(parts) or "every write"
+
+
 class _Listed:
     """How a definition reads as a row of a table: its `kind`, name, where it is defined and its `settings()`
     (secrets stay hidden)."""
@@ -109,14 +137,17 @@ class MemoryDefinition(_Listed):
     path: str = "org/agents"
     retention: timedelta = timedelta(days=90)
     search: MemorySearchConfig = MemorySearchConfig()
+    review: ReviewPolicy | None = None  # None: no write waits for review
     location: SourceLocation | None = field(default=None, compare=False)
     kind: ClassVar[str] = "memory"
 
     def settings(self) -> str:
-        """Store, path, retention and search, in a line."""
+        """Store, path, retention, search and review, in a line."""
         search = self.search
+        review = "" if self.review is None else f" · review {self.review}"
         return (f"store {self.store.value} · path {self.path} · retention {format_duration(self.retention)} · "
-                f"search {search.vector_weight:g} vector + {search.keyword_weight:g} keyword ({search.fusion.value})")
+                f"search {search.vector_weight:g} vector + {search.keyword_weight:g} keyword ({search.fusion.value})"
+                + review)
 
 
 Scalar = str | int | float | bool

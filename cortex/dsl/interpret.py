@@ -13,6 +13,8 @@ import jwt
 from hy.models import Dict, Expression, Float, FString, Integer, Keyword, List, String, Symbol
 
 from cortex.dsl.definitions import (
+    OPERATIONS,
+    SECTIONS,
     Definition,
     Encoding,
     Fusion,
@@ -21,6 +23,7 @@ from cortex.dsl.definitions import (
     MemoryDefinition,
     MemorySearchConfig,
     Provider,
+    ReviewPolicy,
     SignatureScheme,
     SourceLocation,
     StoreKind,
@@ -206,6 +209,39 @@ def _algorithms(model, key, ctx) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _names_from(choices: tuple[str, ...] | None, noun: str):
+    """A list of names (strings or symbols, at least one): each one of `choices` (None: any name)."""
+    def parse(model, key, ctx) -> tuple[str, ...]:
+        if not isinstance(model, List) or not model:
+            raise _Invalid(f"{key} takes a list of {noun}s, like [{' '.join((choices or ('assistant',))[:2])}]; "
+                           f"found {describe(model)}")
+        names = []
+        for item in model:
+            text = str(item) if isinstance(item, (Symbol, String)) else None
+            if text is None or (choices is None and not NAME.match(text)):
+                ctx.error(item, f"{key} takes {noun}s like {(choices or ('assistant',))[0]}; found {describe(item)}")
+                return _BAD
+            if choices is not None and text.casefold() not in choices:
+                hint = did_you_mean(text, choices)
+                ctx.error(item, f"unknown {noun} {clip(text)}{hint} (one of {', '.join(choices)})")
+                return _BAD
+            names.append(text if choices is None else text.casefold())
+        return tuple(dict.fromkeys(names))
+
+    return parse
+
+
+def _review(model, key, ctx):
+    """`True` (every write waits), `False` (none does) or a map of the writes that wait."""
+    if isinstance(model, Symbol) and str(model) in ("True", "False"):
+        return ReviewPolicy() if str(model) == "True" else None
+    if isinstance(model, Dict):
+        return _mapping(REVIEW, _build_review)(model, key, ctx)
+    spell = ctx.dialect.key
+    raise _Invalid(f"{key} takes True, False or a map like {{{spell('agents')} [assistant] {spell('sections')} "
+                   f"[facts]}}; found {describe(model)}")
+
+
 def _inner_shift(model, index: int) -> int:
     """Columns from a model's start to character `index` of its text, when that is knowable."""
     if isinstance(model, Symbol):
@@ -286,6 +322,11 @@ def _build_search(found, model, key, ctx):
     return MemorySearchConfig(vector, keyword, fusion)
 
 
+def _build_review(found, model, key, ctx):
+    values = {name: f.value for name, f in found.items()}
+    return _BAD if _BAD in values.values() else ReviewPolicy(**values)
+
+
 def _build_filter(found, model, key, ctx):
     spell = ctx.dialect.key
     if "json-path" not in found:
@@ -302,11 +343,14 @@ def _build_filter(found, model, key, ctx):
 
 SEARCH = {"vector-weight": _fraction, "keyword-weight": _fraction, "fusion": _choice(Fusion, "fusion")}
 FILTER = {"json-path": _json_path, "equals": _scalar, "contains": _scalar}
+REVIEW = {"agents": _names_from(None, "agent"), "sections": _names_from(SECTIONS, "section"),
+          "operations": _names_from(OPERATIONS, "operation")}
 MEMORY = {
     "store": _choice(StoreKind, "store"),
     "path": _text,
     "retention": _retention,
     "search": _mapping(SEARCH, _build_search),
+    "review": _review,
 }
 WEBHOOK = {
     "path": _endpoint,

@@ -30,7 +30,13 @@ def _memory_pairs(m: MemoryDefinition) -> list[tuple[str, str]]:
     search = [("vector-weight", hy.repr(m.search.vector_weight)), ("keyword-weight", hy.repr(m.search.keyword_weight))]
     if m.search.fusion is not Fusion.WEIGHTED:
         search.append(("fusion", m.search.fusion.value))
-    return pairs + [("search", _map(search))]
+    pairs.append(("search", _map(search)))
+    if m.review is not None:
+        review = [(key, "[" + " ".join(values) + "]") for key, values in
+                  (("agents", m.review.agents), ("sections", m.review.sections), ("operations", m.review.operations))
+                  if values is not None]
+        pairs.append(("review", _map(review) if review else "True"))
+    return pairs
 
 
 def _webhook_pairs(w) -> list[tuple[str, str]]:

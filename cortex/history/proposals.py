@@ -33,7 +33,7 @@ from ..hashing import Oid
 from ..ingest import WORKING, working_tree
 from ..objects import EMPTY_TREE, Document, Headline, OrgObject, Snapshot, Tree
 from ..retry import retrying
-from ..words import quoted
+from ..words import counted, quoted, short, when
 from .conflicts import Conflict
 from .diff import Change, diff
 from .merge import holds, merge_trees
@@ -50,6 +50,7 @@ BASE = "/base"  # with a proposal's ref: the working tree it was made on
 PENDING_STATUS, ACCEPTED, REJECTED = "pending", "accepted", "rejected"
 STATUSES = (PENDING_STATUS, ACCEPTED, REJECTED)
 ID_BYTES = 4  # an id is this many random bytes in hex: 8 characters, a prefix of them names one too
+MAX_REASON = 2000  # characters of a reason for a rejection
 _ID = re.compile(r"[0-9a-f]{1,%d}" % (2 * ID_BYTES))
 
 
@@ -97,6 +98,21 @@ class Proposal:
     def __str__(self) -> str:
         return f"{self.id} {self.status} {self.agent} {self.operation}: {self.message}"
 
+    def heading(self) -> str:
+        """One line: id, agent, when, what it does and the files it touches (and how it was decided)."""
+        decided = "" if self.pending else f"  {self.status} {when(self.decided_ns)}" + (
+            f": {self.reason}" if self.reason else "")
+        return f"{self.id}  {self.agent}  {when(self.time_ns)}  {self.operation}  {', '.join(self.paths)}{decided}"
+
+    def lines(self) -> list[str]:
+        """Its heading, its message and, once accepted, how to undo it and what it left in conflict."""
+        lines = [self.heading(), f"  {self.message}"]
+        if self.status == ACCEPTED:
+            lines.append(f"  accepted as snapshot {short(self.commit)}; undo with `cortex rollback {short(self.undo)}`"
+                         + (f" (only {', '.join(self.only)})" if self.only else ""))
+            lines += [f"  conflict {conflict}" for conflict in self.conflicts]
+        return lines
+
 
 @dataclass(frozen=True)
 class Accepted:
@@ -105,6 +121,13 @@ class Accepted:
     proposal: Proposal
     paths: list[str] = field(default_factory=list)
     conflicts: tuple[Conflict, ...] = ()
+
+    def __str__(self) -> str:
+        decided = self.proposal
+        taken = f" (only {', '.join(decided.only)})" if decided.only else ""
+        lines = [f"accepted {decided.id}{taken}: {counted(len(self.paths), 'file')} changed, as snapshot "
+                 f"{short(decided.commit)}; undo with `cortex rollback {short(decided.undo)}`"]
+        return "\n".join(lines + [f"  conflict {conflict}" for conflict in self.conflicts])
 
 
 # --- making and listing ----------------------------------------------------------------------------------
@@ -185,7 +208,8 @@ def changes(store: Store, proposal: Proposal) -> list[Change]:
 
 
 def patch(store: Store, proposal: Proposal) -> str:
-    """The text of each change of a pending proposal, as a patch: per headline, its lines removed and added."""
+    """The text of each change of a pending proposal, as a patch: per headline, its lines removed and added (a
+    section that only gained or lost blank lines at its end, as the one before an added sibling does, left out)."""
     base, made = trees(store, proposal)
     get = store.objects.__getitem__
     lines: list[str] = []
@@ -197,9 +221,11 @@ def patch(store: Store, proposal: Proposal) -> str:
             lines.append(f"changed  {path}: (the text before the first headline)")
             lines += _hunks(before.preamble, after.preamble)
     for change in diff(store, base, made):
-        lines.append(str(change))
         old = None if change.old is None else get(change.old)
         new = None if change.new is None else get(change.new)
+        if change.kind == "changed" and change.fields == ("text",) and old.raw.rstrip() == new.raw.rstrip():
+            continue
+        lines.append(str(change))
         if change.kind == "added":
             lines += _prefixed("+", org.render_headline(new, get))
         elif change.kind == "removed":
@@ -223,9 +249,11 @@ def _hunks(old: str, new: str) -> list[str]:
 def accept(store: Store, name: str, only: Iterable[str] | None = None) -> Accepted:
     """Merge a pending proposal (or the headlines of it `only` names) into the working state, in one commit
     (see the module)."""
+    only = tuple(dict.fromkeys(only or ()))
+    if not all(isinstance(headline, str) and headline.strip() for headline in only):
+        raise UserError(f"only names headlines, by :ID: or outline path; got {quoted(only)}")
     proposal = _waiting(find(store, name))
     base, theirs = trees(store, proposal)
-    only = tuple(dict.fromkeys(only or ()))
     made: dict[Oid, OrgObject] = {}
     if only:
         theirs = _restricted(store, base, theirs, only, made)
@@ -257,6 +285,8 @@ def accept(store: Store, name: str, only: Iterable[str] | None = None) -> Accept
 
 def reject(store: Store, name: str, reason: str = "") -> Proposal:
     """Reject a pending proposal: its record stays, with `reason`; its trees are no longer kept."""
+    if not isinstance(reason, str) or len(reason) > MAX_REASON:
+        raise UserError(f"a reason is text of at most {MAX_REASON:,} characters; got {quoted(reason)}")
     proposal = _waiting(find(store, name))
 
     def decide() -> Proposal:

@@ -105,14 +105,15 @@ class AgentMemory:
         self.refresh(agent)
         return context_of(agent, self.model(agent, self.workspace.working()), every)
 
-    def save_context(self, agent: str, context: MemoryContext, *, now: datetime | None = None) -> MemoryContext:
+    def save_context(self, agent: str, context: MemoryContext, *, now: datetime | None = None,
+                     operation: str = "save") -> MemoryContext:
         """Merge the context into memory.org and append its summary to today's log, in one commit; return the
-        memory as saved."""
-        save = prepared_save(check_agent_id(agent), context, now)
+        memory as saved (`operation`: what the save does, for a review of it)."""
+        save = prepared_save(check_agent_id(agent), context, now, operation)
         return context_of(agent, self._group(agent).run(lambda: save))
 
     def save_contexts(self, agent: str, contexts: list[tuple[MemoryContext, datetime | None]], *,
-                      then: Callable[[list[UserError | None]], None] | None = None,
+                      then: Callable[[list[UserError | None]], None] | None = None, operation: str = "save",
                       ) -> list[MemoryContext | UserError]:
         """Save (context, now) pairs of one agent in order as one write of each file and one commit; for each,
         the memory as saved or the error that kept it out (a conflict with memory.org, a summary Org would
@@ -125,7 +126,7 @@ class AgentMemory:
         saves: list[Save | UserError] = []
         for context, now in contexts:
             try:
-                saves.append(prepared_save(agent, context, now))
+                saves.append(prepared_save(agent, context, now, operation))
             except UserError as error:
                 saves.append(error)
         model, errors = self._write_saves(agent, saves, then)
@@ -139,7 +140,8 @@ class AgentMemory:
             if path not in self.workspace.working().entries:
                 return False
             self.checkpoint(agent, f"before deleting the memory of {agent}")
-            self.workspace.change_files(f"deleted the memory of {agent}", {path: lambda current: None})
+            self.workspace.change_files(f"deleted the memory of {agent}", {path: lambda current: None},
+                                        operation="delete")
             self._known.pop(path, None)
         return True
 
@@ -175,7 +177,7 @@ class AgentMemory:
             return self._supersede(agent, type, item, supersedes, start)
         if start is not None:
             item = item.with_properties(**{VALID_FROM: org_timestamp(start)})
-        saved = self.save_context(agent, MemoryContext(**{FIELDS[type]: [item]}), now=now)
+        saved = self.save_context(agent, MemoryContext(**{FIELDS[type]: [item]}), now=now, operation="add")
         items = getattr(saved, FIELDS[type])
         same = [i for i in items if id is not None and i.id == id]
         # not found only when a save grouped after this one removed it
@@ -207,7 +209,7 @@ class AgentMemory:
             retired[kind] = self._with_id(agent, kind, old, model).retired(end, minute(now))
             return {key: (kind, retired[kind])}
 
-        saved = self._group(check_agent_id(agent)).run(lambda: Save({}, edit))
+        saved = self._group(check_agent_id(agent)).run(lambda: Save({}, edit, operation="retire"))
         (kind, new), = retired.items()
         return saved.entries.get(new.key(kind), (kind, new))[1]
 
@@ -228,7 +230,7 @@ class AgentMemory:
             added.append(new)
             return {key: (old_kind, old.superseded_by(new.id, end, item.added)), new.id: (kind, new)}
 
-        saved = self._group(check_agent_id(agent)).run(lambda: Save({}, edit))
+        saved = self._group(check_agent_id(agent)).run(lambda: Save({}, edit, operation="supersede"))
         return saved.entries.get(added[-1].id, (kind, added[-1]))[1]
 
     @staticmethod
@@ -279,7 +281,7 @@ class AgentMemory:
         check_agent_id(agent)
         days = session_turns(turns, session=session, title=title, summary=summary, summarizer=summarizer,
                              user=user, assistant=assistant or agent, now=now)
-        save = Save({}, {}, tuple((day.day, day) for day in days))
+        save = Save({}, {}, tuple((day.day, day) for day in days), "turns")
         self._group(agent).run(lambda: save)
         return log_path(agent, days[0].day)
 
@@ -401,7 +403,8 @@ class AgentMemory:
             expected.update((log, known_log.data) for log in edits if (known_log := self._known_logs.get(log)))
             changed = self.workspace.change_files(
                 f"saved the memory of {agent}", edits, expected=expected, digests=self._log_digest,
-                then=None if then is None else lambda _: then(outcome(saves, errors)))
+                then=None if then is None else lambda _: then(outcome(saves, errors)),
+                operation="+".join(sorted({save.operation for save in ready})))
         if saved.get("data") is not None:
             tree = self.workspace.working() if changed.report is None else \
                 self.workspace.store.objects[changed.report.root]

@@ -81,9 +81,10 @@ class Save:
     base: Mapping[str, Typed]
     ours: dict[str, Typed | None] | Edit
     logs: tuple[tuple[date, LogEdit], ...] = ()
+    operation: str = "save"  # what it does, for a review of it: add, retire, supersede, turns, delivery...
 
 
-def prepared_save(agent: str, context: MemoryContext, now: datetime | None) -> Save:
+def prepared_save(agent: str, context: MemoryContext, now: datetime | None, operation: str = "save") -> Save:
     """What saving `context` at `now` changes in the agent's memory.org, and its log entry (checked)."""
     now = minute(now)
     source = f"session {context.session}" if context.session else f"session {now:%Y-%m-%d %H:%M}"
@@ -92,7 +93,7 @@ def prepared_save(agent: str, context: MemoryContext, now: datetime | None) -> S
     if context.summary is not None or context.title is not None:
         logs = ((now.date(), render_entry(now, context.title or "Session", context.summary or "",
                                           context.session or f"s-{now:%Y-%m-%d-%H%M}")),)
-    return Save(loaded.entries if loaded is not None else {}, _changes(context, loaded, now, source), logs)
+    return Save(loaded.entries if loaded is not None else {}, _changes(context, loaded, now, source), logs, operation)
 
 
 def outcome(saves: list[Save | UserError], merged: list[UserError | None]) -> list[UserError | None]:

@@ -114,7 +114,8 @@ def compact(memory: AgentMemory, agent: str, policy: RetentionPolicy | None = No
 
     with workspace.held(memory.folder(agent)):
         before = memory.checkpoint(agent, f"before compacting the memory of {agent}")
-        changed = workspace.change_files(f"compacted the memory of {agent}", edits, within=memory.folder(agent))
+        changed = workspace.change_files(f"compacted the memory of {agent}", edits, within=memory.folder(agent),
+                                         operation="compact")
         memory.forget_known(changed.paths)
         after = workspace.snapshot(f"compacted the memory of {agent}")
     return CompactionReport(before, after, done["moved"], done["marks"] - len(done["moved"]), done["deleted"],

@@ -133,7 +133,8 @@ def consolidate(memory: AgentMemory, agent: str, apply: bool | Iterable[int] = F
                 raise errors[0]
             return UNCHANGED if data is None else data
 
-        changed = workspace.change_files(f"consolidated the memory of {agent}", {path: into_memory})
+        changed = workspace.change_files(f"consolidated the memory of {agent}", {path: into_memory},
+                                         operation="consolidate")
         memory.forget_known(changed.paths)
         after = workspace.snapshot(f"consolidated the memory of {agent}")
     return replace(found, applied=tuple(chosen), before=before, after=after)

@@ -71,6 +71,8 @@ def _erased(forgotten: Forgotten | None) -> list[str]:
 def purge(memory: AgentMemory, agent: str, hard: bool = False) -> PurgeReport:
     """Remove the agent's files and its items from the working state; `hard` also from every snapshot."""
     workspace, folder = memory.workspace, memory.folder(agent)
+    if hard:
+        workspace.check_erase()
     with workspace.store.engine.exclusively() if hard else nullcontext():
         with workspace.held(folder):
             workspace.refresh(folder)
@@ -92,6 +94,8 @@ def forget(memory: AgentMemory, agent: str, item: str, hard: bool = False, chain
     marked with its text); `hard` also from every snapshot. `chain`: also the items it replaced and that replaced
     it, and theirs, in turn. Other items stop naming what was removed (an :ID: is made of an item's words)."""
     workspace, folder = memory.workspace, memory.folder(agent)
+    if hard:
+        workspace.check_erase()
     with workspace.store.engine.exclusively() if hard else nullcontext():
         with workspace.held(folder):
             named = _named(memory, agent, item, chain)
@@ -103,12 +107,13 @@ def forget(memory: AgentMemory, agent: str, item: str, hard: bool = False, chain
                 text = _text_without(current.path, current.document, current.get, named) if current.exists else None
                 return UNCHANGED if text is None else text.encode("utf-8")
 
-            files = workspace.change_files(
+            changed = workspace.change_files(
                 f"forgot {named.label} of agent {agent}",
                 lambda tree: {path: without for path in paths_under(tree, folder + "/") if holds_items(agent, path)},
-                within=folder).paths
+                within=folder, operation="forget")
+            files = changed.paths
             memory.forget_known(files)
-            if files and not hard:  # so that a rollback to `before` finds no unsnapshotted edit
+            if files and not hard and changed.proposal is None:  # a rollback to `before` finds no unsnapshotted edit
                 workspace.snapshot(f"forgot an item of {agent}")
         forgotten = workspace.erase(rewrite_documents(_document_without(memory, agent, named)),
                                     f"{named.label} of agent {agent}") if hard else None

@@ -19,7 +19,7 @@ from typing import TextIO
 import hy
 
 from ..errors import CortexError, located
-from ..words import brief, quoted
+from ..words import brief, counted, quoted
 from .printer import Printer
 from .registry import macro_words, namespace
 from .watch import Watcher
@@ -89,6 +89,7 @@ class Session:
             missing = cortex.root is not None and not cortex.root.exists()
             try:
                 report = cortex.ingest() if self.ingest_on_open and not missing else None
+                waiting = len(cortex.proposals())
                 if self.build_search:
                     cortex.build_search_in_background(lambda line: self.notify(line))
             except BaseException:
@@ -100,6 +101,8 @@ class Session:
                         "or start the REPL as `cortex DIR`")
         if report is not None and self.on_ingest is not None:
             self.on_ingest(report)
+        if waiting:
+            self.notify(f"{counted(waiting, 'proposal')} pending review: (review) lists them")
 
     @property
     def cortex(self):

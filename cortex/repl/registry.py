@@ -20,7 +20,7 @@ __all__ = ["FORMS", "PRELUDE", "form", "macro", "macro_words", "namespace", "pre
 
 # Modules whose import registers forms; a new group of forms is one more entry here.
 FORM_MODULES = ("cortex.repl.forms", "cortex.repl.memory_forms", "cortex.repl.dsl_forms", "cortex.repl.query_forms",
-                "cortex.repl.agenda_forms")
+                "cortex.repl.agenda_forms", "cortex.repl.review_forms")
 
 
 @dataclass(frozen=True)

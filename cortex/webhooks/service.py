@@ -305,7 +305,7 @@ class WebhookService:
                 recorded.update(zip(group, done))
 
             try:
-                saved = self.memory.save_contexts(agent, list(contexts.values()), then=record)
+                saved = self.memory.save_contexts(agent, list(contexts.values()), then=record, operation="delivery")
             except Exception as err:  # noqa: BLE001 - whatever failed, the deliveries are still logged
                 saved = [err] * len(contexts)
                 # `record` ran, but its records landed only if the ingest's transaction committed.

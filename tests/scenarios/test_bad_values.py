@@ -38,6 +38,7 @@ REFS = {"ref", "as_of", "a", "b"}
 VALID = {"target": "task-rotate-secrets", "org_id": "task-rotate-secrets", "node": "task-rotate-secrets",
          "agent": "assistant", "query": "deploy", "text": "deploy", "item": "mem-assistant-dark-mode",
          "age": "7d", "name": "deploys", "delivery_id": "0" * 24, "forms": "(stats)", "ref": "HEAD",
+         "proposal": "0badc0de",
          ("webhook add", "name"): "swept", ("webhook add", "path"): "/hooks/swept",
          ("webhook add", "provider"): "standard", ("webhook add", "secret"): "whsec_c3dlcHQ=",
          ("webhook test", "payload"): "{}", ("export", "file"): None, ("import", "file"): "{missing}",
@@ -151,7 +152,8 @@ FORMS = ['(query (ts :from "+99999999999d"))', '(query (deadline :to "+' + "9" *
     '(gc :max-age "100000000000000000000d")', '(gc :max-age "")', '(memory-compact "assistant" :max-age "99999y")',
     f'(show "{LONG}")', '(lookup "HEAD~99999999999999999999")', '(diff "HEAD~99999999999999999999")',
     '(search "x" :agent "../reviewer")', f'(memory-add "{LONG}" "fact" "x")', '(rollback "HEAD@{-1}")',
-    '(agenda :span "7")', '(links "no-such")', '(history "x")']
+    '(agenda :span "7")', '(links "no-such")', '(history "x")', f'(review-show "{LONG}")',
+    '(review :status "maybe")', f'(review-reject "0badc0de" :reason "{LONG}")']
 
 
 @pytest.mark.parametrize("form", FORMS, ids=lambda f: f[:30])

@@ -274,3 +274,18 @@ def test_a_body_bound_jwt_used_twice_is_a_replay_even_after_a_restart(cortex):
     assert (again.status, again.reason) == (401, "replay")
     other = cortex.webhook_service([hook]).deliver(endpoint, headers, b'{"build": 8}')
     assert (other.status, other.reason) == (401, "body_mismatch")
+
+
+def test_a_delivery_routed_under_review_is_acknowledged_logged_and_waits_as_a_proposal(tmp_path, org, env):
+    import cortex.api as cx
+
+    with cx.open(tmp_path / "reviewed", org, review=True) as reviewed:
+        reviewed.ingest()
+        before = agent_log(org)
+        service = reviewed.webhook_service()
+        delivery = service.deliver(*signed(service, "github-events", OPENED, event="pull_request"))
+        assert (delivery.status, delivery.outcome) == (200, Outcome.ROUTED) and service.log.get(delivery.id) == delivery
+        [proposal] = reviewed.proposals()
+        assert proposal.operation == "delivery" and proposal.agent == "assistant" and agent_log(org) == before
+        reviewed.accept_proposal(proposal.id)
+        assert f"- Delivery :: {delivery.id}" in agent_log(org)
