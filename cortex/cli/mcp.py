@@ -14,6 +14,8 @@ from .common import err_console, no_org_option, org_option, store_option
                    "none without it.")
 @click.option("--read-only", is_flag=True, help="Refuse every write: memory, snapshots, conversation turns.")
 @click.option("--allow-rollback", is_flag=True, help="Offer the rollback tool (it is refused otherwise).")
+@click.option("--review", is_flag=True, help="Every memory write waits for a person's review, as a proposal "
+                                             "(`cortex review`); the agent sees its own at once.")
 @click.option("--http", is_flag=True, help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="The HTTP address: loopback unless changed (another needs a bearer token).")
@@ -29,7 +31,7 @@ from .common import err_console, no_org_option, org_option, store_option
 @store_option
 @org_option
 @no_org_option
-def mcp_command(store, org_root, no_org, agent, tenants, read_only, allow_rollback, http, host, token_file,
+def mcp_command(store, org_root, no_org, agent, tenants, read_only, allow_rollback, review, http, host, token_file,
                 allow_hosts, allow_origins, port):
     """Serve this store to AI agents over MCP: stdio (what desktop clients start) or, with --http, streamable HTTP.
 
@@ -47,6 +49,6 @@ def mcp_command(store, org_root, no_org, agent, tenants, read_only, allow_rollba
         rules = policy(host, token=token, allow_hosts=allow_hosts, allow_origins=allow_origins)
         if made:
             err_console.print(made, markup=False)
-    with api.open(store, org_root, folder=not no_org, read_only=read_only) as cx:
+    with api.open(store, org_root, folder=not no_org, read_only=read_only, review=review) as cx:
         serve(cx, agent=agent, read_only=read_only, allow_rollback=allow_rollback,
               tenants=frozenset(tenants) if tenants else None, http=rules, host=host, port=port)

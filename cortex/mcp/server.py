@@ -34,6 +34,13 @@ first, then `show` a result by its :ID:. Remember with memory_add; when a fact c
 `supersedes` the old; memory_retire one no longer true; forget one item with memory_forget. Every write is a commit: \
 `diff` shows what changed since the last snapshot, `recent_activity` what changed since a time, and a person can \
 undo any of it with `cortex rollback`. Conversation turns are kept per identity (tenant, user, session)."""
+REVIEWED = """ Writes wait for a person's review: each memory write is kept as a proposal (its answer names it), \
+which you see in your own memory at once and a person accepts or rejects later; `proposals` lists what waits and \
+what was rejected, and why."""
+PROPOSES = ("Under review: this write is a proposal a person accepts or rejects; the answer's `proposal` is its id, "
+            "and `proposals` shows what became of it.")
+POLICY = ("A write the definitions' review policy names is a proposal a person accepts or rejects: then the answer's "
+          "`proposal` is its id, and `proposals` shows what became of it.")
 PATHS = ResourceSecurity(exempt_params={"path"})  # checked by Session.path, which says what is wrong with one
 
 
@@ -42,7 +49,9 @@ class CortexServer(MCPServer):
 
     def __init__(self, session: Session):
         scope = f" Bound to agent {session.bound!r}: only agents/{session.bound}/ is visible." if session.bound else ""
-        super().__init__("cortex", instructions=INSTRUCTIONS + scope, version=version("cortex"), log_level="WARNING")
+        review = REVIEWED if session.cx.review else ""
+        super().__init__("cortex", instructions=INSTRUCTIONS + scope + review, version=version("cortex"),
+                         log_level="WARNING")
         self.session = session
         self.refused: dict[str, str] = {}
         tools, self.resources = Tools(session), Resources(session)
@@ -52,6 +61,11 @@ class CortexServer(MCPServer):
             elif name in READ:  # show answers Org text alone: the same text again as structured content is no use
                 self.add_tool(self._guarded(getattr(tools, name)), name=name, structured_output=name != "show",
                               annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+            elif name in COMMITS and name != "rollback" and self._proposed() is not None:
+                method = getattr(tools, name)
+                told = PROPOSES if session.cx.review else POLICY
+                self.add_tool(self._guarded(self._proposing(method)), name=name, description=f"{method.__doc__} {told}",
+                              annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False))
             else:
                 method = getattr(tools, name)
                 self.add_tool(self._guarded(method), name=name,
@@ -80,6 +94,24 @@ class CortexServer(MCPServer):
         listed = await anyio.to_thread.run_sync(self._guarded(self.resources.listed, resource=True))
         return [Resource(uri=uri, name=name, description=description, mime_type=ORG)
                 for uri, name, description in listed]
+
+    def _proposed(self) -> list | None:
+        """The proposals this server's agent memory makes (None: its writes are not under review)."""
+        return None if self.session.read_only else getattr(self.session.cx.memory.workspace, "proposed", None)
+
+    def _proposing(self, fn):
+        """`fn`, a write under review, answering with the proposal it made (none: it landed, or changed nothing)."""
+        made = self._proposed()
+
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            before = len(made)
+            answer = fn(*args, **kwargs)
+            if len(made) > before:
+                answer = answer | {"proposal": made[-1].id, "status": "pending review"}
+            return answer
+
+        return run
 
     def _guarded(self, fn, resource: bool = False):
         """`fn` run under the session's lock, cortex's errors turned into the SDK's tool or resource errors."""
@@ -127,6 +159,8 @@ def _refusal(session: Session, name: str) -> str | None:
         return f"{name} writes, and this server is read-only (cortex mcp --read-only)"
     if name == "rollback" and not session.allow_rollback:
         return "rollback is off: a person can start the server with --allow-rollback"
+    if name == "rollback" and session.cx.review:
+        return "rollback is off: this server's writes wait for review (cortex mcp --review), and a rollback is a person's"
     return None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-__all__ = ["TEXT_LIMIT", "capped", "change", "hit", "node", "oid12", "snapshot", "turn", "when"]
+__all__ = ["TEXT_LIMIT", "capped", "change", "hit", "node", "oid12", "proposal", "snapshot", "turn", "when"]
 
 TEXT_LIMIT = 1000  # characters of an item's text a search result carries; `show` gives the rest
 
@@ -72,3 +72,10 @@ def capped(name: str, values: list, limit: int) -> dict:
 def turn(t) -> dict:
     """One exchange of a conversation."""
     return {"user": t.user_message, "assistant": t.assistant_response, "time": when(t.timestamp_ns)}
+
+
+def proposal(p) -> dict:
+    """A write waiting for review, or decided: its id, whose, when, what it does, its files, its status and reason."""
+    shaped = {"id": p.id, "agent": p.agent, "time": when(p.time_ns), "operation": p.operation, "message": p.message,
+              "paths": list(p.paths), "status": p.status}
+    return shaped | ({"reason": p.reason} if p.reason else {})

@@ -35,7 +35,8 @@ Run = Annotated[str, Field(description="A run within the session (optional)")]
 
 UNDONE = ("Every write is a commit to the versioned store: `diff` shows it, and `rollback` (or `cortex rollback` "
           "by a person) undoes it.")
-READ = ("search", "show", "find", "query", "memory_inspect", "recent_activity", "diff", "log", "get_context")
+READ = ("search", "show", "find", "query", "memory_inspect", "recent_activity", "diff", "log", "get_context",
+        "proposals")
 WRITE = ("memory_add", "memory_retire", "memory_forget", "memory_compact", "snapshot", "add_turn", "memory_turns")
 COMMITS = ("memory_add", "memory_retire", "memory_forget", "memory_compact", "rollback",  # writes to the Org files:
            "memory_turns")  # UNDONE holds
@@ -279,6 +280,16 @@ class Tools:
         return {"now_at": shapes.oid12(report.target.oid), "written": report.written, "removed": report.removed,
                 "kept": shapes.oid12(report.kept.oid) if report.kept else None}
 
+
+    # --- review ----------------------------------------------------------------------------
+
+    def proposals(self, agent: AgentName = None, limit: Limit = 50) -> Json:
+        """The writes waiting for a person's review (each with its id, what it does and the files it touches), and
+        those a person rejected, newest first, with the reason: do not write a rejected one again as it was."""
+        agent = agent if self.session.bound is None and agent is None else self.session.agent(agent)
+        waiting = [shapes.proposal(p) for p in self.cx.proposals("pending", agent)]
+        rejected = [shapes.proposal(p) for p in reversed(self.cx.proposals("rejected", agent))]
+        return {**shapes.capped("pending", waiting, limit), "rejected": rejected[:limit]}
 
 def _progress(ctx: Context | None, message: str):
     """A `progress(done, total)` that sends MCP progress notifications (when the client asked for them)."""

@@ -112,6 +112,7 @@ def probes(client) -> list[tuple[str, object]]:
     found += [("log", {"limit": 50}), ("recent_activity", {"since": "2000-01-01"}),
               ("recent_activity", {"since": past})]
     found += [("memory_inspect", {}), ("memory_inspect", {"agent": "reviewer"})]
+    found += [("proposals", {}), ("proposals", {"agent": "reviewer"})]
     found += [("memory_add", {"agent": "reviewer", "text": "x"}), ("memory_forget", {"item": REVIEWER_ID}),
               ("memory_forget", {"agent": "reviewer", "item": REVIEWER_ID}),
               ("memory_compact", {"agent": "reviewer", "max_age": "100y"}),

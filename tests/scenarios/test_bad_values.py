@@ -181,7 +181,7 @@ TOOL_VALUES = {
     "search": {"query": TEXT, "as_of": REF, "agent": TEXT, "speaker": TEXT, "since": DAY, "until": DAY},
     "show": {"target": TEXT + REF, "as_of": REF},
     "find": {"text": TEXT, "prop": TEXT}, "query": {"query": QUERY, "as_of": REF},
-    "memory_inspect": {"agent": TEXT}, "recent_activity": {"since": TEXT + DAY + REF + ["0001-01-01T00:00+14:00"]},
+    "memory_inspect": {"agent": TEXT}, "proposals": {"agent": TEXT}, "recent_activity": {"since": TEXT + DAY + REF + ["0001-01-01T00:00+14:00"]},
     "diff": {"from_ref": REF, "to_ref": REF}, "log": {},  # (a number only, which the SDK checks)
     "get_context": {"tenant": TEXT, "run": TEXT},
     "memory_add": {"agent": TEXT, "text": ["\udcff", "(" * 10_000], "supersedes": TEXT, "valid_from": DAY},
