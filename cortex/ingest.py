@@ -229,6 +229,11 @@ class StagedFiles:
         """An object of the new tree (parsed here, or stored)."""
         return self.batch.get(oid)
 
+    @property
+    def objects(self) -> dict[Oid, OrgObject]:
+        """The objects parsing made (not all stored yet)."""
+        return self.batch.objects
+
     def committed(self) -> None:
         """Keep what the next parse starts from, once `write` landed."""
         self.batch.committed()

@@ -156,9 +156,11 @@ class ReviewedWorkspace(Workspace):
 
         def proposed() -> Changed | None:
             working, view = self.inner.working(), self.working()
+            seen, made = self._view[0], self._view[2]
             listed = edits(view) if callable(edits) else edits
             waiting = any(view.entries.get(path) != working.entries.get(path) for path in listed)
-            if waiting and not any(True for _ in _computed(self, view, listed)):
+            on_view = dict(_computed(self, view, listed)) if waiting else {}
+            if waiting and not on_view:
                 return self._unchanged(working, then)
             files = _on_working(self.inner, working, edits)
             staged = ingesting.stage_files(self.store, working, files)
@@ -179,6 +181,8 @@ class ReviewedWorkspace(Workspace):
                                operation=operation, then=recorded)
             staged.committed()
             self.proposed.append(proposal)
+            self._viewing(seen, proposal, view, made, ingesting.stage_files(self.store, view, on_view) if waiting
+                          else staged)
             return Changed(write.paths, staged.report, proposal)
 
         done = retrying(proposed)
@@ -186,6 +190,15 @@ class ReviewedWorkspace(Workspace):
             return done
         return self.inner.change_files(message, edits, within=within, expected=expected, digests=digests,
                                        then=then, operation=operation)
+
+    def _viewing(self, seen: tuple, proposal: Proposal, view: Tree, made: dict, after: ingesting.StagedFiles) -> None:
+        """Make the view the agent reads next the one it read (`seen`) with its write (`after`, made on that view
+        or on the working state where the two agree): no merge of the proposal into it needed."""
+        entries = {**view.entries, **{path: after.tree.entries.get(path) for path in proposal.paths}}
+        tree = Tree(dict(sorted((path, oid) for path, oid in entries.items() if oid is not None)))
+        with self._lock:
+            if self._view is not None and self._view[0] == seen:
+                self._view = ((seen[0], (*seen[1], proposal.id)), tree, {**made, **after.objects})
 
     def _unchanged(self, working: Tree, then) -> Changed:
         """What a write that changes nothing did: `then` runs in a transaction of its own."""
