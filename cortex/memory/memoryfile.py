@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from operator import itemgetter
@@ -103,6 +103,14 @@ class MemoryFile:
     def render(self) -> bytes:
         """The bytes of the file."""
         return b"".join([(self.preamble or "").encode("utf-8"), *(section.data for section in self.sections)])
+
+    def render_without(self, keys: Collection[str]) -> bytes:
+        """The bytes of the file without the items of these keys (every other byte as it is)."""
+        if not keys:
+            return self.render()
+        return b"".join([(self.preamble or "").encode("utf-8"),
+                         *("".join(p.text for p in (*s.head, *s.children) if p.key not in keys).encode("utf-8")
+                           for s in self.sections)])
 
     def lines(self, keys: Iterable[str]) -> dict[str, int]:
         """The first line of each of these items (counted from the text: only error messages need it)."""

@@ -12,7 +12,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import MAXYEAR, MINYEAR, date, datetime, timedelta
+from datetime import MAXYEAR, MINYEAR, date, datetime, time, timedelta
 from typing import NamedTuple
 
 from orgparse.date import TIMESTAMP_RE, OrgDate, OrgDateClock, OrgDateClosed, OrgDateDeadline, OrgDateScheduled
@@ -24,8 +24,8 @@ from ..org.syntax import PLANNING_LINE, Section, file_drawer
 from ..words import quoted
 from .errors import QueryError
 
-__all__ = ["Cookie", "HeadlineDates", "Stamp", "add_months", "day_of", "headline_dates", "object_lines", "parse_when",
-           "planning_date", "repeater", "section_lines", "section_stamps", "timestamps_in", "warning"]
+__all__ = ["Cookie", "HeadlineDates", "Stamp", "add_months", "day_of", "headline_dates", "object_lines", "parse_moment",
+           "parse_when", "planning_date", "repeater", "section_lines", "section_stamps", "timestamps_in", "warning"]
 
 # Emacs's own cookie patterns (org-element-timestamp-parser); the first match in a timestamp counts.
 _REPEATER = re.compile(r"([.+]?\+)([0-9]+)([hdwmy])")
@@ -39,6 +39,7 @@ _STAMP_START = re.compile(r"[<\[]\d{4}-\d{2}-\d{2}")  # where TIMESTAMP_RE can m
 MAX_STAMP = 200  # characters of a timestamp, brackets included: Org's own are at most about 50
 _PLANNING_KINDS = {"SCHEDULED": OrgDateScheduled, "DEADLINE": OrgDateDeadline, "CLOSED": OrgDateClosed}
 WHEN_FORMS = "today, tomorrow, yesterday, +7d, -2w, +1m, +1y or YYYY-MM-DD"
+_ISO_MINUTE = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})[ T]([0-9]{1,2}):([0-9]{2})")
 
 
 class Cookie(NamedTuple):
@@ -244,6 +245,32 @@ def parse_when(text: str, today: date) -> date:
         except ValueError as exc:
             raise QueryError(f"{quoted(text)} is not a date ({exc}); write {WHEN_FORMS}") from None
     raise QueryError(f"{quoted(text)} is not a date; write {WHEN_FORMS}")
+
+
+def parse_moment(text, now: datetime) -> datetime:
+    """A moment a user wrote: `now`, a day as `parse_when` reads one (its start, midnight), or a day and a time
+    (`2026-11-01 14:00`, `2026-11-01T14:00`). A date or a datetime is taken as it is (one with a time zone, in
+    local time: Org's timestamps are)."""
+    if isinstance(text, datetime):
+        return text if text.tzinfo is None else text.astimezone().replace(tzinfo=None)
+    if isinstance(text, date):
+        return datetime.combine(text, time())
+    word = str(text).strip()
+    if word.lower() == "now":
+        return now
+    if m := _ISO_MINUTE.fullmatch(word):
+        try:
+            return datetime.combine(date.fromisoformat(m[1]), time(int(m[2]), int(m[3])))
+        except ValueError as exc:
+            raise QueryError(f"{quoted(text)} is not a moment ({exc}); write now, {WHEN_FORMS}, or "
+                             "YYYY-MM-DD HH:MM") from None
+    try:
+        day = parse_when(word, now.date())
+    except QueryError:
+        if _ISO_DAY.fullmatch(word) or _RELATIVE.fullmatch(word.lower()):
+            raise  # a day that does not exist, or one past the years a date can have: said so
+        raise QueryError(f"{quoted(text)} is not a moment; write now, {WHEN_FORMS}, or YYYY-MM-DD HH:MM") from None
+    return datetime.combine(day, time())
 
 
 def _lines(text: str) -> list[str]:
