@@ -30,7 +30,7 @@ import blake3
 
 from ..backends.group import GroupCommit, Member
 from ..bounded import BoundedDict
-from ..errors import NotFound, UserError
+from ..errors import UserError
 from ..hashing import THREADED_BYTES, Oid
 from ..history import head
 from ..objects import Snapshot, Tree
@@ -45,7 +45,7 @@ from .compaction import CompactionReport
 from .forgetting import ForgetReport, PurgeReport
 from .memoryfile import MemoryFile
 from .retention import RetentionPolicy
-from .views import MemoryView
+from .views import MemoryView, no_memory
 
 __all__ = ["AgentMemory", "AgentStats", "CompactionReport", "ForgetReport", "MemoryContext", "MemoryView",
            "PurgeReport"]
@@ -188,7 +188,7 @@ class AgentMemory:
         self.refresh(agent)
         path = memory_path(agent)
         if path not in self.workspace.working().entries:
-            raise NotFound(f"{path}: agent {agent!r} has no memory.org")
+            raise no_memory(agent)
         return self.workspace.rendered(path)
 
     def view(self, agent: str, *, at: datetime | None = None, every: bool = False) -> MemoryView:

@@ -7,12 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
+from ..errors import NotFound
 from ..words import counted, memory_summary
 from .changes import MemoryContext
 from .items import MemoryItem
+from .layout import memory_path
 from .validity import Validity
 
-__all__ = ["MemoryView", "why_not"]
+__all__ = ["MemoryView", "no_memory", "why_not"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,13 @@ class MemoryView:
     every: bool = False
 
     @property
+    def org(self) -> str:
+        """`text`; NotFound when the agent has no memory.org."""
+        if self.text is None:
+            raise no_memory(self.agent)
+        return self.text
+
+    @property
     def summary(self) -> str:
         """`assistant: 3 facts, ...; 4 daily logs, ...; 2 items no longer current, left out`."""
         line = memory_summary(self.agent, self.context, list(self.logs))
@@ -42,6 +51,11 @@ class MemoryView:
         """A line for each item apart: its title, :ID: and why it does not hold."""
         return [f"{item.title} [{item.id or item.key(kind)}]: {why_not(item.validity, self.at)}"
                 for kind, item in self.apart]
+
+
+def no_memory(agent: str) -> NotFound:
+    """The error that says an agent has no memory.org."""
+    return NotFound(f"{memory_path(agent)}: agent {agent!r} has no memory.org")
 
 
 def why_not(validity: Validity, at: datetime | None = None) -> str:

@@ -14,9 +14,9 @@ from ..errors import NotFound
 from ..memory.validity import Validity
 from ..query import Node
 from ..words import brief
-from .index import Index, Row
+from .index import Index, Row, headline_validity
 
-__all__ = ["MAX_STEPS", "Chain", "Step", "chain"]
+__all__ = ["MAX_STEPS", "Chain", "Step", "chain", "named", "validity_text"]
 
 MAX_STEPS = 100  # items of a chain followed on each side
 
@@ -64,6 +64,19 @@ class Chain:
         """The REPL's view: the headline, when it holds, then the chain."""
         pairs = [("id", self.node.id or ""), ("title", self.node.title), *self.validity.repl_pairs()]
         return renderer.group(renderer.key_values(pairs), renderer.text(str(self) or "in no chain", "dim"))
+
+
+def validity_text(headline) -> str:
+    """What a headline's properties say of when it held and of what replaced what, as tables show it:
+    `valid 2026-10-01 – 2026-11-03; supersedes mem-a; superseded by mem-c` (empty: nothing)."""
+    return "; ".join(f"{name} {value}" for name, value in headline_validity(headline).repl_pairs())
+
+
+def named(headline) -> bool:
+    """Whether a headline's own properties name what it replaced or what replaced it (the writing side names both
+    ends): a chain worth following, which reads every headline of the state."""
+    validity = headline_validity(headline)
+    return bool(validity.replaces or validity.replaced_by)
 
 
 def chain(index: Index, org_id: str) -> Chain:
