@@ -105,12 +105,16 @@ class MemoryFile:
         return b"".join([(self.preamble or "").encode("utf-8"), *(section.data for section in self.sections)])
 
     def render_without(self, keys: Collection[str]) -> bytes:
-        """The bytes of the file without the items of these keys (every other byte as it is)."""
+        """The bytes of the file without the items of these keys (every other byte as it is, and the blank lines
+        that end a section kept when its last item goes)."""
         if not keys:
             return self.render()
-        return b"".join([(self.preamble or "").encode("utf-8"),
-                         *("".join(p.text for p in (*s.head, *s.children) if p.key not in keys).encode("utf-8")
-                           for s in self.sections)])
+        texts = [self.preamble or ""]
+        for section in self.sections:
+            pieces = (*section.head, *section.children)
+            texts += [p.text if p.key not in keys else _split_blanks(p.text)[1] if n == len(pieces) - 1 else ""
+                      for n, p in enumerate(pieces)]
+        return "".join(texts).encode("utf-8")
 
     def lines(self, keys: Iterable[str]) -> dict[str, int]:
         """The first line of each of these items (counted from the text: only error messages need it)."""

@@ -366,12 +366,13 @@ class SearchIndex:
 
     def _filter_mask(self, filters: Filters, now: datetime | None = None) -> set[int] | None:
         """The keys `filters` admit at `now` (default: the real now), None when they admit every item; kept for the
-        MASKS_KEPT filters used last, a filter of current items until an item starts or stops holding."""
+        MASKS_KEPT filters used last, a filter of current items from its moment until an item starts or stops
+        holding."""
         if not filters.any():
             return None
         at = filters.moment(now or datetime.now())
         mask = self._masks.pop(filters, None)
-        if mask is None or (mask.until is not None and at >= mask.until):
+        if mask is None or mask.at is not None and (at < mask.at or mask.until is not None and at >= mask.until):
             mask = self._mask(filters, at)
             if len(self._masks) >= MASKS_KEPT:
                 self._masks.pop(next(iter(self._masks)))
