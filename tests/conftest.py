@@ -103,6 +103,15 @@ def with_chain(org: Path) -> Path:
 
 
 @pytest.fixture
+def chained(tmp_path, org):
+    """An LMDB-backed cortex tracking the copied Org folder, its assistant's memory holding `CHAIN`, ingested once."""
+    with_chain(org)
+    with cx.open(tmp_path / "store", org) as c:
+        c.ingest()
+        yield c
+
+
+@pytest.fixture
 def cortex(tmp_path, org):
     """An LMDB-backed cortex tracking the copied Org folder, ingested once."""
     with cx.open(tmp_path / "store", org) as c:

@@ -3,31 +3,26 @@ a snapshot; show takes as_of; chain follows what replaced what from an :ID:, a n
 
 import pytest
 
-import cortex.api as cx
 from cortex.errors import NotFound, UserError
-from tests.conftest import with_chain
 
 
 @pytest.fixture
-def chained(tmp_path, org):
-    memory = with_chain(org)
-    with cx.open(tmp_path / "store", org) as c:
-        c.ingest()
-        c.snapshot("the chain")
-        # then Postgres 17 stops holding too, with no successor: retired by hand
-        memory.write_text(memory.read_text().replace(":SUPERSEDES:    mem-assistant-db-16\n",
-                                                     ":SUPERSEDES:    mem-assistant-db-16\n"
-                                                     ":INVALID_AT:    [2026-11-25 Wed]\n"))
-        c.ingest()
-        yield c
+def retired(chained, org):
+    """The chain snapshotted, then Postgres 17 stopping to hold too, with no successor: retired by hand."""
+    chained.snapshot("the chain")
+    memory = org / "agents/assistant/memory.org"
+    memory.write_text(memory.read_text().replace(":SUPERSEDES:    mem-assistant-db-16\n",
+                                                 ":SUPERSEDES:    mem-assistant-db-16\n:INVALID_AT:    [2026-11-25 Wed]\n"))
+    chained.ingest()
+    return chained
 
 
 def titles(nodes) -> list[str]:
     return [n.title for n in nodes if "Postgres" in n.title]
 
 
-def test_query_and_find_keep_what_holds_in_the_state_asked(chained):
-    c = chained
+def test_query_and_find_keep_what_holds_in_the_state_asked(retired):
+    c = retired
     assert titles(c.query('(heading "Postgres")')) == []
     assert titles(c.query('(heading "Postgres")', as_of="HEAD")) == ["The database is Postgres 17."]
     assert titles(c.query('(heading "Postgres")', valid_at="2026-11-24")) == ["The database is Postgres 17."]
@@ -41,8 +36,8 @@ def test_query_and_find_keep_what_holds_in_the_state_asked(chained):
     assert titles(c.find(prop="SUPERSEDES", valid_at="2026-10-15")) == ["The database is Postgres 16."]
 
 
-def test_show_as_of_a_snapshot_and_the_chain_there_or_now(chained):
-    c = chained
+def test_show_as_of_a_snapshot_and_the_chain_there_or_now(retired):
+    c = retired
     assert ":INVALID_AT:    [2026-11-25 Wed]" in c.show("mem-assistant-db-17")
     assert ":INVALID_AT:" not in c.show("mem-assistant-db-17", as_of="HEAD")
     now = c.chain("mem-assistant-db-17")

@@ -5,23 +5,17 @@ from datetime import datetime
 
 import pytest
 
-import cortex.api as cx
 from cortex.errors import NotFound
 from cortex.memory.validity import Validity
 from cortex.memory.views import why_not
-from tests.conftest import CHAIN, with_chain
+from tests.conftest import CHAIN
 
 
-@pytest.fixture
-def chained(tmp_path, org):
-    path = with_chain(org)
-    with cx.open(tmp_path / "store", org) as c:
-        c.ingest()
-        yield c, path
+MEMORY = "agents/assistant/memory.org"
 
 
-def test_current_items_are_shown_and_the_rest_of_the_file_is_as_written(chained):
-    c, path = chained
+def test_current_items_are_shown_and_the_rest_of_the_file_is_as_written(chained, org):
+    c, path = chained, org / MEMORY
     view = c.inspect_memory("assistant")
     text = path.read_text()
     left_out = [CHAIN[CHAIN.index(f"** The {what}"):] for what in ("database is Postgres 15", "database is Postgres 16",
@@ -40,8 +34,8 @@ def test_current_items_are_shown_and_the_rest_of_the_file_is_as_written(chained)
         "The office VPN is vpn.example.com. [mem-assistant-vpn]: invalid from 2026-11-20"]
 
 
-def test_every_item_or_those_that_held_then(chained):
-    c, path = chained
+def test_every_item_or_those_that_held_then(chained, org):
+    c, path = chained, org / MEMORY
     every = c.inspect_memory("assistant", all=True)
     assert every.text == path.read_text() and len(every.apart) == 3
     assert every.summary.endswith("; 3 items no longer current")

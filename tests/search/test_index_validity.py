@@ -17,14 +17,6 @@ def ids(results, among=DB) -> list[str]:
     return [r.id for r in results if r.id in among]
 
 
-@pytest.fixture
-def chained(tmp_path, org):
-    with_chain(org)
-    with cx.open(tmp_path / "store", org) as c:
-        c.ingest()
-        yield c
-
-
 def test_items_know_when_they_hold(chained):
     index = chained._search_index
     index.follow(chained.working())
