@@ -1,6 +1,6 @@
-"""Agent memory: saving one fact at 10k vs 100 items, facts added from many threads at once, adding a turn to a
-conversation in a daily log, compacting 90 daily logs, searching one agent, and searching current items only
-(superseded ones left out) vs every item at 10k items."""
+"""Agent memory: saving one fact at 10k vs 100 items, facts added from many threads at once, a fact superseding
+another, adding a turn to a conversation in a daily log, compacting 90 daily logs, searching one agent, and searching
+current items only (superseded ones left out) vs every item at 10k items."""
 
 from __future__ import annotations
 
@@ -67,6 +67,25 @@ def concurrent_adds(c, threads: int = 20) -> None:
         together = best_of(lambda: add_all(pool), repeat=3)
     report(f"{threads} facts added from {threads} threads at once vs one after another", together, alone,
            target="(saves grouped: one write, one ingest)")
+
+
+def supersede_vs_add(c, rounds: int = 15) -> None:
+    """A fact that supersedes another (both items rewritten, one commit) against a plain add, into a memory of
+    100 items: median of `rounds` each, taking turns."""
+    seeded(c, "changing", 100)
+    added, superseded = [], []
+    previous = c.memory.add_item("changing", "fact", "The database is version 0.", now=NOW).id
+    for n in range(1, rounds + 1):
+        start = time.perf_counter()
+        c.memory.add_item("changing", "fact", f"Plain fact {n}, a sentence of ordinary length.", now=NOW)
+        added.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        previous = c.memory.add_item("changing", "fact", f"The database is version {n}.", supersedes=previous,
+                                     now=NOW).id
+        superseded.append(time.perf_counter() - start)
+    report("memory add of one fact, 100 items (baseline)", statistics.median(added), statistics.median(added))
+    report("memory add --supersedes an item, 100 items", statistics.median(superseded), statistics.median(added),
+           target="(target <= 1.2)")
 
 
 def file_write(path: Path, rounds: int = 15) -> float:
@@ -179,6 +198,7 @@ def main() -> None:
                target="(temporary file, fsync, rename: the floor)")
         small = save_beside_logs(c, org, small, seconds["small"])
         concurrent_adds(c)
+        supersede_vs_add(c)
         conversation_turns(c, org)
 
         logs = org / "agents/logger/logs"
@@ -238,18 +258,18 @@ def validity_filter(c, org: Path, rounds: int = 5) -> None:
     """Search with the validity filter (the default: current items only) vs without it (`all=True`), at 10k items
     of which every tenth was superseded: over the whole store and within the agent; and the share of the current
     searches' results that are current. The agent's items are the large one's texts, whose vectors are cached."""
-    text = (org / "agents/large/memory.org").read_text().replace("mem-large-", "mem-changing-")
+    text = (org / "agents/large/memory.org").read_text().replace("mem-large-", "mem-versions-")
     ids = re.findall(r"^:ID: +(\S+)$", text, re.M)
     replaced = {old: new for old, new in zip(ids[::10], ids[1::10])}
     text = re.sub(r"^:ID: +(\S+)\n", lambda m: m[0] + (
         f":INVALID_AT: [2026-11-20 Fri]\n:SUPERSEDED_BY: {replaced[m[1]]}\n" if m[1] in replaced else ""), text,
                   flags=re.M)
-    folder = org / "agents/changing"
+    folder = org / "agents/versions"
     folder.mkdir()
     (folder / "memory.org").write_text(text)
     c.ingest(folder)
     queries = [f"{kind} item {n} ordinary sentence" for kind in ("facts", "patterns") for n in range(10)]
-    for scope in ({}, {"agent": "changing"}):
+    for scope in ({}, {"agent": "versions"}):
         for every in (False, True):
             c.search(queries[0], all=every, **scope)  # the filters' masks and weights made once
         times: dict[bool, list[float]] = {False: [], True: []}
@@ -259,7 +279,7 @@ def validity_filter(c, org: Path, rounds: int = 5) -> None:
         where = "within the agent" if scope else "over the whole store"
         report(f"search of current items vs every item, {where} (1k of 10k superseded)",
                statistics.median(times[False]), statistics.median(times[True]), target="(target <= 1.1)")
-    found = [r for q in queries for r in c.search(q, limit=10, agent="changing")]
+    found = [r for q in queries for r in c.search(q, limit=10, agent="versions")]
     current = sum(r.id not in replaced for r in found)
     print(f"current-only searches: {current} of {len(found)} results current ({current / len(found):.0%}; goal 100%)")
 

@@ -8,6 +8,7 @@ from datetime import datetime
 import click
 
 from ..errors import NotFound, UserError, located
+from ..memory.validity import shown
 from ..words import counted, quoted, short
 from .common import Commands, console, duration, err_console, holding, table, validity_options, with_cortex
 from .search import note_status, searched
@@ -104,9 +105,10 @@ def purge(cx, agent, hard, yes):
 @click.argument("agent")
 @click.argument("item")
 @click.option("--hard", is_flag=True, help="Also remove it from every snapshot and from the store file.")
+@click.option("--chain", is_flag=True, help="Also the items it replaced and that replaced it, in turn.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @with_cortex
-def forget(cx, agent, item, hard, yes):
+def forget(cx, agent, item, hard, chain, yes):
     """Remove ITEM (its :ID:, key or text) from AGENT's memory.org and logs (--hard: from history too).
 
     Without --hard a snapshot is taken first, so `cortex rollback` brings the item back. A hard
@@ -116,7 +118,7 @@ def forget(cx, agent, item, hard, yes):
             f"erase this item of {agent} from the files and every snapshot? This cannot be undone."):
         err_console.print(f"nothing forgotten: {agent}'s memory is as it was")
         raise SystemExit(1)
-    report = cx.memory.forget(agent, item, hard=hard)
+    report = cx.memory.forget(agent, item, hard=hard, chain=chain)
     for path in report.files:
         console.print(f"  rewrote  {path}", markup=False)
     _print_history(report.history)
@@ -194,9 +196,31 @@ def _json_line(name: str, n: int, line: str):
 @click.argument("text")
 @click.option("--type", "type_", type=click.Choice(TYPES), default="fact", show_default=True, help="Memory type.")
 @click.option("--source", default="cli", show_default=True, help="Where the item comes from.")
+@click.option("--supersedes", metavar="ITEM", help="The item (:ID:, key or text) this one replaces: it stops holding.")
+@click.option("--valid-from", metavar="DATE", help="When it became true (2026-11-01, 2026-11-01 14:00); default: now.")
 @with_cortex
-def add(cx, agent, text, type_, source):
-    """Add TEXT to AGENT's memory as a fact, procedure or pattern (once: the same text is not added again)."""
-    known = cx.memory.known_item(agent, type_, text)
-    item = known or cx.memory.add_item(agent, type_, text, source=source)
+def add(cx, agent, text, type_, source, supersedes, valid_from):
+    """Add TEXT to AGENT's memory as a fact, procedure or pattern (once: the same text is not added again).
+
+    With --supersedes the item it names stops holding when this one starts, and both say so
+    (`:SUPERSEDES:`, `:SUPERSEDED_BY:`, `:INVALID_AT:`, the ARCHIVE tag), in one commit."""
+    known = None if supersedes else cx.memory.known_item(agent, type_, text)
+    item = known or cx.memory.add_item(agent, type_, text, source=source, supersedes=supersedes, valid_from=valid_from)
     console.print(f"{'already present' if known else 'added'}  {item.id or item.key(type_)}  {item.title}", markup=False)
+    if supersedes:
+        console.print(f"  supersedes  {' '.join(item.validity.replaces)}", markup=False)
+
+
+@memory_group.command()
+@click.argument("agent")
+@click.argument("item")
+@click.option("--at", metavar="DATE", help="When it stopped being true (2026-11-01, 2026-11-01 14:00); default: now.")
+@with_cortex
+def retire(cx, agent, item, at):
+    """Say that ITEM (its :ID:, key or text) of AGENT stopped being true, with no successor.
+
+    It keeps its text and place in memory.org, with `:INVALID_AT:` and the ARCHIVE tag; searches
+    and queries leave it out unless asked for what held then (--valid-at) or for everything (--all)."""
+    retired = cx.memory.retire(agent, item, at=at)
+    console.print(f"retired  {retired.id}  {retired.title}  (no longer true from {shown(retired.validity.end)})",
+                  markup=False)

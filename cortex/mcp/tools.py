@@ -10,10 +10,11 @@ from pydantic import BaseModel, Field
 
 from ..api import (SEARCH_BUDGET, DurationError, ExtractiveSummarizer, RetentionPolicy, Turn, memory_path,
                    parse_duration)
-from ..memory.views import why_not
 from ..errors import UserError
 from ..memory.conversation.orglog import utterance_from
 from ..memory.layout import log_path
+from ..memory.validity import shown
+from ..memory.views import why_not
 from ..words import quoted
 from . import activity, shapes
 from .session import Session
@@ -40,9 +41,9 @@ All = Annotated[bool, Field(description="Every item, those that no longer hold (
 UNDONE = ("Every write is a commit to the versioned store: `diff` shows it, and `rollback` (or `cortex rollback` "
           "by a person) undoes it.")
 READ = ("search", "show", "find", "query", "memory_inspect", "recent_activity", "diff", "log", "get_context")
-WRITE = ("memory_add", "memory_forget", "memory_compact", "snapshot", "add_turn", "memory_turns")
-COMMITS = ("memory_add", "memory_forget", "memory_compact", "rollback",  # writes to the Org files: UNDONE holds
-           "memory_turns")
+WRITE = ("memory_add", "memory_retire", "memory_forget", "memory_compact", "snapshot", "add_turn", "memory_turns")
+COMMITS = ("memory_add", "memory_retire", "memory_forget", "memory_compact", "rollback",  # writes to the Org files:
+           "memory_turns")  # UNDONE holds
 CONVERSATIONS = ("get_context", "add_turn")  # offered only to a server that reaches some tenant
 
 
@@ -172,25 +173,48 @@ class Tools:
 
     def memory_add(self, text: Annotated[str, Field(min_length=1, description="The item; its first line is "
                                                                               "its title")],
-                   type: ItemType = "fact", agent: AgentName = None, source: str = "mcp") -> Json:
+                   type: ItemType = "fact", agent: AgentName = None, source: str = "mcp",
+                   supersedes: Annotated[str | None, Field(description=(
+                       "The item this one replaces (its :ID:, key or exact text): a fact that changed. It stays in "
+                       "memory, marked as no longer true; searches then return only the new one"))] = None,
+                   valid_from: Annotated[str | None, Field(description=(
+                       "When it became true, as 2026-11-03 or 2026-11-03T14:00 (default: now)"))] = None) -> Json:
         """Remember one fact, procedure or learned pattern in an agent's memory.org (the same text is kept once).
-        Returns the item's :ID:, which `memory_forget` takes."""
+        When a fact changed, pass the old one as `supersedes` rather than adding beside it. Returns the item's
+        :ID:, which `memory_forget`, `memory_retire` and `supersedes` take."""
         agent = self.session.agent(agent)
-        known = self.cx.memory.known_item(agent, type, text)
+        known = None if supersedes is not None else self.cx.memory.known_item(agent, type, text)
         if known is not None:
             return {"added": False, "id": known.id or known.key(type), "note": "already in memory"}
         with self.session.writing(f"memory_add to {agent}"):
-            item = self.cx.memory.add_item(agent, type, text, source=source)
-        return {"added": True, "id": item.id, "type": type, "path": memory_path(agent)}
+            item = self.cx.memory.add_item(agent, type, text, source=source, supersedes=supersedes,
+                                           valid_from=valid_from)
+        answer = {"added": True, "id": item.id, "type": type, "path": memory_path(agent)}
+        return answer | ({"supersedes": list(item.validity.replaces)} if supersedes is not None else {})
+
+    def memory_retire(self, item: Annotated[str, Field(min_length=1, description="The item's :ID:, key or exact "
+                                                                                 "text")],
+                      agent: AgentName = None,
+                      at: Annotated[str | None, Field(description=(
+                          "When it stopped being true, as 2026-11-20 or 2026-11-20T14:00 (default: now)"))] = None,
+                      ) -> Json:
+        """Say that one item of an agent's memory stopped being true, with nothing in its place (when something
+        replaced it, use `memory_add` with `supersedes`). It stays in memory.org, marked as no longer true."""
+        agent = self.session.agent(agent)
+        with self.session.writing(f"memory_retire in {agent}"):
+            retired = self.cx.memory.retire(agent, item, at=at)
+        return {"retired": retired.id, "invalid_at": shown(retired.validity.end), "path": memory_path(agent)}
 
     def memory_forget(self, item: Annotated[str, Field(min_length=1, description="The item's :ID:, key or exact "
                                                                                  "text")],
-                      agent: AgentName = None) -> Json:
+                      agent: AgentName = None,
+                      chain: Annotated[bool, Field(description="Also the items it replaced and that replaced "
+                                                               "it, in turn")] = False) -> Json:
         """Remove one item from an agent's memory.org and daily logs. A snapshot is taken first: `rollback` to
         the ref returned brings the item back."""
         agent = self.session.agent(agent)
         with self.session.writing(f"memory_forget in {agent}"):
-            report = self.cx.memory.forget(agent, item)
+            report = self.cx.memory.forget(agent, item, chain=chain)
         return {"forgot": report.ids, "files": report.files, "before": shapes.oid12(report.before.oid)}
 
     def memory_compact(self, agent: AgentName = None,

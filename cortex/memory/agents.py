@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from functools import partial
 from typing import NamedTuple
@@ -30,21 +30,23 @@ import blake3
 
 from ..backends.group import GroupCommit, Member
 from ..bounded import BoundedDict
-from ..errors import UserError
+from ..errors import NotFound, UserError
 from ..hashing import THREADED_BYTES, Oid
 from ..history import head
 from ..objects import Snapshot, Tree
 from ..paths import agent_folder_of
+from ..words import quoted
 from ..workspace import UNCHANGED, Current, Workspace, paths_under
 from . import compaction, forgetting
 from .changes import (FIELDS, MemoryContext, Save, context_of, log_edited, log_edits_by_day, log_title, merged_into,
                       minute, outcome, prepared_save)
-from .items import MemoryItem, check_text, normalise
+from .items import MemoryItem, check_text, make_id, normalise
 from .layout import AGENTS, ITEM_TYPES, check_agent_id, log_path, logs_in, memory_path
 from .compaction import CompactionReport
 from .forgetting import ForgetReport, PurgeReport
-from .memoryfile import MemoryFile
+from .memoryfile import MemoryFile, with_unique_id
 from .retention import RetentionPolicy
+from .validity import VALID_FROM, moment, moment_of, org_timestamp, parse_timestamp, shown
 from .views import MemoryView, no_memory
 
 __all__ = ["AgentMemory", "AgentStats", "CompactionReport", "ForgetReport", "MemoryContext", "MemoryView",
@@ -93,10 +95,12 @@ class AgentMemory:
 
     # --- the context contract ---------------------------------------------------------
 
-    def load_context(self, agent: str) -> MemoryContext:
-        """The agent's memory.org as a context (empty when there is none); hand edits are brought in first."""
+    def load_context(self, agent: str, *, every: bool = False) -> MemoryContext:
+        """The agent's memory.org as a context (empty when there is none): the items that hold now, or `every`
+        item (those superseded or retired too); hand edits are brought in first. A save removes only an item
+        loaded into the lists and gone from them."""
         self.refresh(agent)
-        return context_of(agent, self.model(agent, self.workspace.working()))
+        return context_of(agent, self.model(agent, self.workspace.working()), every)
 
     def save_context(self, agent: str, context: MemoryContext, *, now: datetime | None = None) -> MemoryContext:
         """Merge the context into memory.org and append its summary to today's log, in one commit; return the
@@ -149,27 +153,81 @@ class AgentMemory:
             tree = self.workspace.working()
             paths = list(paths_under(tree, self.folder(agent) + "/"))
             stats[agent] = AgentStats(files=len(paths), logs=len(logs_in(tree, agent)),
-                                      items=len(context_of(agent, self.model(agent, tree))),
+                                      items=len(context_of(agent, self.model(agent, tree), every=True)),
                                       bytes=sum(self.workspace.size(path, tree) for path in paths))
         return stats
 
     def add_item(self, agent: str, type: str, text: str, source: str = "api", id: str | None = None,
-                 *, now: datetime | None = None) -> MemoryItem:
-        """Add one item (a fact, procedure or pattern) to memory.org; an item with the same text is not repeated."""
+                 *, supersedes: str | None = None, valid_from: datetime | date | str | None = None,
+                 now: datetime | None = None) -> MemoryItem:
+        """Add one item (a fact, procedure or pattern) to memory.org; an item with the same text is not repeated.
+
+        `supersedes` names the item it replaces (by :ID:, key or text, as `forget` takes it), which then stops
+        holding when this one starts: at `valid_from`, else now (`validity`); both change in one commit."""
         if type not in FIELDS:
             raise UserError(f"memory type {type!r}: use one of {', '.join(ITEM_TYPES)}")
         item = MemoryItem(check_text(text, type), id=id, added=minute(now), source=source)
+        start = None if valid_from is None else moment_of(valid_from, "valid from")
+        if supersedes is not None:
+            return self._supersede(agent, type, item, supersedes, start)
+        if start is not None:
+            item = item.with_properties(**{VALID_FROM: org_timestamp(start)})
         saved = self.save_context(agent, MemoryContext(**{FIELDS[type]: [item]}), now=now)
         items = getattr(saved, FIELDS[type])
         same = [i for i in items if id is not None and i.id == id]
         # not found only when a save grouped after this one removed it
-        return next(iter(same or [i for i in items if i.normalised == item.normalised]), item)
+        return next(iter(same or [i for i in items if i.normalised == item.normalised and i.current]), item)
+
+    def retire(self, agent: str, item: str, *, at: datetime | date | str | None = None,
+               now: datetime | None = None) -> MemoryItem:
+        """Say that an item (named as `forget` takes it) stopped holding at `at` (default: now), with no successor:
+        it keeps its text and place, with `:INVALID_AT:` and the ARCHIVE tag. Returns it as saved."""
+        end = minute(now) if at is None else moment_of(at, "retired at")
+        retired = {}
+
+        def edit(model: MemoryFile) -> dict:
+            key, kind, old = _current_item(agent, model, item, "retire")
+            _check_end(old, end, "its end")
+            retired[kind] = self._with_id(agent, kind, old, model).retired(end, minute(now))
+            return {key: (kind, retired[kind])}
+
+        saved = self._group(check_agent_id(agent)).run(lambda: Save({}, edit))
+        (kind, new), = retired.items()
+        return saved.entries.get(new.key(kind), (kind, new))[1]
+
+    def _supersede(self, agent: str, kind: str, item: MemoryItem, name: str,
+                   start: datetime | date | None) -> MemoryItem:
+        """Add `item` in place of the current item `name` names, in one save, on memory.org as it is then."""
+        end = start if start is not None else item.added
+        added = []
+
+        def edit(model: MemoryFile) -> dict:
+            key, old_kind, old = _current_item(agent, model, name, "supersede")
+            if same := model.current_with_text(kind, item.normalised):
+                raise UserError(f"{_named(item)} is already in the memory of {agent} as {same.id or same.key(kind)}:"
+                                f" a successor says something new")
+            _check_end(old, end, "its successor's start")
+            old = self._with_id(agent, old_kind, old, model)
+            new = self._with_id(agent, kind, item, model, taken={old.id}).superseding(old.id, start)
+            added.append(new)
+            return {key: (old_kind, old.superseded_by(new.id, end, item.added)), new.id: (kind, new)}
+
+        saved = self._group(check_agent_id(agent)).run(lambda: Save({}, edit))
+        return saved.entries.get(added[-1].id, (kind, added[-1]))[1]
+
+    @staticmethod
+    def _with_id(agent: str, kind: str, item: MemoryItem, loaded: MemoryFile, taken=frozenset()) -> MemoryItem:
+        """The item with an :ID: (its own, else a new one no other item has), so that another can name it."""
+        if item.id is not None:
+            return item
+        return with_unique_id(item, make_id(agent, kind, item.text), lambda i: i in loaded.entries or i in taken)
 
     def known_item(self, agent: str, type: str, text: str) -> MemoryItem | None:
-        """The item of that type in the agent's memory.org with the same text (as `add_item` compares), if any."""
+        """The current item of that type in the agent's memory.org with the same text (as `add_item` compares), if
+        any."""
         wanted = normalise(text)
         return next((item for kind, item in self.load_context(agent).items()
-                     if kind == type and item.normalised == wanted), None)
+                     if kind == type and item.normalised == wanted and item.current), None)
 
     def daily_logs(self, agent: str) -> list[date]:
         """The days of the agent's daily logs, oldest first."""
@@ -191,10 +249,11 @@ class AgentMemory:
             raise no_memory(agent)
         return self.workspace.rendered(path)
 
-    def view(self, agent: str, *, at: datetime | None = None, every: bool = False) -> MemoryView:
-        """The agent's memory as `memory inspect` shows it: memory.org with the items that hold at `at` (None:
-        the current ones), or with every item (`every`), and those that do not (`MemoryView`)."""
-        context = self.load_context(agent)
+    def view(self, agent: str, *, at: datetime | date | None = None, every: bool = False) -> MemoryView:
+        """The agent's memory as `memory inspect` shows it: memory.org with the items that hold at `at` (a moment,
+        or some time of a day; None: the current ones), or with every item (`every`), and those that do not
+        (`MemoryView`)."""
+        context = self.load_context(agent, every=True)
         apart = tuple((kind, item) for kind, item in context.items() if not item.validity.holds(at))
         model = context.loaded
         if model is None:
@@ -237,9 +296,10 @@ class AgentMemory:
         """Remove the agent's files, `hard` also from every snapshot (`forgetting`)."""
         return forgetting.purge(self, agent, hard)
 
-    def forget(self, agent: str, item: str, hard: bool = False) -> ForgetReport:
-        """Remove one item, named by its :ID:, key or text, `hard` also from every snapshot (`forgetting`)."""
-        return forgetting.forget(self, agent, item, hard)
+    def forget(self, agent: str, item: str, hard: bool = False, chain: bool = False) -> ForgetReport:
+        """Remove one item, named by its :ID:, key or text, `hard` also from every snapshot, `chain` with what it
+        replaced and what replaced it (`forgetting`)."""
+        return forgetting.forget(self, agent, item, hard, chain)
 
     # --- what the other operations build on -------------------------------------------
 
@@ -372,6 +432,35 @@ class AgentMemory:
         """The hash of bytes just written to a log, when its state was kept as they were made."""
         known = self._known_logs.get(path)
         return Oid(known.hasher.digest()) if known is not None and known.data is data else None
+
+
+def _current_item(agent: str, model: MemoryFile, name: str, doing: str) -> tuple[str, str, MemoryItem]:
+    """The one current item of memory.org (`model`) that `name` names: its key, type and item."""
+    found = model.named(name)
+    if not found:
+        raise NotFound(f"agent {agent!r} has no memory item {quoted(name)} to {doing}")
+    if len(found) > 1:
+        listed = ", ".join(item.id or key for key, (_, item) in found[:5])
+        raise UserError(f"{quoted(name)} names {len(found)} items of {agent} ({listed}): name one by its :ID:")
+    key, (kind, item) = found[0]
+    if not item.current:
+        validity = item.validity
+        why = (f"was superseded by {' '.join(validity.replaced_by)}" if validity.replaced_by else
+               f"stopped holding at {shown(validity.end)}" if validity.end else "does not hold yet")
+        raise UserError(f"{_named(item)} {why}: only a current item can be {doing}d")
+    return key, kind, item
+
+
+def _check_end(item: MemoryItem, end: datetime | date, what: str) -> None:
+    """Refuse an end before the start the item states (`:VALID_FROM:`; when it was added does not bind)."""
+    start = parse_timestamp(item.value_of(VALID_FROM))
+    if start is not None and moment(end) < start:
+        raise UserError(f"{_named(item)} holds from {shown(start)} (:VALID_FROM:): {what} cannot be before, "
+                        f"at {shown(end)}")
+
+
+def _named(item: MemoryItem) -> str:
+    return f"item {item.id + ' ' if item.id else ''}{quoted(item.title)}"
 
 
 def _valid(agent: str) -> bool:

@@ -7,7 +7,7 @@ was loaded with, so an agent that only appends is found out without looking at e
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from itertools import compress, groupby
@@ -38,9 +38,10 @@ class MemoryContext:
     """What an agent remembers, as lists of items per type, plus the summary of the session being saved.
 
     Items may be given as plain strings. `loaded` records the memory the context was loaded
-    from (and `agent` whose it was): a save removes an item only if it was loaded and is
-    gone from the lists. A context built from scratch, or loaded from another agent, only adds
-    and updates items.
+    from (and `agent` whose it was): a save removes an item only if it was loaded into the lists
+    and is gone from them. A context built from scratch, or loaded from another agent, only adds
+    and updates items. `shown` holds what was loaded into the lists, by type, when that is not
+    every item (items that no longer hold are left out unless asked for: see `validity`).
     """
 
     facts: list[MemoryItem | str] = field(default_factory=list)
@@ -52,6 +53,13 @@ class MemoryContext:
     warnings: list[str] = field(default_factory=list, compare=False)
     agent: str | None = field(default=None, compare=False)
     loaded: MemoryFile | None = field(default=None, repr=False, compare=False)
+    shown: dict[str, tuple[MemoryItem, ...]] | None = field(default=None, repr=False, compare=False)
+
+    def loaded_lists(self) -> dict[str, tuple[MemoryItem, ...]]:
+        """What was loaded into each list (nothing when the context was not loaded)."""
+        if self.loaded is None:
+            return {kind: () for kind in ITEM_TYPES}
+        return self.loaded.kinds if self.shown is None else self.shown
 
     def items(self) -> list[Typed]:
         """Every (type, item) pair, facts first, strings turned into items."""
@@ -61,13 +69,17 @@ class MemoryContext:
         return sum(len(getattr(self, name)) for name in FIELDS.values())
 
 
+Edit = Callable[[MemoryFile], dict[str, "Typed | None"]]  # what to change, given the memory.org as it is
+
+
 @dataclass(frozen=True)
 class Save:
-    """One save: what it changes in memory.org since `base`, and what it adds to daily logs, by day: an entry to
-    append, or a conversation's turns (`conversation.orglog.SessionTurns`)."""
+    """One save: what it changes in memory.org since `base` (or, as an `Edit`, in memory.org as it is when it is
+    written), and what it adds to daily logs, by day: an entry to append, or a conversation's turns
+    (`conversation.orglog.SessionTurns`)."""
 
     base: Mapping[str, Typed]
-    ours: dict[str, Typed | None]
+    ours: dict[str, Typed | None] | Edit
     logs: tuple[tuple[date, LogEdit], ...] = ()
 
 
@@ -89,13 +101,15 @@ def outcome(saves: list[Save | UserError], merged: list[UserError | None]) -> li
     return [save if isinstance(save, UserError) else next(errors) for save in saves]
 
 
-def merged_into(agent: str, path: str, changes: list[tuple[Mapping[str, Typed], dict[str, Typed | None]]],
+def merged_into(agent: str, path: str, changes: list[tuple[Mapping[str, Typed], dict[str, Typed | None] | Edit]],
                 model: MemoryFile, errors: list[UserError | None]) -> tuple[bytes | None, MemoryFile]:
-    """Merge each (base, ours) in turn into the memory.org `model`: its new bytes (None: unchanged) and model;
-    `errors[n]` is set to what kept change n out (None: merged)."""
+    """Merge each (base, ours) in turn into the memory.org `model` (an `Edit` is made on the model as it is then):
+    its new bytes (None: unchanged) and model; `errors[n]` is set to what kept change n out (None: merged)."""
     data = None
     for n, (base, ours) in enumerate(changes):
         try:
+            if callable(ours):
+                base, ours = model.entries, ours(model)
             changed, added = merge(path, base, ours, model, agent)
             errors[n] = None
         except UserError as error:  # a conflict with the file: this save only is refused
@@ -137,13 +151,16 @@ def log_title(agent: str, day: date) -> str:
     return f"{agent} — {day.isoformat()}"
 
 
-def context_of(agent: str, memory: MemoryFile | None) -> MemoryContext:
-    """The context of an agent's memory.org (None: it has none)."""
+def context_of(agent: str, memory: MemoryFile | None, every: bool = False) -> MemoryContext:
+    """The context of an agent's memory.org (None: it has none): its current items, or `every` item."""
     if memory is None:
         return MemoryContext(agent=agent)
     context = MemoryContext(warnings=list(memory.warnings), agent=agent, loaded=memory)
-    for kind in ITEM_TYPES:
-        setattr(context, FIELDS[kind], list(memory.kinds[kind]))
+    if not every and (ended := {id(item) for item in memory.dated if not item.current}):
+        context.shown = {kind: tuple(item for item in memory.kinds[kind] if id(item) not in ended)
+                         for kind in ITEM_TYPES}
+    for kind, items in context.loaded_lists().items():
+        setattr(context, FIELDS[kind], list(items))
     return context
 
 
@@ -185,7 +202,9 @@ def _changes(context: MemoryContext, loaded: MemoryFile | None, now: datetime, s
     # an item that takes the key of one kept (or a context not loaded from this memory): compare them all
     mine = keyed(_prepared(kind, item, base, now, source) for kind, item in context.items())
     changes = {key: typed for key, typed in mine.items() if base.get(key) != typed}
-    changes.update((key, None) for key in base if key not in mine)
+    shown = base if context.shown is None or loaded is None else \
+        {item.key(kind) for kind, items in context.shown.items() for item in items}
+    changes.update((key, None) for key in shown if key not in mine)
     return changes
 
 
@@ -194,8 +213,9 @@ def _diff(context: MemoryContext, loaded: MemoryFile | None) -> tuple[list[Typed
     if loaded is None:
         return None
     new, gone = [], []
+    lists = context.loaded_lists()
     for kind in ITEM_TYPES:
-        items, before = getattr(context, FIELDS[kind]), loaded.kinds[kind]
+        items, before = getattr(context, FIELDS[kind]), lists[kind]
         if tuple(items[:len(before)]) == before:  # an agent that only adds items: compare none of them
             items, before = items[len(before):], ()
         now_ids, before_ids = set(map(id, items)), set(map(id, before))

@@ -61,7 +61,7 @@ def compact(memory: AgentMemory, agent: str, policy: RetentionPolicy | None = No
         if not logs and path not in tree.entries:
             raise NotFound(f"agent {agent!r} has no memory {workspace.where(AGENTS)}")
         marked = {log: _marked(workspace.current(log, tree), day) for log, day in logs.items()}
-        moved = _to_move(marked.values(), context_of(agent, memory.model(agent, tree)))
+        moved = _to_move(marked.values(), context_of(agent, memory.model(agent, tree), every=True))
         deleted = [log for log, day in logs.items() if policy.expired(day, now.date())]
         done.update(moved=moved, marks=sum(map(len, marked.values())), deleted=deleted)
 

@@ -87,13 +87,14 @@ def purge(memory: AgentMemory, agent: str, hard: bool = False) -> PurgeReport:
     return PurgeReport(sorted(files), forgotten)
 
 
-def forget(memory: AgentMemory, agent: str, item: str, hard: bool = False) -> ForgetReport:
+def forget(memory: AgentMemory, agent: str, item: str, hard: bool = False, chain: bool = False) -> ForgetReport:
     """Remove one item, named by its :ID:, key or text, from memory.org and from the daily logs (a headline
-    marked with its text); `hard` also from every snapshot."""
+    marked with its text); `hard` also from every snapshot. `chain`: also the items it replaced and that replaced
+    it, and theirs, in turn. Other items stop naming what was removed (an :ID: is made of an item's words)."""
     workspace, folder = memory.workspace, memory.folder(agent)
     with workspace.store.engine.exclusively() if hard else nullcontext():
         with workspace.held(folder):
-            named = _named(memory, agent, item)
+            named = _named(memory, agent, item, chain)
             if not named.found and not hard:
                 raise NotFound(f"agent {agent!r} has no memory item {quoted(item)}")
             before = None if hard else memory.checkpoint(agent, f"before forgetting an item of {agent}")
@@ -134,14 +135,22 @@ class _Named:
         return key in self.names or item.id in self.names or item.normalised in self.texts
 
 
-def _named(memory: AgentMemory, agent: str, name: str) -> _Named:
-    """What `name` stands for, with the keys, :ID:s and texts of the items it names in memory.org now."""
-    text = normalise(name)
-    found = [(item.key(kind), item) for kind, item in memory.load_context(check_agent_id(agent)).items()
-             if name in (item.key(kind), item.id) or item.normalised == text]
-    return _Named(names=frozenset({name, *(key for key, _ in found)}),
-                  texts=frozenset({text, *(item.normalised for _, item in found)}),
-                  ids=tuple(item.id for _, item in found if item.id), found=len(found))
+def _named(memory: AgentMemory, agent: str, name: str, chain: bool = False) -> _Named:
+    """What `name` stands for, with the keys, :ID:s and texts of the items it names in memory.org now (and,
+    with `chain`, of the items they replaced and that replaced them, in turn)."""
+    loaded = memory.load_context(check_agent_id(agent)).loaded
+    found = dict(loaded.named(name)) if loaded is not None else {}
+    by_id = {item.id: (key, (kind, item)) for key, (kind, item) in (loaded.entries.items() if chain else ())}
+    todo = list(found.values())
+    while todo:
+        validity = todo.pop()[1].validity
+        for linked in (*validity.replaces, *validity.replaced_by):
+            if linked in by_id and (key := by_id[linked][0]) not in found:
+                found[key] = by_id[linked][1]
+                todo.append(found[key])
+    return _Named(names=frozenset({name, *found}),
+                  texts=frozenset({normalise(name), *(item.normalised for _, item in found.values())}),
+                  ids=tuple(item.id for _, item in found.values() if item.id), found=len(found))
 
 
 def _without_files(prefix: str) -> Callable[[Tree], Tree]:
@@ -174,9 +183,12 @@ def _text_without(path: str, doc: Document, get: Getter, named: _Named) -> str |
     while True:  # a repeat of an item is read (and removed) once the first is gone: read it again
         model = MemoryFile.read(path, doc, get)
         keys = [key for key, (_, item) in model.entries.items() if named(key, item)]
-        if not keys:
+        gone = {*named.ids, *(model.entries[key][1].id for key in keys)} - {None}
+        naming = {key: (kind, item.without_links(gone)) for key, (kind, item) in model.entries.items()
+                  if key not in keys and gone.intersection((*item.validity.replaces, *item.validity.replaced_by))}
+        if not keys and not naming:
             return text
-        text = model.rewrite(dict.fromkeys(keys), [], "")[0].decode("utf-8")
+        text = model.rewrite({**dict.fromkeys(keys), **naming}, [], "")[0].decode("utf-8")
         doc, get = parsed_text(text)
 
 

@@ -16,8 +16,8 @@ A plain item is a hand-written list item (`- text`) in the section's own text.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import date, datetime
 from functools import cached_property
 
 from ..errors import UserError
@@ -26,7 +26,8 @@ from ..objects import Headline
 from ..org import parse
 from ..org.syntax import Section, headline_line
 from .layout import SECTION_TITLES
-from .validity import Validity, org_timestamp, parse_timestamp
+from .validity import (ARCHIVE, INVALID_AT, SUPERSEDED_BY, SUPERSEDES, VALID_FROM, Validity, moment,
+                       org_timestamp, parse_timestamp)
 
 _WORD = re.compile(r"[a-z0-9]+")
 TAGS_COLUMN = 77  # Emacs's default `org-tags-column`: tags end at column 77
@@ -68,6 +69,42 @@ class MemoryItem:
         """Whether it holds now and nothing replaced it."""
         return self.validity.holds()
 
+    def value_of(self, name: str) -> str | None:
+        """The value of one of its other properties (any case), or None."""
+        return next((value for key, value in self.properties if key.upper() == name.upper()), None)
+
+    def with_properties(self, **values: str | None) -> MemoryItem:
+        """The item with these properties set (None: removed), others kept in their order."""
+        names = {name.upper(): value for name, value in values.items()}
+        kept = [(k, v) for k, v in self.properties if k.upper() not in names]
+        return replace(self, properties=(*kept, *((n, v) for n, v in names.items() if v is not None)))
+
+    def retired(self, at: datetime | date, now: datetime) -> MemoryItem:
+        """The item once it stops holding at `at`: `:INVALID_AT:`, and the ARCHIVE tag Org folds it by when `at`
+        is not after `now`."""
+        archived = ARCHIVE not in self.tags and moment(at) <= now
+        return replace(self.with_properties(**{INVALID_AT: org_timestamp(at)}),
+                       tags=(*self.tags, ARCHIVE) if archived else self.tags, plain=False)
+
+    def superseded_by(self, successor: str, at: datetime | date, now: datetime) -> MemoryItem:
+        """The item once `successor` (an :ID:) replaces it at `at`."""
+        replaced = _joined(self.validity.replaced_by, successor)
+        return self.retired(at, now).with_properties(**{SUPERSEDED_BY: replaced})
+
+    def superseding(self, predecessor: str, valid_from: datetime | date | None) -> MemoryItem:
+        """The item as the successor of `predecessor` (an :ID:), holding from `valid_from` (None: from when added)."""
+        values = {SUPERSEDES: _joined(self.validity.replaces, predecessor)}
+        if valid_from is not None:
+            values[VALID_FROM] = org_timestamp(valid_from)
+        return self.with_properties(**values)
+
+    def without_links(self, ids: set[str]) -> MemoryItem:
+        """The item no longer naming these :ID:s as what it replaced or what replaced it."""
+        validity = self.validity
+        kept = {name: " ".join(i for i in linked if i not in ids) or None
+                for name, linked in ((SUPERSEDES, validity.replaces), (SUPERSEDED_BY, validity.replaced_by)) if linked}
+        return self.with_properties(**kept)
+
     @property
     def title(self) -> str:
         """The first line of the text."""
@@ -89,6 +126,10 @@ class MemoryItem:
         """Whether it is written as a list item: a plain item with nothing a list item cannot hold."""
         return self.plain and "\n\n" not in self.text and not (
             self.id or self.added or self.source or self.tags or self.properties)
+
+
+def _joined(ids: tuple[str, ...], new: str) -> str:
+    return " ".join(dict.fromkeys((*ids, new)))
 
 
 def normalise(text: str) -> str:

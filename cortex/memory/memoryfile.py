@@ -24,7 +24,7 @@ from ..objects import Document, Headline
 from .. import org
 from ..org import parse, render_headline
 from ..org.syntax import BULLET
-from .items import MemoryItem, item_from_headline, make_id, render_item
+from .items import MemoryItem, item_from_headline, make_id, normalise, render_item
 from .layout import ITEM_TYPES, SECTION_TITLES, section_type
 
 Typed = tuple[str, MemoryItem]  # (memory type, item)
@@ -100,6 +100,25 @@ class MemoryFile:
         """How many items of each (type, normalised text) the file holds."""
         return Counter((kind, item.normalised) for kind, item in self.entries.values())
 
+    @cached_property
+    def dated(self) -> tuple[MemoryItem, ...]:
+        """The items whose properties say when they hold (only these may not hold now)."""
+        return tuple(item for items in self.kinds.values() for item in items if item.validity.stated)
+
+    def current_with_text(self, kind: str, normalised: str) -> MemoryItem | None:
+        """The current item of this type with this normalised text, if any (one that no longer holds does not
+        count: the same text may be true again)."""
+        if not self.texts[(kind, normalised)]:
+            return None
+        return next((item for k, item in self.entries.values()
+                     if k == kind and item.normalised == normalised and item.current), None)
+
+    def named(self, name: str) -> list[tuple[str, Typed]]:
+        """The items `name` stands for, by key: its :ID:, key or text (compared normalised), in file order."""
+        text = normalise(name)
+        return [(key, typed) for key, typed in self.entries.items()
+                if name in (key, typed[1].id) or typed[1].normalised == text]
+
     def render(self) -> bytes:
         """The bytes of the file."""
         return b"".join([(self.preamble or "").encode("utf-8"), *(section.data for section in self.sections)])
@@ -163,7 +182,7 @@ class MemoryFile:
         return data, self._derived(derived, changed, writer)
 
     def _derived(self, derived: MemoryFile, changed: dict[str, Typed | None], writer: _Writer) -> MemoryFile:
-        """The model after a rewrite: entries, types and texts updated by what was removed and written."""
+        """The model after a rewrite: entries, types, texts and dated items updated by what was removed and written."""
         entries = dict(self.entries)
         gone = [entries.pop(key) for key in changed]
         entries.update(writer.written)
@@ -175,6 +194,10 @@ class MemoryFile:
                 kinds[section.type] = tuple(entries[p.key][1] for p in (*section.head, *section.children)
                                             if p.key is not None)
         result = replace(derived, entries=entries, kinds=kinds)
+        if "dated" in self.__dict__:  # likewise the items that say when they hold
+            left = {id(item) for _, item in gone}
+            result.__dict__["dated"] = (*(item for item in self.dated if id(item) not in left),
+                                        *(item for _, item in writer.written.values() if item.validity.stated))
         if "texts" in self.__dict__:  # keep the index of normalised texts without counting every item again
             texts = self.texts.copy()
             for kind, item in gone:
@@ -384,24 +407,25 @@ def merge(path: str, base: Mapping[str, Typed], ours: Mapping[str, Typed | None]
 
 
 def _new_items(added: list[Typed], theirs: MemoryFile, agent: str) -> list[Typed]:
-    """New items without repeats of an item already there (by normalised text), each with an org-id."""
+    """New items without repeats of a current item already there (by normalised text), each with an org-id."""
     known = theirs.texts if added else {}
     seen: set[tuple[str, str]] = set()
     ids: set[str] = set()
     fresh = []
     for kind, item in added:
         text = (kind, item.normalised)
-        if text in known or text in seen:
+        if text in seen or text in known and theirs.current_with_text(kind, item.normalised):
             continue
         seen.add(text)
         if item.id is None and not item.as_plain:
-            item = _with_id(item, make_id(agent, kind, item.text), lambda i: i in ids or i in theirs.entries)
+            item = with_unique_id(item, make_id(agent, kind, item.text), lambda i: i in ids or i in theirs.entries)
         ids.add(item.key(kind))
         fresh.append((kind, item))
     return fresh
 
 
-def _with_id(item: MemoryItem, wanted: str, taken: Callable[[str], bool]) -> MemoryItem:
+def with_unique_id(item: MemoryItem, wanted: str, taken: Callable[[str], bool]) -> MemoryItem:
+    """The item with the :ID: `wanted`, or `wanted-2`, `-3`... the first not `taken`."""
     candidate, n = wanted, 1
     while taken(candidate):  # a person reworded the item that first had this id
         n += 1

@@ -25,10 +25,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 
-__all__ = ["ARCHIVE", "INVALID_AT", "PROPERTIES", "SUPERSEDED_BY", "SUPERSEDES", "VALID_FROM", "Validity",
-           "org_timestamp", "parse_timestamp"]
+from ..errors import UserError
+from ..words import quoted
+
+__all__ = ["ARCHIVE", "INVALID_AT", "PROPERTIES", "SUPERSEDED_BY", "SUPERSEDES", "VALID_FROM", "Validity", "moment",
+           "moment_of", "org_timestamp", "parse_timestamp", "shown"]
 
 VALID_FROM, INVALID_AT, SUPERSEDES, SUPERSEDED_BY = "VALID_FROM", "INVALID_AT", "SUPERSEDES", "SUPERSEDED_BY"
 PROPERTIES = (VALID_FROM, INVALID_AT, SUPERSEDES, SUPERSEDED_BY)
@@ -57,6 +60,28 @@ def parse_timestamp(text: str | None) -> datetime | None:
         return datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4] or 0), int(m[5] or 0))
     except ValueError:
         return None
+
+
+def moment_of(value: datetime | date | str, what: str) -> datetime | date:
+    """A moment given as a date, a datetime or text (`2026-11-01`, `2026-11-01 14:00`, an Org timestamp);
+    a UserError naming `what` otherwise."""
+    if isinstance(value, (datetime, date)):
+        return value
+    text = value.strip() if isinstance(value, str) else ""
+    try:
+        found = datetime.fromisoformat(text)
+        return found.date() if len(text) <= 10 else found.replace(second=0, microsecond=0, tzinfo=None)
+    except ValueError:
+        stamp = parse_timestamp(text) if text[:1] in "[<" else None
+        if stamp is not None:
+            return stamp if ":" in text else stamp.date()
+    raise UserError(f"{what} {quoted(value)}: not a date; write 2026-11-01, 2026-11-01 14:00 or an Org timestamp")
+
+
+def shown(when: datetime | date) -> str:
+    """A moment as messages write it: `2026-11-03`, or `2026-11-03 14:00` when it has a time of day."""
+    text = f"{when:%Y-%m-%d %H:%M}" if isinstance(when, datetime) else f"{when:%Y-%m-%d}"
+    return text.removesuffix(" 00:00")
 
 
 def moment(when: datetime | date) -> datetime:
@@ -103,19 +128,20 @@ class Validity:
         return self.end is not None or bool(self.replaced_by)
 
     def holds(self, at: datetime | date | None = None) -> bool:
-        """Whether the item holds at `at` (None: now, and not replaced: a current item)."""
-        if at is None:
-            return not self.replaced_by and self.holds(datetime.now())
-        at = moment(at)
-        return (self.start is None or self.start <= at) and (self.end is None or at < self.end)
+        """Whether the item holds at moment `at`, or at some time of day `at` (None: now, and not replaced: a
+        current item)."""
+        if at is None:  # replaced with no end said: it stopped when it was replaced, which is past
+            return self.holds(datetime.now()) and (self.end is not None or not self.replaced_by)
+        first = moment(at)
+        after = first + timedelta(days=1) if not isinstance(at, datetime) else first + timedelta.resolution
+        return (self.start is None or self.start < after) and (self.end is None or first < self.end)
 
     def repl_pairs(self) -> list[tuple[str, str]]:
         """What the REPL and `show` say of it: when it held, what it replaced and what replaced it."""
         pairs = []
         if self.stated and (self.start is not None or self.end is not None):
-            since = "" if self.start is None else f"{self.start:%Y-%m-%d %H:%M}".removesuffix(" 00:00")
-            until = "now" if self.end is None else f"{self.end:%Y-%m-%d %H:%M}".removesuffix(" 00:00")
-            pairs.append(("valid", f"{since or '…'} – {until}"))
+            since = "…" if self.start is None else shown(self.start)
+            pairs.append(("valid", f"{since} – {'now' if self.end is None else shown(self.end)}"))
         pairs += [("supersedes", " ".join(self.replaces))] if self.replaces else []
         pairs += [("superseded by", " ".join(self.replaced_by))] if self.replaced_by else []
         return pairs

@@ -12,7 +12,7 @@ from ..words import counted, memory_summary
 from .changes import MemoryContext
 from .items import MemoryItem
 from .layout import memory_path
-from .validity import Validity
+from .validity import Validity, shown
 
 __all__ = ["MemoryView", "no_memory", "why_not"]
 
@@ -20,15 +20,15 @@ __all__ = ["MemoryView", "no_memory", "why_not"]
 @dataclass(frozen=True)
 class MemoryView:
     """An agent's memory as `memory inspect` shows it. `text` is its memory.org (None: it has none) without the
-    items that do not hold at `at` (None: now, and not replaced), or whole with `every`; `apart` lists those
-    items, as (type, item), in file order; `context` holds every item."""
+    items that do not hold at `at` (a moment, or some time of a day; None: now, and not replaced), or whole with
+    `every`; `apart` lists those items, as (type, item), in file order; `context` holds every item."""
 
     agent: str
     text: str | None
     context: MemoryContext
     logs: tuple[date, ...]
     apart: tuple[tuple[str, MemoryItem], ...] = ()
-    at: datetime | None = None
+    at: datetime | date | None = None
     every: bool = False
 
     @property
@@ -43,7 +43,7 @@ class MemoryView:
         """`assistant: 3 facts, ...; 4 daily logs, ...; 2 items no longer current, left out`."""
         line = memory_summary(self.agent, self.context, list(self.logs))
         if self.apart:
-            held = "no longer current" if self.at is None else f"not valid at {_moment(self.at)}"
+            held = "no longer current" if self.at is None else f"not valid {_when(self.at)}"
             line += f"; {counted(len(self.apart), 'item')} {held}" + ("" if self.every else ", left out")
         return line
 
@@ -58,16 +58,16 @@ def no_memory(agent: str) -> NotFound:
     return NotFound(f"{memory_path(agent)}: agent {agent!r} has no memory.org")
 
 
-def why_not(validity: Validity, at: datetime | None = None) -> str:
-    """Why an item does not hold at `at` (None: is not current): `superseded by mem-x on 2026-11-03`,
-    `invalid from 2026-11-03`, `valid from 2027-01-01`."""
-    if validity.start is not None and (at or datetime.now()) < validity.start:
-        return f"valid from {_moment(validity.start)}"
-    ended = "" if validity.end is None else f" on {_moment(validity.end)}"
-    if validity.replaced_by and (at is None or validity.end is None or validity.end <= at):
-        return f"superseded by {', '.join(validity.replaced_by)}{ended}"
-    return f"invalid from {_moment(validity.end)}" if validity.end is not None else "does not hold"
+def why_not(validity: Validity, at: datetime | date | None = None) -> str:
+    """Why an item does not hold at `at` (a moment, or some time of a day; None: is not current):
+    `superseded by mem-x on 2026-11-03`, `invalid from 2026-11-03`, `valid from 2027-01-01`."""
+    if validity.start is not None and not Validity(validity.start).holds(at):
+        return f"valid from {shown(validity.start)}"
+    replaced = f"superseded by {', '.join(validity.replaced_by)}" if validity.replaced_by else ""
+    if validity.end is not None:
+        return f"{replaced} on {shown(validity.end)}" if replaced else f"invalid from {shown(validity.end)}"
+    return replaced or "does not hold"
 
 
-def _moment(moment: datetime) -> str:
-    return f"{moment:%Y-%m-%d %H:%M}".removesuffix(" 00:00")
+def _when(at: datetime | date) -> str:
+    return f"at {shown(at)}" if isinstance(at, datetime) else f"on {shown(at)}"

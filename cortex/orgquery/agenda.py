@@ -4,8 +4,8 @@ The rules and the layout are org-agenda's (Org 9.5) with Org's defaults: schedul
 today as "Sched. Nx:", overdue deadlines shown today as "N d. ago:", deadlines within their warning
 period (14 days, or the timestamp's own `-Nd`) as "In N d.:", repeaters expanded (future repeats shown),
 DONE items only on their own date, date ranges listed on each day as "(k/n):", archived and COMMENT
-subtrees left out (and, beyond Org, the subtrees of items whose validity ended: replaced, or invalid from
-before today, `cortex.memory.validity`); entries ordered by time of day, then priority (where deadlines
+subtrees left out (and, beyond Org, the subtrees of items whose validity ended: invalid from before today, or
+replaced with no end said, `cortex.memory.validity`); entries ordered by time of day, then priority (where deadlines
 and carried items gain urgency), then file order. The agenda starts on `start`, not on the week's Monday,
 and has no time grid. Diary sexps (`<%%(...)>`) are not read.
 """
@@ -206,9 +206,10 @@ def _items(file: AgendaFile, today: date) -> Iterator[_Item]:
 
 
 def _ended(headline: Headline, began: datetime) -> bool:
-    """Whether an item's validity ended by `began`: something replaced it, or it was invalid from then."""
+    """Whether an item's validity ended by `began`: it was invalid from then, or something replaced it with no end
+    said."""
     validity = headline_validity(headline)
-    return bool(validity.replaced_by) or (validity.end is not None and validity.end <= began)
+    return validity.end <= began if validity.end is not None else bool(validity.replaced_by)
 
 
 def _commented(headline: Headline) -> bool:

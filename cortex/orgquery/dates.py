@@ -18,6 +18,8 @@ from typing import NamedTuple
 from orgparse.date import TIMESTAMP_RE, OrgDate, OrgDateClock, OrgDateClosed, OrgDateDeadline, OrgDateScheduled
 
 from ..bounded import BoundedDict
+from ..errors import UserError
+from ..memory.validity import moment_of
 from ..objects import Headline
 from ..org.blocks import BLOCK_BEGIN, BLOCK_END, VERBATIM_BLOCKS
 from ..org.syntax import PLANNING_LINE, Section, file_drawer
@@ -39,6 +41,7 @@ _STAMP_START = re.compile(r"[<\[]\d{4}-\d{2}-\d{2}")  # where TIMESTAMP_RE can m
 MAX_STAMP = 200  # characters of a timestamp, brackets included: Org's own are at most about 50
 _PLANNING_KINDS = {"SCHEDULED": OrgDateScheduled, "DEADLINE": OrgDateDeadline, "CLOSED": OrgDateClosed}
 WHEN_FORMS = "today, tomorrow, yesterday, +7d, -2w, +1m, +1y or YYYY-MM-DD"
+MOMENT_FORMS = f"a day ({WHEN_FORMS}), now, YYYY-MM-DD HH:MM or an Org timestamp"
 _ISO_MINUTE = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})[ T]([0-9]{1,2}):([0-9]{2})")
 
 
@@ -247,14 +250,14 @@ def parse_when(text: str, today: date) -> date:
     raise QueryError(f"{quoted(text)} is not a date; write {WHEN_FORMS}")
 
 
-def parse_moment(text, now: datetime) -> datetime:
-    """A moment a user wrote: `now`, a day as `parse_when` reads one (its start, midnight), or a day and a time
-    (`2026-11-01 14:00`, `2026-11-01T14:00`). A date or a datetime is taken as it is (one with a time zone, in
-    local time: Org's timestamps are)."""
+def parse_moment(text, now: datetime) -> date | datetime:
+    """A day or a moment a user wrote: a day as `parse_when` reads one (`2026-11-01`, `today`, `-30d`: the whole
+    day), `now`, a day and a time (`2026-11-01 14:00`, `2026-11-01T9:05`) or an Org timestamp. A date or a
+    datetime is taken as it is (one with a time zone in local time, as Org's timestamps are)."""
     if isinstance(text, datetime):
         return text if text.tzinfo is None else text.astimezone().replace(tzinfo=None)
     if isinstance(text, date):
-        return datetime.combine(text, time())
+        return text
     word = str(text).strip()
     if word.lower() == "now":
         return now
@@ -262,15 +265,13 @@ def parse_moment(text, now: datetime) -> datetime:
         try:
             return datetime.combine(date.fromisoformat(m[1]), time(int(m[2]), int(m[3])))
         except ValueError as exc:
-            raise QueryError(f"{quoted(text)} is not a moment ({exc}); write now, {WHEN_FORMS}, or "
-                             "YYYY-MM-DD HH:MM") from None
+            raise QueryError(f"{quoted(text)} is not a moment ({exc}); write {MOMENT_FORMS}") from None
     try:
-        day = parse_when(word, now.date())
-    except QueryError:
+        return moment_of(word, "") if word[:1] in "[<" else parse_when(word, now.date())
+    except UserError:
         if _ISO_DAY.fullmatch(word) or _RELATIVE.fullmatch(word.lower()):
             raise  # a day that does not exist, or one past the years a date can have: said so
-        raise QueryError(f"{quoted(text)} is not a moment; write now, {WHEN_FORMS}, or YYYY-MM-DD HH:MM") from None
-    return datetime.combine(day, time())
+        raise QueryError(f"{quoted(text)} is not a moment; write {MOMENT_FORMS}") from None
 
 
 def _lines(text: str) -> list[str]:

@@ -516,11 +516,11 @@ def _reach(rows: set, relation: str) -> set:
 
 @dataclass(frozen=True)
 class Valid(Predicate):
-    """The headline holds at `at` by its validity properties (`cortex.memory.validity`: VALID_FROM, else ADDED,
-    until INVALID_AT); with no `at`, it holds now and no SUPERSEDED_BY names what replaced it: it is current.
-    A headline that says none of them always holds."""
+    """The headline holds at moment `at`, or at some time of day `at`, by its validity properties
+    (`cortex.memory.validity`: VALID_FROM, else ADDED, until INVALID_AT); with no `at`, it holds now and was not
+    replaced (SUPERSEDED_BY with no INVALID_AT): it is current. A headline that says none of them always holds."""
 
-    at: datetime | None = None
+    at: date | datetime | None = None
     indexed: ClassVar[bool] = True
 
     def test(self, row, scope) -> bool:

@@ -9,7 +9,7 @@ Names and arguments follow org-ql where it has them (`todo`, `done`, `tags`, `ta
 `path`, `category`, `ancestors`, `parent`, `children`, `descendants`, `scheduled`, `deadline`, `closed`,
 `planning`, `ts`, `ts-active`, `ts-inactive`, `clocked`; a bare string is `(regexp "string")`), plus
 `links-to`, `linked-from` and `valid`: `(valid)` a headline that holds now and was not replaced, `(valid :at
-"2026-11-01")` one that held then (at the start of that day, or at "2026-11-01 14:00"), as its validity
+"2026-11-01")` one that held then (at some time of that day, or at "2026-11-01 14:00"), as its validity
 properties say (`cortex.memory.validity`; one that says none always holds). Where they differ: regexps are RE2's syntax (what Python users write; Org
 match strings translate Emacs's), always case-insensitive as in org-ql; `path` takes globs or folder
 prefixes of the paths in the store, not regexps of absolute file names; dates are days (`:from` `:to` `:on`
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import hy
@@ -415,7 +415,7 @@ def _valid(call: _Call, today: date) -> Predicate:
         return Valid()
     value = call.keywords["at"]
     if isinstance(value, int) and not isinstance(value, bool):
-        return Valid(datetime.combine(_day(call, value, today), time()))
+        return Valid(_day(call, value, today))
     if not isinstance(value, str):
         raise error(call.form, f"{show(value)} is not a moment in {show(call.form)}")
     try:

@@ -63,17 +63,26 @@ def memory_search(session, agent, query, *, limit=10, explain=False, valid_at=No
 
 
 @form
-def memory_add(session, agent, type, text, *, source="repl"):
+def memory_add(session, agent, type, text, *, source="repl", supersedes=None, valid_from=None):
     """Add a fact, procedure or pattern to an agent's memory.org: (memory-add "assistant" "fact" "Staging is eu-west-1.").
 
     The same text is never added twice (the item already there is returned, and said to be); the item is
-    returned with its :ID:.
+    returned with its :ID:. :supersedes names the item it replaces (:ID:, key or text), which stops holding
+    when this one starts (:valid-from "2026-11-03", else now).
     """
     memory = session.cortex.memory
-    if known := memory.known_item(agent, type, text):
+    if supersedes is None and (known := memory.known_item(agent, type, text)):
         session.notify(f"already present: {known.id or known.key(type)}")
         return known
-    return memory.add_item(agent, type, text, source=source)
+    return memory.add_item(agent, type, text, source=source, supersedes=supersedes, valid_from=valid_from)
+
+
+@form
+def memory_retire(session, agent, item, *, at=None):
+    """Say that an item (its :ID:, key or text) stopped being true, with no successor: (memory-retire "assistant"
+    "mem-assistant-dark-mode" :at "2026-11-20"); default now. It keeps its text and place, marked
+    :INVALID_AT: and ARCHIVE; searches and queries then leave it out unless asked."""
+    return session.cortex.memory.retire(agent, item, at=at)
 
 
 @form
@@ -103,15 +112,16 @@ def memory_purge(session, agent, *, hard=False, yes=False):
 
 
 @form
-def memory_forget(session, agent, item, *, hard=False, yes=False):
-    """Remove one item (its :ID:, key or text) from an agent's memory.org and logs; :hard True from history too.
+def memory_forget(session, agent, item, *, hard=False, chain=False, yes=False):
+    """Remove one item (its :ID:, key or text) from an agent's memory.org and logs; :hard True from history too,
+    :chain True with the items it replaced and that replaced it.
 
     (memory-forget "assistant" "mem-assistant-dark-mode"); a plain forget snapshots first, so
     (rollback (. *1 before)) undoes it. A hard forget cannot be undone and asks first, as a hard purge does.
     """
     if hard and not _confirmed(session, yes, f"erase this item of {agent} from the Org files and from every snapshot?"):
         return Message(f"nothing forgotten: {agent}'s memory is as it was")
-    return session.cortex.memory.forget(agent, item, hard=hard)
+    return session.cortex.memory.forget(agent, item, hard=hard, chain=chain)
 
 
 @form

@@ -35,7 +35,7 @@ from .building import Builder, Progress
 from .dates import Period, named_period
 from .embedders import CachedEmbedder, Embedder
 from .fusion import METHODS, Hit, Layout, Weights, hybrid_search
-from .items import SOURCES, TYPES, Item, Items, changed_units
+from .items import SOURCES, TYPES, Item, Items, changed_units, span_of
 from .keyword import KeywordIndex
 from .lines import Lines
 from .results import Results, SearchResult, VectorStatus
@@ -60,7 +60,7 @@ class Filters:
     speaker: str | None = None  # turns said by this person (any case)
     since: date | None = None  # items dated on or after this day (undated items are left out)
     until: date | None = None  # items dated on or before this day
-    valid_at: datetime | None = None  # items that held at this moment (`cortex.memory.validity`)
+    valid_at: date | datetime | None = None  # items that held then: on that day, at that moment (`memory.validity`)
     current: bool = False  # items that hold now and that nothing replaced
 
     def __post_init__(self):
@@ -74,12 +74,13 @@ class Filters:
     def any(self) -> bool:
         return self.current or any(v is not None for v in vars(self).values() if not isinstance(v, bool))
 
-    def moment(self, now: datetime) -> str | None:
-        """The moment (ISO) the items must hold at, `now` for current ones; None when any will do."""
-        at = self.valid_at or (now if self.current else None)
-        return None if at is None else at.isoformat(timespec="seconds")
+    def moment(self, now: datetime) -> tuple[str, str] | None:
+        """The minutes (`span_of`) the items must hold at some time of: `valid_at`'s, or `now`'s for current ones;
+        None when any will do."""
+        at = self.valid_at if self.valid_at is not None else now if self.current else None
+        return None if at is None else span_of(at)
 
-    def admits(self, item: Item, at: str | None = None) -> bool:
+    def admits(self, item: Item, at: tuple[str, str] | None = None) -> bool:
         """Whether an item passes every filter given; `at`: the filter's `moment`."""
         return ((self.path is None or item.path.startswith(self.path))
                 and (self.source is None or item.source == self.source)
@@ -94,10 +95,11 @@ class Filters:
 
 
 class _Mask(NamedTuple):
-    """The keys a filter admits, as of moment `at` (its `moment`), right until `until` (None: while the items stay)."""
+    """The keys a filter admits, as of `at` (its `moment`), right until the minute `until` (None: while the items
+    stay)."""
 
     keys: set[int]
-    at: str | None = None
+    at: tuple[str, str] | None = None
     until: str | None = None
 
 
@@ -372,7 +374,7 @@ class SearchIndex:
             return None
         at = filters.moment(now or datetime.now())
         mask = self._masks.pop(filters, None)
-        if mask is None or mask.at is not None and (at < mask.at or mask.until is not None and at >= mask.until):
+        if mask is None or mask.at is not None and (at < mask.at or mask.until is not None and at[0] >= mask.until):
             mask = self._mask(filters, at)
             if len(self._masks) >= MASKS_KEPT:
                 self._masks.pop(next(iter(self._masks)))
@@ -411,7 +413,7 @@ class SearchIndex:
         return self.lines.of(item, tree)
 
 
-def _sooner(until: str | None, items, at: str) -> str | None:
-    """The first moment after `at` at which one of `items` starts or stops holding, if sooner than `until`."""
-    turns = [t for i in items if (i.valid_from or i.invalid_at) and (t := i.turns_after(at)) is not None]
+def _sooner(until: str | None, items, at: tuple[str, str]) -> str | None:
+    """The first minute after `at`'s at which one of `items` starts or stops holding, if sooner than `until`."""
+    turns = [t for i in items if (i.valid_from or i.invalid_at) and (t := i.turns_after(at[0])) is not None]
     return min(turns + ([until] if until is not None else []), default=None)

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, time, timedelta
 
 import blake3
 
@@ -24,7 +24,7 @@ from ..objects import Document, Headline, OrgObject
 from ..org import Section
 from ..org.syntax import BULLET
 
-__all__ = ["SOURCES", "TYPES", "Item", "Items", "changed_units", "item_date", "item_key", "texts", "units"]
+__all__ = ["SOURCES", "TYPES", "Item", "Items", "changed_units", "item_date", "item_key", "span_of", "texts", "units"]
 
 SOURCES = ("memory", "notes")
 TYPES = ("fact", "procedure", "pattern", "log")
@@ -59,14 +59,16 @@ class Item:
         """`memory` for agent memory files, `notes` for every other Org file."""
         return "memory" if self.agent is not None else "notes"
 
-    def holds(self, at: str, current: bool = False) -> bool:
-        """Whether it holds at moment `at` (ISO); `current`: and nothing replaced it."""
-        return ((self.valid_from is None or self.valid_from <= at) and (self.invalid_at is None or at < self.invalid_at)
-                and not (current and self.replaced))
+    def holds(self, span: tuple[str, str], current: bool = False) -> bool:
+        """Whether it holds at some time of `span` (the first minute and the one after, ISO: `span_of`), as
+        `Validity.holds` says; `current`: and it was not replaced with no end said."""
+        first, after = span
+        return ((self.valid_from is None or self.valid_from < after) and (self.invalid_at is None or first < self.invalid_at)
+                and not (current and self.replaced and self.invalid_at is None))
 
-    def turns_after(self, at: str) -> str | None:
-        """The first moment after `at` at which it starts or stops holding (None: none)."""
-        return min((m for m in (self.valid_from, self.invalid_at) if m is not None and m > at), default=None)
+    def turns_after(self, first: str) -> str | None:
+        """The first minute after `first` at which it starts or stops holding (None: none)."""
+        return min((m for m in (self.valid_from, self.invalid_at) if m is not None and m > first), default=None)
 
     def record(self) -> list:
         return [self.key, self.path, list(self.outline), list(self.position), bytes(self.oid), self.id,
@@ -163,6 +165,15 @@ def units(path: str, outline: tuple[str, ...], position: tuple[int, ...], h: Hea
         return
     text = (h.title + "\n" + body).strip()
     yield Item(item_key(path, outline, h.oid, 0, twin), text=text, **common)
+
+
+def span_of(at: date | datetime) -> tuple[str, str]:
+    """The minutes an item must hold at some time of, as `Item.holds` takes them: a day's, or a moment's minute."""
+    if isinstance(at, datetime):
+        first = at.replace(second=0, microsecond=0)
+        return _minute(first), _minute(first + timedelta(minutes=1))
+    first = datetime.combine(at, time())
+    return _minute(first), _minute(first + timedelta(days=1))
 
 
 def _minute(moment: datetime | None) -> str | None:

@@ -50,7 +50,7 @@ def test_search_query_and_find_keep_current_items_unless_asked(cli):
 
 @pytest.mark.parametrize("args, said", [
     (("search", "x", "--all", "--valid-at", "today"), "cortex search: --valid-at and --all exclude each other"),
-    (("query", "(todo)", "--valid-at", "someday"), "cortex: 'someday' is not a moment; write now, today"),
+    (("query", "(todo)", "--valid-at", "someday"), "cortex: 'someday' is not a moment; write a day (today"),
     (("find", "x", "--valid-at", "2026-02-30"), "cortex: '2026-02-30' is not a date (day is out of range"),
 ])
 def test_a_bad_moment_is_one_line(cli, args, said):

@@ -163,9 +163,31 @@ def test_inspect_shows_current_items_and_with_all_what_replaced_the_others(run, 
         "  The office VPN is vpn.example.com. [mem-assistant-vpn]: invalid from 2026-11-20"]
     then = run("inspect", "assistant", "--valid-at", "2026-10-15")
     assert "Postgres 16." in then.stdout and "vpn.example.com" in then.stdout and "Postgres 17." not in then.stdout
-    assert "not valid at 2026-10-15, left out\n" in then.stderr and "--all" not in then.stderr
+    assert "not valid on 2026-10-15, left out\n" in then.stderr and "--all" not in then.stderr
     found = run("search", "assistant", "which database do we run?", "--valid-at", "2026-10-15").stdout
     assert "Postgres 16." in found and "Postgres 17." not in found and "Postgres 15." not in found
     assert "Postgres 15." in run("search", "assistant", "which database do we run?", "--all").stdout
     both = run("inspect", "assistant", "--all", "--valid-at", "today")
     assert both.exit_code == 2 and "--valid-at and --all exclude each other" in both.output
+
+
+def test_a_fact_that_changed_supersedes_the_old_one_and_retire_ends_one(run, org):
+    memory = org / "agents/assistant/memory.org"
+    result = run("add", "assistant", "The API rate limit is 120 requests per minute.",
+                 "--supersedes", "mem-assistant-rate-limit", "--valid-from", "2026-11-20")
+    assert result.exit_code == 0 and result.output.splitlines()[1] == "  supersedes  mem-assistant-rate-limit"
+    text = memory.read_text()
+    assert ":SUPERSEDED_BY: mem-assistant-the-api-rate-limit-is-" in text and ":INVALID_AT: [2026-11-20 Fri]" in text
+    retired = run("retire", "assistant", "User prefers dark mode in every app.", "--at", "2026-11-21 09:30")
+    assert retired.output == ("retired  mem-assistant-dark-mode  User prefers dark mode in every app.  "
+                              "(no longer true from 2026-11-21 09:30)\n")
+    before = memory.read_bytes()
+    for args, message in [(("retire", "assistant", "mem-assistant-dark-mode"), "only a current item can be retired"),
+                          (("add", "assistant", "x", "--valid-from", "next week"), "valid from 'next week': not a date"),
+                          (("retire", "assistant", "nothing like it"), "has no memory item 'nothing like it'")]:
+        failed = subprocess.run([sys.executable, "-c", "import sys; from cortex.cli import main; main(sys.argv[1:])",
+                                 "memory", args[0], "--store",
+                                 str(org.parent / "store"), "--org", str(org), *args[1:]],
+                                capture_output=True, text=True)
+        assert failed.returncode == 1 and message in failed.stderr and "Traceback" not in failed.stderr
+    assert memory.read_bytes() == before

@@ -134,6 +134,16 @@ def test_memory_tools(full):
     added = full.call("memory_add", agent="assistant", text="The database is Postgres 16.")
     assert added["added"] and added["id"].startswith("mem-assistant-the-database")
     assert not full.call("memory_add", agent="assistant", text="The database is Postgres 16.")["added"]
+    replaced = full.call("memory_add", agent="assistant", text="The database is Postgres 17.", supersedes=added["id"],
+                         valid_from="2026-11-20")
+    assert replaced["added"] and replaced["supersedes"] == [added["id"]]
+    retired = full.call("memory_retire", agent="assistant", item=replaced["id"], at="2026-11-25T10:00")
+    assert retired == {"retired": replaced["id"], "invalid_at": "2026-11-25 10:00", "path": "agents/assistant/memory.org"}
+    stale = full.call("memory_retire", agent="assistant", item=added["id"])
+    assert isinstance(stale, Refused) and "only a current item can be retired" in stale
+    undated = full.call("memory_add", agent="assistant", text="x", valid_from="soon")
+    assert isinstance(undated, Refused) and "valid from 'soon': not a date" in undated
+    full.call("memory_forget", agent="assistant", item=replaced["id"])
     forgot = full.call("memory_forget", agent="assistant", item=added["id"])
     assert forgot["forgot"] == [added["id"]] and forgot["files"] == ["agents/assistant/memory.org"]
     progress = []

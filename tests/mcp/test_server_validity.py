@@ -78,6 +78,6 @@ def test_bad_values_are_tool_errors_that_say_what(server, tool):
     both = server.call(tool, **arguments, valid_at="2026-11-01", all=True)
     assert isinstance(both, Refused) and "all and valid_at exclude each other" in both
     bad = server.call(tool, **arguments, valid_at="next tuesday")
-    assert isinstance(bad, Refused) and "'next tuesday' is not a moment; write now, today" in bad
+    assert isinstance(bad, Refused) and "'next tuesday' is not a moment; write a day (today" in bad
     typed = server.call(tool, **arguments, all="perhaps")
     assert isinstance(typed, Refused) and "all" in typed and "Traceback" not in typed

@@ -114,7 +114,10 @@ def probes(client) -> list[tuple[str, object]]:
     found += [("memory_inspect", {}), ("memory_inspect", {"agent": "reviewer"})]
     found += [("memory_add", {"agent": "reviewer", "text": "x"}), ("memory_forget", {"item": REVIEWER_ID}),
               ("memory_forget", {"agent": "reviewer", "item": REVIEWER_ID}),
-              ("memory_compact", {"agent": "reviewer", "max_age": "100y"})]
+              ("memory_compact", {"agent": "reviewer", "max_age": "100y"}),
+              ("memory_retire", {"item": REVIEWER_ID}), ("memory_retire", {"agent": "reviewer", "item": REVIEWER_ID}),
+              ("memory_add", {"text": "y", "supersedes": REVIEWER_ID}),
+              ("memory_add", {"agent": "reviewer", "text": "y", "supersedes": REVIEWER_ID})]
     found += [("get_context", {"tenant": t, "user": u, "session": "s-1", "strategy": s})
               for t, u in (("other", "eve"), ("acme", "ada"), ("acme", "eve"))
               for s in ("truncation", "rolling_summary")]

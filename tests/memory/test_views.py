@@ -42,7 +42,7 @@ def test_every_item_or_those_that_held_then(chained, org):
     then = c.inspect_memory("assistant", valid_at="2026-10-15")
     assert "Postgres 16." in then.text and "Postgres 17." not in then.text and "vpn.example.com" in then.text
     assert "dark mode" not in then.text  # added on 2026-11-18: it did not hold yet
-    assert "; 6 items not valid at 2026-10-15, left out" in then.summary
+    assert "; 6 items not valid on 2026-10-15, left out" in then.summary
     assert "User prefers dark mode in every app. [mem-assistant-dark-mode]: valid from 2026-11-18 09:12" in then.notes()
 
 

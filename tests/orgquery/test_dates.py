@@ -148,22 +148,25 @@ def test_a_bad_day_names_itself_and_the_forms_accepted(text):
     assert "\n" not in message
 
 
-@pytest.mark.parametrize("text, expected", [
+@pytest.mark.parametrize("text, expected", [  # a day is the whole day: a date; a moment a datetime
     ("now", datetime(2026, 11, 25, 9, 30)),
-    ("today", datetime(2026, 11, 25)),
-    ("-30d", datetime(2026, 10, 26)),
-    ("2026-11-01", datetime(2026, 11, 1)),
+    ("today", date(2026, 11, 25)),
+    ("-30d", date(2026, 10, 26)),
+    ("2026-11-01", date(2026, 11, 1)),
     ("2026-11-01 14:05", datetime(2026, 11, 1, 14, 5)),
     ("2026-11-01T9:05", datetime(2026, 11, 1, 9, 5)),
-    (date(2026, 1, 2), datetime(2026, 1, 2)),
+    ("[2026-11-01 Sun 14:05]", datetime(2026, 11, 1, 14, 5)),
+    ("<2026-11-01 Sun>", date(2026, 11, 1)),
+    (date(2026, 1, 2), date(2026, 1, 2)),
     (datetime(2026, 1, 2, 3, 4), datetime(2026, 1, 2, 3, 4)),
 ])
 def test_parse_moment(text, expected):
-    assert parse_moment(text, datetime(2026, 11, 25, 9, 30)) == expected
+    found = parse_moment(text, datetime(2026, 11, 25, 9, 30))
+    assert found == expected and type(found) is type(expected)
 
 
 @pytest.mark.parametrize("text, said", [
-    ("next week", "write now, today,"), ("2026-11-01 25:00", "hour must be in 0..23"),
+    ("next week", "write a day (today,"), ("2026-11-01 25:00", "hour must be in 0..23"),
     ("2026-02-30", "day is out of range"), ("x" * 5000, "characters)"),
 ])
 def test_a_bad_moment_says_what_in_one_line(text, said):

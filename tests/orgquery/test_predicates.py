@@ -360,7 +360,7 @@ def test_valid_follows_edits_as_a_rebuild_reads_them():
 
 
 @pytest.mark.parametrize("query, message", [
-    ('(valid :at "next week")', "query:1:1: 'next week' is not a moment; write now, today"),
+    ('(valid :at "next week")', "query:1:1: 'next week' is not a moment; write a day (today"),
     ('(valid "2026-11-01")', "valid takes no arguments"),
     ('(valid :on "2026-11-01")', "valid takes no :on"),
     ('(valid :at (todo))', "(todo) is not a moment"),
@@ -377,6 +377,21 @@ def test_valid_at_reads_days_moments_and_numbers_of_days():
     from cortex.orgquery.predicates import Valid
 
     assert parse_query('(valid :at "2026-11-01 14:30")') == Valid(datetime(2026, 11, 1, 14, 30))
-    assert parse_query("(valid :at -3)", today=TODAY) == Valid(datetime(2026, 11, 20))
-    assert parse_query(["valid", ":at", "yesterday"], today=TODAY) == Valid(datetime(2026, 11, 22))
+    assert parse_query("(valid :at -3)", today=TODAY) == Valid(date(2026, 11, 20))
+    assert parse_query(["valid", ":at", "yesterday"], today=TODAY) == Valid(date(2026, 11, 22))
     assert parse_query("(valid)") == Valid()
+
+
+def test_an_item_replaced_from_a_later_day_holds_until_then():
+    store = open_store(None)
+    index = Index(store)
+    index.follow(tree_of(store, {"m.org": "* Old\n:PROPERTIES:\n:SUPERSEDED_BY: new\n:INVALID_AT: [2099-01-01 Thu]\n"
+                                         ":END:\n* New\n:PROPERTIES:\n:ID: new\n:VALID_FROM: [2099-01-01 Thu]\n:END:\n"}))
+    assert titles(index, "(valid)") == ["Old"]
+    assert titles(index, '(valid :at "2099-01-02")') == ["New"]
+
+
+def test_a_day_asked_about_is_the_whole_day(valid_index):
+    # Postgres 16 stopped at 14:00 on 2026-11-03 and 17 started then: on that day both held
+    assert titles(valid_index, '(heading "Postgres") (valid :at "2026-11-03")') == ["Postgres 16", "Postgres 17"]
+    assert titles(valid_index, '(heading "Postgres") (valid :at "2026-11-03 09:00")') == ["Postgres 16"]

@@ -2,6 +2,7 @@
 terminal-free core on a copy of org/ (and the hard-purge question through the prompt-toolkit app)."""
 
 import io
+import re
 import subprocess
 import sys
 import threading
@@ -155,6 +156,18 @@ def test_memory_add_then_search_finds_it(repl, org):
     found = rows(repl('(memory-search "assistant" "Postgres" :limit 1)'))
     assert found[1][2].startswith("agents/assistant/memory.org:") and found[1][-1] == added["id"].strip()
     assert repl('(memory-add "assistant" "opinion" "x")').startswith("error: memory type 'opinion'")
+
+
+def test_memory_add_supersedes_and_memory_retire(repl, org):
+    shown = repl('(memory-add "assistant" "fact" "The API rate limit is 120 requests per minute." '
+                 ':supersedes "mem-assistant-rate-limit" :valid-from "2026-11-20")')
+    assert re.search(r"supersedes +mem-assistant-rate-limit", shown) and re.search(r"valid +2026-11-20 – now", shown)
+    retired = repl('(memory-retire "assistant" "mem-assistant-dark-mode" :at "2026-11-21")')
+    assert re.search(r"valid +2026-11-18 09:12 – 2026-11-21", retired) and re.search(r"tags +ARCHIVE", retired)
+    memory = (org / "agents/assistant/memory.org").read_text()
+    assert ":SUPERSEDED_BY: mem-assistant-the-api-rate-limit-is-" in memory and ":INVALID_AT: [2026-11-21 Sat]" in memory
+    assert repl('(memory-retire "assistant" "mem-assistant-dark-mode")').startswith(
+        "error: item mem-assistant-dark-mode 'User prefers dark mode in every app.' stopped holding at 2026-11-21")
 
 
 def test_memory_compact_moves_marked_items_and_rollback_undoes_it(repl, org):

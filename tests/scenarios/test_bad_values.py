@@ -32,7 +32,7 @@ QUERY = ['(ts :from "+99999999999d")', '(deadline :to "+' + "9" * 5000 + 'd")', 
          "security+project_infrastructure_migration" * 20, "(" * 100_000, '(level 99999999999999999999)',
          f'(regexp "{"a" * 100_000}")', "LEVEL>" + "9" * 5000]
 DURATIONS = {"max_age", "keep_logs", "max_lifetime", "age"}
-DAYS = {"start", "today"}
+DAYS = {"start", "today", "valid_from", "at"}
 REFS = {"ref", "as_of", "a", "b"}
 # The values a command needs besides the one swept, by command and parameter (else by parameter).
 VALID = {"target": "task-rotate-secrets", "org_id": "task-rotate-secrets", "node": "task-rotate-secrets",
@@ -182,7 +182,8 @@ TOOL_VALUES = {
     "memory_inspect": {"agent": TEXT}, "recent_activity": {"since": TEXT + DAY + REF + ["0001-01-01T00:00+14:00"]},
     "diff": {"from_ref": REF, "to_ref": REF}, "log": {},  # (a number only, which the SDK checks)
     "get_context": {"tenant": TEXT, "run": TEXT},
-    "memory_add": {"agent": TEXT, "text": ["\udcff", "(" * 10_000]}, "memory_forget": {"item": TEXT, "agent": TEXT},
+    "memory_add": {"agent": TEXT, "text": ["\udcff", "(" * 10_000], "supersedes": TEXT, "valid_from": DAY},
+    "memory_forget": {"item": TEXT, "agent": TEXT}, "memory_retire": {"item": TEXT, "agent": TEXT, "at": DAY},
     "memory_compact": {"max_age": DURATION, "agent": TEXT}, "snapshot": {"message": ["\udcff"]},
     "add_turn": {"tenant": TEXT, "user_message": ["\udcff"]}, "rollback": {"ref": REF},
     "memory_turns": {"session": TEXT, "title": TEXT, "agent": TEXT,
@@ -194,6 +195,7 @@ TOOL_VALUES = {
 NEEDED = {"search": {"query": "deploy"}, "show": {"target": "task-rotate-secrets"}, "query": {"query": "+ops"},
           "memory_forget": {"item": "no-such", "agent": "assistant"}, "memory_compact": {"agent": "assistant"},
           "memory_add": {"text": "x", "agent": "assistant"}, "recent_activity": {"since": "1d"},
+          "memory_retire": {"item": "mem-assistant-dark-mode", "agent": "assistant"},
           "rollback": {"ref": "HEAD"}, "get_context": {"tenant": "acme", "user": "u", "session": "s"},
           "add_turn": {"tenant": "acme", "user": "u", "session": "s", "user_message": "m", "assistant_response": "r"},
           "memory_turns": {"session": "s-1", "agent": "assistant", "turns": [SaidTurn(speaker="ada", text="hi")]}}

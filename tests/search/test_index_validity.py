@@ -1,13 +1,14 @@
 """Search keeps what holds: current items by default, those valid at a moment, or all; filtered before the limit,
 in the state searched (a snapshot's properties for as_of), composed with the other filters, kept across saves."""
 
-from datetime import datetime
+from datetime import date, datetime
 
 import pytest
 
 import cortex.api as cx
 from cortex.errors import UserError
 from cortex.search.index import Filters
+from cortex.search.items import Item, span_of
 from tests.conftest import with_chain
 
 DB = {"mem-assistant-db-15", "mem-assistant-db-16", "mem-assistant-db-17"}
@@ -24,9 +25,17 @@ def test_items_know_when_they_hold(chained):
     assert (found["mem-assistant-db-16"].valid_from, found["mem-assistant-db-16"].invalid_at,
             found["mem-assistant-db-16"].replaced) == ("2026-10-01T00:00", "2026-11-03T14:00", True)
     assert (found["mem-assistant-db-17"].invalid_at, found["mem-assistant-db-17"].replaced) == (None, False)
-    assert found["mem-assistant-db-17"].holds("2026-11-03T14:00:00", current=True)
-    assert not found["mem-assistant-db-16"].holds("2026-11-03T14:00:00")
-    assert found["mem-assistant-db-16"].turns_after("2026-10-15T00:00:00") == "2026-11-03T14:00"
+    assert span_of(datetime(2026, 11, 3, 14, 0, 30)) == ("2026-11-03T14:00", "2026-11-03T14:01")
+    assert span_of(date(2026, 11, 3)) == ("2026-11-03T00:00", "2026-11-04T00:00")
+    assert found["mem-assistant-db-17"].holds(span_of(datetime(2026, 11, 3, 14)), current=True)
+    assert not found["mem-assistant-db-16"].holds(span_of(datetime(2026, 11, 3, 14)))
+    assert found["mem-assistant-db-16"].holds(span_of(date(2026, 11, 3)))  # at some time of that day
+    assert found["mem-assistant-db-16"].turns_after("2026-10-15T00:00") == "2026-11-03T14:00"
+    replaced_later = Item(1, "m.org", ("x",), (0,), found["mem-assistant-db-17"].oid, None, "x",
+                          invalid_at="2099-01-01T00:00", replaced=True)
+    assert replaced_later.holds(span_of(datetime(2026, 11, 27)), current=True)  # until its end, said to be later
+    assert not Item(1, "m.org", ("x",), (0,), replaced_later.oid, None, "x", replaced=True).holds(
+        span_of(datetime(2026, 11, 27)), current=True)
 
 
 def test_current_items_by_default_then_what_held_then_or_everything(chained):
@@ -126,7 +135,7 @@ def test_an_item_added_to_hold_later_joins_a_kept_filter_of_current_items_when_i
 def test_mistakes_in_what_holds_are_said_in_one_line(chained):
     with pytest.raises(UserError, match="all and valid_at exclude each other"):
         chained.search("x", valid_at="2026-11-01", all=True)
-    with pytest.raises(UserError, match="'someday' is not a moment; write now, today"):
+    with pytest.raises(UserError, match="'someday' is not a moment; write a day"):
         chained.search("x", valid_at="someday")
     with pytest.raises(UserError, match="all is true or false, not 'yes'"):
         chained.search("x", all="yes")
