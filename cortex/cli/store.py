@@ -55,7 +55,8 @@ def show(cx, target, ref):
 @validity_options
 @with_cortex
 def find(cx, todo, tag, prop, ref, text, valid_at, all_):
-    """Find headlines by TODO keyword, tag, property or title text (those that no longer hold, unless --all)."""
+    """Find headlines by TODO keyword, tag, property or title text: the current ones (not superseded or retired),
+    unless --valid-at or --all."""
     print_nodes(cx.find(todo=todo, tag=tag, prop=prop, text=text, ref=ref, **holding(valid_at, all_)))
 
 
