@@ -1,9 +1,11 @@
 """Agent memory: saving one fact at 10k vs 100 items, facts added from many threads at once, a fact superseding
-another, adding a turn to a conversation in a daily log, compacting 90 daily logs, searching one agent, and searching
-current items only (superseded ones left out) vs every item at 10k items."""
+another, an add with its similar check, adding a turn to a conversation in a daily log, compacting 90 daily logs,
+searching one agent, and searching current items only (superseded ones left out) vs every item at 10k items; and how
+often the similar suggestion and consolidation's proposals are right on the labelled sets tests/data/similar_*.json."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import statistics
@@ -14,17 +16,20 @@ from datetime import date, datetime, timedelta
 from itertools import count
 from pathlib import Path
 
-from _common import best_of, percentiles, report, timed, untracked
+from _common import REPO, best_of, percentiles, report, timed, untracked
 
 import cortex.api as cx
 import cortex.ingest as ingesting
 from cortex.files import write_atomically
 from cortex.memory.agents import MemoryContext
+from cortex.memory.items import MemoryItem
 from cortex.memory.conversation import Utterance
 from cortex.memory.conversation.orglog import session_turns
 from cortex.memory.retention import RetentionPolicy
 
 NOW = datetime(2026, 11, 21, 10, 0)
+LABELLED = {name: REPO / "tests" / "data" / f"similar_{name}.json" for name in ("infrastructure", "people")}
+KINDS = {"duplicate": "merge", "successor": "supersede"}
 
 
 def seeded(c, agent: str, items: int) -> MemoryContext:
@@ -86,6 +91,68 @@ def supersede_vs_add(c, rounds: int = 15) -> None:
     report("memory add of one fact, 100 items (baseline)", statistics.median(added), statistics.median(added))
     report("memory add --supersedes an item, 100 items", statistics.median(superseded), statistics.median(added),
            target="(target <= 1.2)")
+
+
+def similar_check_cost(c, rounds: int = 15) -> None:
+    """An add with its similar check, as `memory add` makes them, against the add alone, at 100 and at 10k items
+    (median of `rounds` each, taking turns), the items' vectors known (kept in memory by the session after a first
+    check, or a search): a check embeds the new text. And the first check at 10k items, which embeds every fact
+    once."""
+    seeded(c, "checked", 100)
+    start = time.perf_counter()
+    c.memory.similar("large", "fact", "The first check embeds every fact.")
+    first = time.perf_counter() - start
+    c.memory.similar("checked", "fact", "The first check embeds every fact.")
+    for agent, size in (("checked", "100"), ("large", "10k")):
+        times: dict[bool, list[float]] = {False: [], True: []}
+        for n in range(rounds):
+            for check in (False, True):
+                text = f"Fact {n} {check}: a sentence of ordinary length about deploys and the staging cluster."
+                start = time.perf_counter()
+                c.memory.add_item(agent, "fact", text, now=NOW)
+                if check:
+                    c.memory.similar(agent, "fact", text)
+                times[check].append(time.perf_counter() - start)
+        alone, checked = statistics.median(times[False]), statistics.median(times[True])
+        report(f"memory add of one fact, {size} items (baseline)", alone, alone)
+        report(f"memory add and its similar check, {size} items", checked, alone,
+               target="(the new text embedded, the others' vectors in memory)")
+        if size == "10k":
+            report("the first similar check at 10k items (embeds 3.3k facts)", first, alone, target="(once per store)")
+
+
+def labelled_quality(c) -> None:
+    """Precision and recall on the labelled sets: of the similar suggestion (each newer text checked against a
+    memory of every older one), and of consolidation's proposals (a memory of every older text, then every
+    newer one a month later). A proposal is right on a pair labelled duplicate (merge) or successor
+    (supersede), older to newer; every other proposal, across pairs too, is wrong."""
+    for name, path in LABELLED.items():
+        pairs = json.loads(path.read_text())["pairs"]
+        agent, positives = f"labelled-{name}", sum(p["label"] != "unrelated" for p in pairs)
+        older = [MemoryItem(p["old"], added=NOW - timedelta(days=60)) for p in pairs]
+        c.memory.save_context(agent, MemoryContext(facts=older), now=NOW - timedelta(days=60))
+        partner = {p["new"]: p for p in pairs}
+        suggested = right = 0
+        for p in pairs:
+            found = c.memory.similar(agent, "fact", p["new"])
+            suggested += len(found)
+            right += p["label"] != "unrelated" and p["old"] in [item.text for item, _ in found]
+        print(f"similar suggestion on {name}: precision {right / max(suggested, 1):.2f} ({right} of {suggested} "
+              f"suggested), recall {right / positives:.2f} (of {positives} related pairs)")
+        newer = [MemoryItem(p["new"], added=NOW - timedelta(days=30)) for p in pairs]
+        c.memory.save_context(agent, MemoryContext(facts=older + newer), now=NOW - timedelta(days=30))
+        start = time.perf_counter()
+        proposals = c.memory.consolidate(agent).proposals
+        seconds = time.perf_counter() - start
+        labels = [partner.get(p.newer[1].text) for p in proposals]
+        paired = [p for p, label in zip(proposals, labels) if label and label["old"] == p.older[1].text
+                  and label["label"] != "unrelated"]
+        kinds = [p for p in paired if KINDS[partner[p.newer[1].text]["label"]] == p.kind]
+        merges = [p for p in proposals if p.kind == "merge"]
+        print(f"consolidation on {name}: {len(proposals)} proposals in {seconds:.2f} s; precision "
+              f"{len(kinds) / max(len(proposals), 1):.2f} (right pair and kind), "
+              f"{len(paired) / max(len(proposals), 1):.2f} (right pair); recall {len(kinds) / positives:.2f}; "
+              f"merges that are duplicates {sum(p in paired for p in merges)} of {len(merges)}")
 
 
 def file_write(path: Path, rounds: int = 15) -> float:
@@ -199,6 +266,8 @@ def main() -> None:
         small = save_beside_logs(c, org, small, seconds["small"])
         concurrent_adds(c)
         supersede_vs_add(c)
+        similar_check_cost(c)
+        labelled_quality(c)
         conversation_turns(c, org)
 
         logs = org / "agents/logger/logs"
@@ -219,8 +288,9 @@ def main() -> None:
         start = time.perf_counter()
         result = c.memory.compact("logger", RetentionPolicy(timedelta(days=30)), now=NOW)
         compact_s = time.perf_counter() - start
-        report(f"compact 90 logs ({len(result.moved)} items moved, {len(result.deleted_logs)} logs deleted)",
-               compact_s, ingest_s)
+        chained = sum(bool(item.validity.replaces) for _, item in result.moved)
+        report(f"compact 90 logs ({len(result.moved)} items moved, {chained} superseding, {len(result.near)} near "
+               f"duplicates, {len(result.deleted_logs)} logs deleted)", compact_s, ingest_s)
         search_latency(c, small, large)
         validity_filter(c, org)
     shutil.rmtree(work)

@@ -437,6 +437,8 @@ class Cortex:
         from .search.embeddings import forget_embeddings
 
         forget_embeddings(self.store, replaced)
+        if "_embedder" in self.__dict__:
+            self._embedder.forget_recent()
 
     def export(self, ref: str | int = "HEAD", path: str | os.PathLike | None = None) -> tuple[Path, int]:
         """Write a snapshot and what it reaches to one file (default in `store_folder()`); return it and the count."""
@@ -544,11 +546,21 @@ class Cortex:
     _background_build = None  # the BuildNotices of build_search_in_background, once asked for
 
     @cached_property
-    def _search_index(self):
+    def _embedder(self):
+        """The embedder of this session: the default model, its vectors cached in the store."""
         from .search.embeddings import cached_embedder
+
+        return cached_embedder(self.store)
+
+    def _embed(self, texts):
+        """`texts` as unit rows of the session's embedder (agent memory's `similar` and consolidation)."""
+        return self._embedder.embed(texts)
+
+    @cached_property
+    def _search_index(self):
         from .search.index import SearchIndex
 
-        index = SearchIndex.load(self.store, cached_embedder(self.store), self._index_folder())
+        index = SearchIndex.load(self.store, self._embedder, self._index_folder())
         if (notices := self._background_build) is not None:  # again after the indexes were dropped (a purge)
             index.build_in_background(self.working, notices, notices.failed)
         return index
@@ -741,7 +753,7 @@ class Cortex:
         """Agent memory: memory.org and daily logs per agent, over this session."""
         from .memory.agents import AgentMemory
 
-        return AgentMemory(self.workspace, self.search)
+        return AgentMemory(self.workspace, self.search, self._embed)
 
     def inspect_memory(self, agent: str, *, valid_at=None, all: bool = False):  # noqa: A002
         """An agent's memory as `cortex memory inspect` shows it (`MemoryView`): memory.org with its current items

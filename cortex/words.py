@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 __all__ = ["QUOTED", "brief", "counted", "files", "ingest_summary", "listed", "memory_summary", "quoted", "short",
-           "shown_stats", "size", "unsaved_note", "when"]
+           "shown_stats", "similar_item", "size", "unsaved_note", "when"]
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
@@ -35,6 +35,12 @@ def memory_summary(agent: str, context, logs: list) -> str:
                        counted(len(context.patterns), "learned pattern")])
     days = f", {logs[0]} to {logs[-1]}" if len(logs) > 1 else f", {logs[0]}" if logs else ""
     return f"{agent}: {items}; {counted(len(logs), 'daily log')}{days}"
+
+
+def similar_item(name: str, title: str, score: float) -> str:
+    """`similar: mem-assistant-the-database-1a2b3c The database is Postgres 16. (0.87)`: an item close in meaning
+    to one being added, by its :ID: (or key), title and cosine."""
+    return f"similar: {name} {title} ({score:.2f})"
 
 
 def ingest_summary(report, root) -> str:

@@ -1,4 +1,5 @@
-"""`cortex memory`: inspect, search, compact, purge, forget, list and add to agents' memory, log conversations."""
+"""`cortex memory`: inspect, search, compact, consolidate, purge, forget, list and add to agents' memory, log
+conversations."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import click
 
 from ..errors import NotFound, UserError, located
 from ..memory.validity import shown
-from ..words import counted, quoted, short
+from ..words import counted, quoted, short, similar_item
 from .common import Commands, console, duration, err_console, holding, table, validity_options, with_cortex
 from .search import note_status, searched
 
@@ -63,18 +64,39 @@ def search(cx, agent, query, limit, valid_at, all_):
 @click.option("--max-age", help="Delete daily logs older than this (e.g. 90d, 12w); default 90d.")
 @with_cortex
 def compact(cx, agent, max_age):
-    """Move items marked in AGENT's daily logs into memory.org and delete old logs."""
+    """Move items marked in AGENT's daily logs into memory.org and delete old logs.
+
+    An item memory.org holds already, as it is or in other words, is not moved again; one that replaces a
+    current item (a likely successor, as `memory consolidate` finds them) supersedes it."""
     from ..api import RetentionPolicy
 
     policy = RetentionPolicy(duration(max_age, "--max-age")) if max_age is not None else RetentionPolicy()
     report = cx.memory.compact(agent, policy)
-    for kind, item in report.moved:
-        console.print(f"  moved    {kind:9} {item.title}", markup=False)
-    for path in report.deleted_logs:
-        console.print(f"  deleted  {path}", markup=False)
+    for line in report.lines():
+        console.print(line, markup=False)
     console.print(f"compacted {agent}: {len(report.moved)} moved, {report.duplicates} already known, "
                   f"{counted(len(report.deleted_logs), 'log')} deleted; undo with "
                   f"`cortex rollback {short(report.before.oid)}`", markup=False)
+
+
+@memory_group.command()
+@click.argument("agent")
+@click.argument("numbers", nargs=-1, type=click.IntRange(min=1))
+@click.option("--apply", "apply_", is_flag=True, help="Apply the proposals: all, or those NUMBERS name.")
+@click.option("--base", metavar="VERSION",
+              help="Apply only while memory.org is at VERSION, the one the proposals were listed for.")
+@with_cortex
+def consolidate(cx, agent, numbers, apply_, base):
+    """Propose merging AGENT's duplicate items and superseding items by their likely successors.
+
+    Each proposal is numbered, with why (the words the two items differ in) and the diff of memory.org
+    applying it would make. --apply applies them all, or those NUMBERS name, in one commit after a
+    snapshot: `cortex rollback` undoes it. They are found again from memory.org as it is then, so an
+    edit made meanwhile is kept; with --base, an apply is refused once memory.org changed."""
+    if numbers and not apply_:
+        raise click.UsageError("NUMBERS name proposals to apply: add --apply")
+    result = cx.memory.consolidate(agent, apply=list(numbers) or True if apply_ else False, base=base)
+    click.echo(result.listing())
 
 
 @memory_group.command()
@@ -203,12 +225,16 @@ def add(cx, agent, text, type_, source, supersedes, valid_from):
     """Add TEXT to AGENT's memory as a fact, procedure or pattern (once: the same text is not added again).
 
     With --supersedes the item it names stops holding when this one starts, and both say so
-    (`:SUPERSEDES:`, `:SUPERSEDED_BY:`, `:INVALID_AT:`, the ARCHIVE tag), in one commit."""
+    (`:SUPERSEDES:`, `:SUPERSEDED_BY:`, `:INVALID_AT:`, the ARCHIVE tag), in one commit. Then one line per
+    other current item of that type close in meaning (`similar: ID TITLE (cosine)`): the same fact in other
+    words, or one this replaces (`memory consolidate` proposes what to do with them)."""
     known = None if supersedes else cx.memory.known_item(agent, type_, text)
     item = known or cx.memory.add_item(agent, type_, text, source=source, supersedes=supersedes, valid_from=valid_from)
     console.print(f"{'already present' if known else 'added'}  {item.id or item.key(type_)}  {item.title}", markup=False)
     if supersedes:
         console.print(f"  supersedes  {' '.join(item.validity.replaces)}", markup=False)
+    for other, score in [] if known else cx.memory.similar(agent, type_, text):
+        console.print(similar_item(other.id or other.key(type_), other.title, score), markup=False)
 
 
 @memory_group.command()

@@ -181,7 +181,9 @@ class Tools:
                        "When it became true, as 2026-11-03 or 2026-11-03T14:00 (default: now)"))] = None) -> Json:
         """Remember one fact, procedure or learned pattern in an agent's memory.org (the same text is kept once).
         When a fact changed, pass the old one as `supersedes` rather than adding beside it. Returns the item's
-        :ID:, which `memory_forget`, `memory_retire` and `supersedes` take."""
+        :ID:, which `memory_forget`, `memory_retire` and `supersedes` take, and `similar`: the other current items
+        of that type close in meaning (id, text, cosine score), the same fact in other words or one this
+        replaces, for you to decide on."""
         agent = self.session.agent(agent)
         known = None if supersedes is not None else self.cx.memory.known_item(agent, type, text)
         if known is not None:
@@ -189,7 +191,10 @@ class Tools:
         with self.session.writing(f"memory_add to {agent}"):
             item = self.cx.memory.add_item(agent, type, text, source=source, supersedes=supersedes,
                                            valid_from=valid_from)
-        answer = {"added": True, "id": item.id, "type": type, "path": memory_path(agent)}
+            similar = self.cx.memory.similar(agent, type, text)
+        answer = {"added": True, "id": item.id, "type": type, "path": memory_path(agent),
+                  "similar": [{"id": other.id or other.key(type), "text": other.text, "score": round(score, 3)}
+                              for other, score in similar]}
         return answer | ({"supersedes": list(item.validity.replaces)} if supersedes is not None else {})
 
     def memory_retire(self, item: Annotated[str, Field(min_length=1, description="The item's :ID:, key or exact "
@@ -222,7 +227,9 @@ class Tools:
                                                                         "(90d, 12w); default 90d")] = None,
                        ctx: Context | None = None) -> Json:
         """Move the items marked :fact:/:procedure:/:pattern: in an agent's daily logs into memory.org and delete
-        logs past retention. Snapshots before and after: `rollback` to `before` undoes it."""
+        logs past retention. An item memory.org already holds in other words is not moved (`known_in_other_words`);
+        one that replaces a current item supersedes it. Snapshots before and after: `rollback` to `before` undoes
+        it."""
         agent = self.session.agent(agent)
         try:
             policy = RetentionPolicy(parse_duration(max_age)) if max_age is not None else None
@@ -235,6 +242,8 @@ class Tools:
         report_progress(1, 1)
         return {"moved": [{"type": kind, "text": item.text} for kind, item in report.moved],
                 "already_known": report.duplicates, "deleted_logs": report.deleted_logs,
+                "known_in_other_words": [{"text": item.text, "as": known.id or known.key(kind), "score": round(score, 3)}
+                                         for kind, item, known, score in report.near],
                 "before": shapes.oid12(report.before.oid), "after": shapes.oid12(report.after.oid)}
 
     def snapshot(self, message: Annotated[str, Field(description="What this state is")] = "") -> Json:

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import date, datetime
 from functools import partial
 from typing import NamedTuple
@@ -37,20 +37,22 @@ from ..objects import Snapshot, Tree
 from ..paths import agent_folder_of
 from ..words import quoted
 from ..workspace import UNCHANGED, Current, Workspace, paths_under
-from . import compaction, forgetting
+from . import compaction, consolidation, forgetting
 from .changes import (FIELDS, MemoryContext, Save, context_of, log_edited, log_edits_by_day, log_title, merged_into,
                       minute, outcome, prepared_save)
 from .items import MemoryItem, check_text, make_id, normalise
 from .layout import AGENTS, ITEM_TYPES, check_agent_id, log_path, logs_in, memory_path
 from .compaction import CompactionReport
+from .consolidation import Consolidation
 from .forgetting import ForgetReport, PurgeReport
 from .memoryfile import MemoryFile, with_unique_id
 from .retention import RetentionPolicy
+from .similar import Embed, similar_to
 from .validity import VALID_FROM, moment, moment_of, org_timestamp, parse_timestamp, shown
 from .views import MemoryView, no_memory
 
-__all__ = ["AgentMemory", "AgentStats", "CompactionReport", "ForgetReport", "MemoryContext", "MemoryView",
-           "PurgeReport"]
+__all__ = ["AgentMemory", "AgentStats", "CompactionReport", "Consolidation", "ForgetReport", "MemoryContext",
+           "MemoryView", "PurgeReport"]
 
 _KNOWN_LIMIT = 16  # memory files whose last text and model are kept
 _KNOWN_LOGS = 4  # daily logs whose last bytes are kept
@@ -82,11 +84,13 @@ class _KnownLog(NamedTuple):
 
 
 class AgentMemory:
-    """The memory of every agent in one workspace (`search`: the session's search, for `search`)."""
+    """The memory of every agent in one workspace (`search`: the session's search, for `search`; `embed`: the
+    session's embedder, `texts -> unit rows`, for `similar`, `consolidate` and compaction)."""
 
-    def __init__(self, workspace: Workspace, search: Callable | None = None):
+    def __init__(self, workspace: Workspace, search: Callable | None = None, embed: Embed | None = None):
         self.workspace = workspace
         self._search = search
+        self.embed = embed
         self._known: BoundedDict = BoundedDict(_KNOWN_LIMIT)  # path -> the memory.org last read or written
         self._known_logs: BoundedDict = BoundedDict(_KNOWN_LOGS)  # path -> the daily log last written
         # agent -> the group commit of its saves, while a save is queued or being written
@@ -177,6 +181,19 @@ class AgentMemory:
         same = [i for i in items if id is not None and i.id == id]
         # not found only when a save grouped after this one removed it
         return next(iter(same or [i for i in items if i.normalised == item.normalised and i.current]), item)
+
+    def similar(self, agent: str, type: str, text: str, limit: int = 3) -> list[tuple[MemoryItem, float]]:
+        """The agent's current items of that type closest in meaning to `text`, closest first, with the cosine of
+        their embeddings (`similar`: at least `SIMILAR`), at most `limit`; an item with the same text is not
+        among them (it is the same item: `known_item`). None are found without an embedder."""
+        if type not in FIELDS:
+            raise UserError(f"memory type {type!r}: use one of {', '.join(ITEM_TYPES)}")
+        text = check_text(text, type)
+        if self.embed is None:
+            return []
+        wanted = normalise(text)
+        items = [item for item in getattr(self.load_context(agent), FIELDS[type]) if item.normalised != wanted]
+        return [(items[n], score) for n, score in similar_to(self.embed, text, [item.text for item in items], limit)]
 
     def retire(self, agent: str, item: str, *, at: datetime | date | str | None = None,
                now: datetime | None = None) -> MemoryItem:
@@ -285,12 +302,18 @@ class AgentMemory:
         self._group(agent).run(lambda: save)
         return log_path(agent, days[0].day)
 
-    # --- compaction and forgetting -------------------------------------------------------
+    # --- compaction, consolidation and forgetting ----------------------------------------
 
     def compact(self, agent: str, policy: RetentionPolicy | None = None, *,
                 now: datetime | None = None) -> CompactionReport:
         """Move items marked in daily logs into memory.org and delete logs past retention (`compaction`)."""
         return compaction.compact(self, agent, policy, now=now)
+
+    def consolidate(self, agent: str, apply: bool | Iterable[int] = False, base: str | None = None, *,
+                    now: datetime | None = None) -> Consolidation:
+        """Propose merges of duplicates and supersessions by likely successors in the agent's memory.org, and
+        with `apply` (True: all; numbers: those) apply them in one commit after a snapshot (`consolidation`)."""
+        return consolidation.consolidate(self, agent, apply, base, now=now)
 
     def purge(self, agent: str, hard: bool = False) -> PurgeReport:
         """Remove the agent's files, `hard` also from every snapshot (`forgetting`)."""

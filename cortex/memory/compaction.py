@@ -3,29 +3,40 @@
 One change of the agent's files (`Workspace.change_files`) between two snapshots, so a rollback undoes it:
 memory.org gains the marked items it does not hold yet, each log that marked one records it as
 compacted (`logs.mark_compacted`), and the logs older than the retention are removed.
+
+What memory.org holds is told as consolidation tells it (`similar`): a marked item with the text of an item
+there is not added, nor one that repeats a current item in other words (a near duplicate, reported); a likely
+successor of a current item is added superseding it (or superseded by it, when the current item is newer).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from ..errors import NotFound, UserError
 from ..objects import Snapshot
 from ..words import counted, short
 from ..workspace import UNCHANGED, Current
-from .changes import context_of, keyed, merged_into, minute
+from .changes import keyed, merged_into, minute
+from .consolidation import is_newer, succession
+from .items import MemoryItem, make_id
 from .layout import AGENTS, check_agent_id, logs_in, memory_path
 from .logs import Marked, mark_compacted, marked_items
-from .memoryfile import MemoryFile, Typed
+from .memoryfile import MemoryFile, Typed, with_unique_id
 from .retention import RetentionPolicy
+from .similar import SIMILAR, Embed, relation
 
 if TYPE_CHECKING:
     from .agents import AgentMemory
 
-__all__ = ["CompactionReport", "compact"]
+__all__ = ["CompactionReport", "Near", "compact"]
+
+Near = tuple[str, MemoryItem, MemoryItem, float]  # (type, marked item, the current item it repeats, cosine)
 
 
 @dataclass(frozen=True)
@@ -35,13 +46,25 @@ class CompactionReport:
     before: Snapshot
     after: Snapshot
     moved: list[Typed]
-    duplicates: int  # marked items memory.org already held
+    duplicates: int  # marked items memory.org already held, as they are or in other words
     deleted_logs: list[str]
+    near: list[Near] = field(default_factory=list)  # of those, the ones in other words
+
+    def lines(self) -> list[str]:
+        """What moved (and what it supersedes or is superseded by), what was already known in other words, and
+        what was deleted."""
+        lines = []
+        for kind, item in self.moved:
+            links = [f"supersedes {' '.join(item.validity.replaces)}"] if item.validity.replaces else []
+            links += [f"superseded by {' '.join(item.validity.replaced_by)}"] if item.validity.replaced_by else []
+            lines.append(f"  moved    {kind:9} {item.title}" + (f"  ({'; '.join(links)})" if links else ""))
+        lines += [f"  known    {kind:9} {item.title}  (as {known.id or known.key(kind)}, {score:.2f})"
+                  for kind, item, known, score in self.near]
+        return lines + [f"  deleted  {path}" for path in self.deleted_logs]
 
     def repl_view(self, renderer):
         """The REPL's view: what moved and was deleted, and how to undo it."""
-        lines = [f"  moved    {kind:9} {item.title}" for kind, item in self.moved]
-        lines += [f"  deleted  {path}" for path in self.deleted_logs]
+        lines = self.lines()
         lines.append(f"{counted(len(self.moved), 'item')} moved, {self.duplicates} already known, "
                      f"{counted(len(self.deleted_logs), 'log')} deleted; "
                      f'(rollback "{short(self.before.oid)}") undoes it')
@@ -61,14 +84,17 @@ def compact(memory: AgentMemory, agent: str, policy: RetentionPolicy | None = No
         if not logs and path not in tree.entries:
             raise NotFound(f"agent {agent!r} has no memory {workspace.where(AGENTS)}")
         marked = {log: _marked(workspace.current(log, tree), day) for log, day in logs.items()}
-        moved = _to_move(marked.values(), context_of(agent, memory.model(agent, tree), every=True))
+        model = memory.model(agent, tree) or MemoryFile(path)
+        moves = _Moves(model, memory.embed, agent, now)
+        moves.add(mark for found in marked.values() for mark in found)
+        moved = moves.moved
         deleted = [log for log, day in logs.items() if policy.expired(day, now.date())]
-        done.update(moved=moved, marks=sum(map(len, marked.values())), deleted=deleted)
+        done.update(moved=moved, near=moves.near, marks=sum(map(len, marked.values())), deleted=deleted)
 
         def into_memory(current: Current):
             errors: list[UserError | None] = [None]
-            data, _ = merged_into(agent, path, [({}, keyed(moved))], memory.model_of(current) or MemoryFile(path),
-                                  errors)
+            data, _ = merged_into(agent, path, [(model.entries, keyed(moved) | moves.changed)],
+                                  memory.model_of(current) or MemoryFile(path), errors)
             if errors[0] is not None:
                 raise errors[0]
             return UNCHANGED if data is None else data
@@ -91,7 +117,8 @@ def compact(memory: AgentMemory, agent: str, policy: RetentionPolicy | None = No
         changed = workspace.change_files(f"compacted the memory of {agent}", edits, within=memory.folder(agent))
         memory.forget_known(changed.paths)
         after = workspace.snapshot(f"compacted the memory of {agent}")
-    return CompactionReport(before, after, done["moved"], done["marks"] - len(done["moved"]), done["deleted"])
+    return CompactionReport(before, after, done["moved"], done["marks"] - len(done["moved"]), done["deleted"],
+                            done["near"])
 
 
 def _marked(current: Current, day) -> list[Marked]:
@@ -99,13 +126,82 @@ def _marked(current: Current, day) -> list[Marked]:
     return [] if not current.exists else marked_items(current.get, current.path, current.document, day)
 
 
-def _to_move(marked: Iterable[list[Marked]], memory) -> list[Typed]:
-    """The items marked in logs that memory does not hold yet (each once), to move into memory.org."""
-    known = {item.normalised for _, item in memory.items()}
-    moved: list[Typed] = []
-    for found in marked:
-        for mark in found:
+class _Moves:
+    """The marked items to move into a memory.org (`model`), each once: what moves, how it changes the items
+    there it supersedes or is superseded by, and what it already holds in other words."""
+
+    def __init__(self, model: MemoryFile, embed: Embed | None, agent: str, now: datetime):
+        self.model, self.embed, self.agent, self.now = model, embed, agent, now
+        self.rows: list[list] = []  # [key (None: moved), item] of the items a marked item is compared with
+        self.moving: list[tuple[int, str, int]] = []  # (order marked, type, row) of each item moved
+        self.touched: set[int] = set()  # rows of memory.org's items changed
+        self.near: list[Near] = []
+        self.taken = set(model.entries)  # the :ID:s given
+
+    @property
+    def moved(self) -> list[Typed]:
+        return [(kind, self.rows[row][1]) for _, kind, row in self.moving]
+
+    @property
+    def changed(self) -> dict[str, Typed]:
+        return {self.rows[row][0]: (self.model.entries[self.rows[row][0]][0], self.rows[row][1])
+                for row in self.touched}
+
+    def add(self, marks: Iterable[Marked]) -> None:
+        """Move the marked items whose text memory.org does not hold yet (of any type), each once, in order; an
+        item is compared with the current items of its type and the items of its type moved before it."""
+        known = {text for _, text in self.model.texts}
+        by_type: dict[str, dict[str, tuple[int, MemoryItem]]] = {}
+        for order, mark in enumerate(marks):
             if mark.item.normalised not in known:
                 known.add(mark.item.normalised)
-                moved.append((mark.type, mark.item))
-    return moved
+                by_type.setdefault(mark.type, {})[mark.item.normalised] = (order, mark.item)
+        for kind, items in by_type.items():
+            current = [[key, item] for key, (k, item) in self.model.entries.items() if k == kind and item.current]
+            start = len(self.rows)
+            self.rows += current + [[None, item] for _, item in items.values()]
+            vectors = self.embed([item.text for _, item in self.rows[start:]]) \
+                if self.embed is not None and len(self.rows) - start > 1 else None
+            active = list(range(start, start + len(current)))
+            for n, (order, _) in enumerate(items.values(), start + len(current)):
+                self._move(kind, order, n, active, None if vectors is None else (vectors, start))
+        self.moving.sort()
+
+    def _move(self, kind: str, order: int, row: int, active: list[int],
+              embedded: tuple[np.ndarray, int] | None) -> None:
+        """Move the marked item of `row`, unless a current item repeats it; supersede, or be superseded by, the
+        closest item it is a successor of, or that is its successor."""
+        item = self.rows[row][1]
+        if embedded is not None and active:
+            vectors, start = embedded
+            scores = vectors[[r - start for r in active]] @ vectors[row - start]
+            for at in np.argsort(-scores, kind="stable")[:3]:
+                other, score = active[at], float(scores[at])
+                if score < SIMILAR:
+                    break
+                known = self.rows[other][1]
+                older, newer = (row, other) if is_newer(known, item) else (other, row)
+                found = relation(self.rows[older][1].text, self.rows[newer][1].text, score)
+                if found is None:
+                    continue
+                if found.kind == "duplicate":
+                    self.near.append((kind, item, known, score))
+                    return
+                self._identify(kind, older)
+                self._identify(kind, newer)
+                self.rows[older][1], self.rows[newer][1] = succession(self.rows[older][1], self.rows[newer][1],
+                                                                      self.now)
+                self.touched.update(r for r in (older, newer) if self.rows[r][0] is not None)
+                if older == other:
+                    active.remove(other)
+                break
+        self.moving.append((order, kind, row))
+        if self.rows[row][1].current:
+            active.append(row)
+
+    def _identify(self, kind: str, row: int) -> None:
+        """Give the item of `row` an :ID: if it has none."""
+        item = self.rows[row][1]
+        if item.id is None:
+            self.rows[row][1] = with_unique_id(item, make_id(self.agent, kind, item.text), self.taken.__contains__)
+            self.taken.add(self.rows[row][1].id)

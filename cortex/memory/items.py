@@ -74,10 +74,10 @@ class MemoryItem:
         return next((value for key, value in self.properties if key.upper() == name.upper()), None)
 
     def with_properties(self, **values: str | None) -> MemoryItem:
-        """The item with these properties set (None: removed), others kept in their order."""
+        """The item with these properties set in place, or added after the others (None: removed)."""
         names = {name.upper(): value for name, value in values.items()}
-        kept = [(k, v) for k, v in self.properties if k.upper() not in names]
-        return replace(self, properties=(*kept, *((n, v) for n, v in names.items() if v is not None)))
+        kept = [(k, names.pop(k.upper()) if k.upper() in names else v) for k, v in self.properties]
+        return replace(self, properties=tuple((k, v) for k, v in [*kept, *names.items()] if v is not None))
 
     def retired(self, at: datetime | date, now: datetime) -> MemoryItem:
         """The item once it stops holding at `at`: `:INVALID_AT:`, and the ARCHIVE tag Org folds it by when `at`
@@ -104,6 +104,13 @@ class MemoryItem:
         kept = {name: " ".join(i for i in linked if i not in ids) or None
                 for name, linked in ((SUPERSEDES, validity.replaces), (SUPERSEDED_BY, validity.replaced_by)) if linked}
         return self.with_properties(**kept)
+
+    def with_links_renamed(self, renamed: dict[str, str]) -> MemoryItem:
+        """The item naming, as what it replaced or what replaced it, `renamed[i]` wherever it named `i`."""
+        validity = self.validity
+        return self.with_properties(**{name: " ".join(dict.fromkeys(renamed.get(i, i) for i in linked))
+                                       for name, linked in ((SUPERSEDES, validity.replaces),
+                                                            (SUPERSEDED_BY, validity.replaced_by)) if linked})
 
     @property
     def title(self) -> str:

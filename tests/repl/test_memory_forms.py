@@ -158,6 +158,13 @@ def test_memory_add_then_search_finds_it(repl, org):
     assert repl('(memory-add "assistant" "opinion" "x")').startswith("error: memory type 'opinion'")
 
 
+def test_memory_add_says_which_items_are_similar(repl):
+    repl.notices.clear()
+    repl('(memory-add "assistant" "fact" "The user likes dark mode in all apps.")')
+    assert len(repl.notices) == 1
+    assert repl.notices[0].startswith("similar: mem-assistant-dark-mode User prefers dark mode in every app. (0.")
+
+
 def test_memory_add_supersedes_and_memory_retire(repl, org):
     shown = repl('(memory-add "assistant" "fact" "The API rate limit is 120 requests per minute." '
                  ':supersedes "mem-assistant-rate-limit" :valid-from "2026-11-20")')
@@ -168,6 +175,19 @@ def test_memory_add_supersedes_and_memory_retire(repl, org):
     assert ":SUPERSEDED_BY: mem-assistant-the-api-rate-limit-is-" in memory and ":INVALID_AT: [2026-11-21 Sat]" in memory
     assert repl('(memory-retire "assistant" "mem-assistant-dark-mode")').startswith(
         "error: item mem-assistant-dark-mode 'User prefers dark mode in every app.' stopped holding at 2026-11-21")
+
+
+def test_memory_consolidate_lists_then_applies_and_rollback_undoes_it(repl, org):
+    repl('(memory-add "assistant" "fact" "The API rate limit is 120 requests per minute.")')
+    before = (org / "agents/assistant/memory.org").read_bytes()
+    listed = repl('(memory-consolidate "assistant")')
+    assert "[1] supersede (fact, 0.9" in listed and "differ in: 100 → 120" in listed
+    applied = repl('(memory-consolidate "assistant" :apply [1])')
+    assert "applied 1 to agents/assistant/memory.org" in applied
+    assert ":SUPERSEDED_BY: mem-assistant-the-api-rate-limit-is-" in (org / "agents/assistant/memory.org").read_text()
+    repl("(rollback (. *1 before))")
+    assert (org / "agents/assistant/memory.org").read_bytes() == before
+    assert repl('(memory-consolidate "assistant" :apply [7])').startswith("error: no proposal '7'")
 
 
 def test_memory_compact_moves_marked_items_and_rollback_undoes_it(repl, org):

@@ -238,6 +238,31 @@ def test_cache_embeds_each_distinct_text_once():
     assert (cached.name, cached.dim, cached.degraded) == (counting.name, 256, True)
 
 
+class CountedReads(dict):
+    """A cache that counts the keys read from it."""
+
+    reads = 0
+
+    def get_many(self, keys):
+        self.reads += len(keys)
+        return [self.get(key) for key in keys]
+
+
+def test_vectors_used_lately_are_kept_in_memory_until_an_erasure():
+    cache = CountedReads()
+    cached = CachedEmbedder(HashingEmbedder(), cache)
+    first = cached.embed(["alpha", "beta"])
+    reads = cache.reads
+    assert np.array_equal(cached.embed(["beta", "alpha", "gamma"])[:2], first[::-1]) and cache.reads == reads + 1
+    again = CachedEmbedder(HashingEmbedder(), cache)  # another session: the store's cache, read once
+    again.embed(["alpha"])
+    again.embed(["alpha"])
+    assert cache.reads == reads + 2
+    cached.forget_recent()
+    cached.embed(["alpha"])
+    assert cache.reads == reads + 3
+
+
 def test_cache_keys_are_model_name_and_blake3_of_the_text():
     cache: dict[bytes, bytes] = {}
     CachedEmbedder(HashingEmbedder(), cache).embed(["alpha"])
