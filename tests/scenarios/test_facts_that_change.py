@@ -216,3 +216,48 @@ def test_the_file_reads_as_org_and_keeps_every_text(life):
         assert f"** The {version.subject} is {version.value}." in text
     archived = re.findall(r"^\*\* .*:ARCHIVE:$", text, re.M)
     assert len(archived) == 40 + 10 + 1  # the one replaced by hand has no tag: a person did not put one
+
+
+DAYS = [date(2025, 3, 1), date(2025, 7, 4), date(2025, 10, 20)]
+
+
+
+
+def test_queries_answer_what_holds_now_and_then_as_the_script_says(life):
+    script, c = life
+    everything = {n.id for n in c.query(f'(path "{MEMORY}")', all=True) if n.id}
+    assert everything >= set(script.versions)
+    now = {n.id for n in c.query(f'(path "{MEMORY}")') if n.id}
+    assert now == {v.id for v in script.versions.values() if v.holds(None)} | (everything - set(script.versions))
+    for day in DAYS:
+        then = {n.id for n in c.query(f'(path "{MEMORY}")', valid_at=day.isoformat()) if n.id in script.versions}
+        assert then == {v.id for v in script.versions.values() if v.holds(day)}
+        assert {n.id for n in c.query(f'(valid :at "{day}")', all=True) if n.id in script.versions} == then
+
+
+def test_search_answers_what_x_is_now_and_was_then_as_the_script_says(life):
+    script, c = life
+    changed = [s for s in script.latest if sum(v.subject == s for v in script.versions.values()) > 1][:6]
+    for subject in changed:
+        versions = [v for v in script.versions.values() if v.subject == subject]
+        for day in (None, *DAYS):
+            found = c.search(f"What is the {subject}?", agent=AGENT, limit=10, valid_at=day)
+            about = {r.id for r in found if f"The {subject} is " in r.text}
+            assert about == {v.id for v in versions if v.holds(day)}, (subject, day)
+
+
+def test_what_replaced_an_item_and_what_it_replaced_is_the_chain_the_script_made(life):
+    script, c = life
+    for version in script.versions.values():  # either end of a replacement is enough, as a person may write one
+        chain = c.chain(version.id)
+        assert [s.id for s in chain.later if s.via is None] == version.replaced_by
+        assert {s.id for s in chain.earlier if s.via is None} == {
+            v.id for v in script.versions.values() if version.id in v.replaced_by}
+    twice = [s for s in script.latest if sum(v.subject == s for v in script.versions.values()) == 3]
+    assert len(twice) == 5
+    for subject in twice:
+        first, second, third = sorted((v for v in script.versions.values() if v.subject == subject),
+                                      key=lambda v: v.start)
+        assert [s.id for s in c.chain(first.id).later][:2] == [second.id, third.id]
+        assert [s.id for s in c.chain(third.id).earlier] == [second.id, first.id]
+        assert c.chain(second.id).later[0].validity.start == third.start
