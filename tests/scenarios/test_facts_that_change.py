@@ -221,8 +221,6 @@ def test_the_file_reads_as_org_and_keeps_every_text(life):
 DAYS = [date(2025, 3, 1), date(2025, 7, 4), date(2025, 10, 20)]
 
 
-
-
 def test_queries_answer_what_holds_now_and_then_as_the_script_says(life):
     script, c = life
     everything = {n.id for n in c.query(f'(path "{MEMORY}")', all=True) if n.id}
