@@ -28,6 +28,7 @@ from cortex.memory.conversation.orglog import session_turns
 from cortex.memory.retention import RetentionPolicy
 
 NOW = datetime(2026, 11, 21, 10, 0)
+NAMES = ["Dana", "Sam", "Ada", "Lin", "Omar", "Rui", "Ines", "Kofi"]
 LABELLED = {name: REPO / "tests" / "data" / f"similar_{name}.json" for name in ("infrastructure", "people")}
 KINDS = {"duplicate": "merge", "successor": "supersede"}
 
@@ -186,8 +187,8 @@ def write_logs(folder: Path, days: int) -> None:
             entries.append(
                 f"* {hour:02}:00 — Session {back}-{hour}\n:PROPERTIES:\n:SESSION:  s-{day}-{hour:02}00\n:END:\n"
                 f"Talked about topic {back} and follow-up {hour}; nothing else of note.\n"
-                f"** Fact learned on {day} at {hour}:00.  :fact:\n"
-                f"** Pattern seen on {day} at {hour}:00.  :pattern:\n")
+                f"** The on-call engineer of team {back}-{hour} is {NAMES[(back + hour) % len(NAMES)]}.  :fact:\n"
+                f"** Team {back}-{hour} has its code review at {hour}:00 on {day:%A}s.  :pattern:\n")
         (folder / f"{day}.org").write_text(f"#+TITLE: logger — {day}\n\n" + "\n".join(entries))
 
 
