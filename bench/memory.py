@@ -1,11 +1,12 @@
 """Agent memory: saving one fact at 10k vs 100 items, facts added from many threads at once, a fact superseding
 another, an add with its similar check, adding a turn to a conversation in a daily log, compacting 90 daily logs,
-searching one agent; and how often the similar suggestion and consolidation's proposals are right on the labelled
-sets tests/data/similar_*.json."""
+searching one agent, and searching current items only (superseded ones left out) vs every item at 10k items; and how
+often the similar suggestion and consolidation's proposals are right on the labelled sets tests/data/similar_*.json."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import statistics
 import tempfile
@@ -27,6 +28,7 @@ from cortex.memory.conversation.orglog import session_turns
 from cortex.memory.retention import RetentionPolicy
 
 NOW = datetime(2026, 11, 21, 10, 0)
+NAMES = ["Dana", "Sam", "Ada", "Lin", "Omar", "Rui", "Ines", "Kofi"]
 LABELLED = {name: REPO / "tests" / "data" / f"similar_{name}.json" for name in ("infrastructure", "people")}
 KINDS = {"duplicate": "merge", "successor": "supersede"}
 
@@ -185,8 +187,8 @@ def write_logs(folder: Path, days: int) -> None:
             entries.append(
                 f"* {hour:02}:00 — Session {back}-{hour}\n:PROPERTIES:\n:SESSION:  s-{day}-{hour:02}00\n:END:\n"
                 f"Talked about topic {back} and follow-up {hour}; nothing else of note.\n"
-                f"** Fact learned on {day} at {hour}:00.  :fact:\n"
-                f"** Pattern seen on {day} at {hour}:00.  :pattern:\n")
+                f"** The on-call engineer of team {back}-{hour} is {NAMES[(back + hour) % len(NAMES)]}.  :fact:\n"
+                f"** Team {back}-{hour} has its code review at {hour}:00 on {day:%A}s.  :pattern:\n")
         (folder / f"{day}.org").write_text(f"#+TITLE: logger — {day}\n\n" + "\n".join(entries))
 
 
@@ -291,6 +293,7 @@ def main() -> None:
         report(f"compact 90 logs ({len(result.moved)} items moved, {chained} superseding, {len(result.near)} near "
                f"duplicates, {len(result.deleted_logs)} logs deleted)", compact_s, ingest_s)
         search_latency(c, small, large)
+        validity_filter(c, org)
     shutil.rmtree(work)
 
 
@@ -320,6 +323,36 @@ def search_latency(c, small: MemoryContext, large: MemoryContext) -> None:
     report("save_context + search finds the new fact, 100 items (baseline)", small_s, small_s)
     large_s = min(save_and_find("large", large) for _ in range(3))
     report("save_context + search finds the new fact, 10k items", large_s, small_s, target="(target ~1)")
+
+
+def validity_filter(c, org: Path, rounds: int = 5) -> None:
+    """Search with the validity filter (the default: current items only) vs without it (`all=True`), at 10k items
+    of which every tenth was superseded: over the whole store and within the agent; and the share of the current
+    searches' results that are current. The agent's items are the large one's texts, whose vectors are cached."""
+    text = (org / "agents/large/memory.org").read_text().replace("mem-large-", "mem-versions-")
+    ids = re.findall(r"^:ID: +(\S+)$", text, re.M)
+    replaced = {old: new for old, new in zip(ids[::10], ids[1::10])}
+    text = re.sub(r"^:ID: +(\S+)\n", lambda m: m[0] + (
+        f":INVALID_AT: [2026-11-20 Fri]\n:SUPERSEDED_BY: {replaced[m[1]]}\n" if m[1] in replaced else ""), text,
+                  flags=re.M)
+    folder = org / "agents/versions"
+    folder.mkdir()
+    (folder / "memory.org").write_text(text)
+    c.ingest(folder)
+    queries = [f"{kind} item {n} ordinary sentence" for kind in ("facts", "patterns") for n in range(10)]
+    for scope in ({}, {"agent": "versions"}):
+        for every in (False, True):
+            c.search(queries[0], all=every, **scope)  # the filters' masks and weights made once
+        times: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(rounds):  # in turns, so a slow moment of the machine hits both alike
+            for every in (True, False):
+                times[every] += timed(lambda q: c.search(q, limit=10, all=every, **scope), queries)
+        where = "within the agent" if scope else "over the whole store"
+        report(f"search of current items vs every item, {where} (1k of 10k superseded)",
+               statistics.median(times[False]), statistics.median(times[True]), target="(target <= 1.1)")
+    found = [r for q in queries for r in c.search(q, limit=10, agent="versions")]
+    current = sum(r.id not in replaced for r in found)
+    print(f"current-only searches: {current} of {len(found)} results current ({current / len(found):.0%}; goal 100%)")
 
 
 if __name__ == "__main__":

@@ -99,15 +99,16 @@ def measure_logs(path: Path, embedder) -> dict[str, list[float]]:
             c.build_search()
             index = c._search_index
             key = {(item.date, item.text.split(" — ", 1)[1]): item.key for item in index.items.values()}
-            mask = index._filter_mask(Filters(agent="eval"))
+            mask = index._filter_mask(Filters(agent="eval"))  # None: every item is the agent's
+            every = len(index.items) if mask is None else len(mask)
             ranks = defaultdict(list)
             for question in data["queries"]:
                 note = data["notes"][question["note"]]
                 target, query = key[note["day"], note["text"]], question["query"]
-                ranks["cosine"].append(rank(index.vector.search(index.queries(query), len(mask), mask), target))
-                ranks["bm25"].append(rank(index.keyword.search(query, len(mask), mask), target))
+                ranks["cosine"].append(rank(index.vector.search(index.queries(query), every, mask), target))
+                ranks["bm25"].append(rank(index.keyword.search(query, every, mask), target))
                 for method in METHODS:
-                    found = c.search(query, agent="eval", limit=len(mask), fusion=method, today=today)
+                    found = c.search(query, agent="eval", limit=every, fusion=method, today=today)
                     ranks[method].append(rank([(r.item.key, r.score) for r in found], target))
     finally:
         embeddings.shared_embedder = shared

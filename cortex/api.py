@@ -13,7 +13,7 @@ import os
 import shutil
 from collections.abc import Callable
 from contextlib import nullcontext
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import cached_property
 from importlib import import_module
 from pathlib import Path
@@ -191,48 +191,76 @@ class Cortex:
         """The headline with this :ID:."""
         return query.lookup(self.store, self.state(ref), org_id)
 
-    def find(self, *, todo=None, tag=None, prop=None, text=None, ref=None) -> list[Node]:
-        """Headlines by TODO keyword, tag, property (NAME or (NAME, VALUE)) and title text."""
+    def find(self, *, todo=None, tag=None, prop=None, text=None, ref=None, valid_at=None,
+             all: bool = False) -> list[Node]:  # noqa: A002 - what the user asks for
+        """Headlines by TODO keyword, tag, property (NAME or (NAME, VALUE)) and title text: those that hold now
+        and that nothing replaced (`cortex.memory.validity`; a headline that says nothing of it always holds),
+        those that held at `valid_at` (a date, a datetime or text: "2026-11-01", "-30d", "2026-11-01 14:00"), or
+        `all` of them."""
+        from .orgquery.index import headline_validity
+
+        keep, at = _holding(valid_at, all)
         if isinstance(prop, str):
             name, _, value = prop.partition("=")
             prop = (name, value or None)
-        return query.find(self.store, self.state(ref), todo=todo, tag=tag, prop=prop, text=text)
+        found = query.find(self.store, self.state(ref), todo=todo, tag=tag, prop=prop, text=text)
+        return [n for n in found if headline_validity(n.headline).holds(at)] if keep else found
 
     def query(self, q, *, as_of: str | int | None = None, match: bool | None = None,
-              within: str | None = None) -> list[Node]:
+              within: str | None = None, valid_at=None, all: bool = False) -> list[Node]:  # noqa: A002
         """Headlines matching an Org query, in the working state or the snapshot `as_of`: a predicate form
         (`(and (todo "TODO") (tags "security") (deadline :to "+7d"))`, as Hy text, Hy data or Python lists)
         or an Org match string (`+security-ops/TODO`); text not starting with "(" is a match string unless
         `match` says otherwise. See `cortex.orgquery.reader` for the predicates. `within`: only the files
-        under this folder (`agents/assistant/`), as if there were no other (a backlink from elsewhere included)."""
-        from .orgquery import Index, parse_query
+        under this folder (`agents/assistant/`), as if there were no other (a backlink from elsewhere included).
+        Only the headlines that hold now and that nothing replaced, as `find` keeps them, unless `valid_at` or
+        `all` says otherwise: the predicate `(valid)` is added to the query."""
+        from .orgquery import parse_query
+        from .orgquery.predicates import And, Valid
 
+        keep, at = _holding(valid_at, all)
         predicate = parse_query(q, match=match)
-        # Indexes kept in this session, each following its trees incrementally: the working state's and the
-        # snapshots', of every file or of those `within` a folder.
+        return self._query_index(as_of, within).nodes(And((predicate, Valid(at))) if keep else predicate)
+
+    def _query_index(self, as_of: str | int | None, within: str | None = None):
+        """The query index of a state: indexes kept in this session, each following its trees incrementally (the
+        working state's and the snapshots', of every file or of those `within` a folder)."""
+        from .orgquery import Index
+
         indexes = self.__dict__.setdefault("_query_indexes", {})
         index = indexes.get((as_of is None, within))
         if index is None:
             index = indexes[as_of is None, within] = Index(self.store)
         index.follow(self.state(as_of, within))
-        return index.nodes(predicate)
+        return index
 
-    def show(self, target) -> str:
+    def show(self, target, *, as_of: str | int | None = None) -> str:
         """Org text of a node, a headline or its oid (a search result's `oid`), an :ID: (a file's own :ID:
-        shows the file), or a file path."""
+        shows the file), or a file path, in the working state or the snapshot `as_of`."""
         if isinstance(target, Oid):
             oid, target = target, self.store.objects[target]
             if not isinstance(target, Headline):
                 raise UserError(f"{oid.hex()[:12]}: not a headline")
         if isinstance(target, (Node, Headline)):
             return query.show(self.store, target)
-        tree = self.working()
+        tree = self.state(as_of)
         if str(target) in tree.entries:
             return query.render_file(self.store, tree, str(target))
         try:
-            return query.show(self.store, self.lookup(str(target)))
+            return query.show(self.store, query.lookup(self.store, tree, str(target)))
         except query.FileIdNotHeadline as named:
             return query.render_file(self.store, tree, named.path)
+
+    def chain(self, target, *, as_of: str | int | None = None):
+        """What a headline (an :ID:, or a node, headline or search result with one) replaced and what replaced it,
+        and when each held, as the properties of the working state (or snapshot `as_of`) say: a `Chain`, whose
+        `lines()` tell it (`cortex.orgquery.chains`)."""
+        from .orgquery.chains import chain
+
+        org_id = target if isinstance(target, str) else getattr(target, "id", None)
+        if not org_id:
+            raise UserError(f"{brief(target)}: a chain is followed from a headline's :ID:, and this has none")
+        return chain(self._query_index(as_of), org_id)
 
     def outline(self, path: str | None = None) -> list[Node]:
         """The headlines of one file, or of every file."""
@@ -568,10 +596,14 @@ class Cortex:
                todo: str | None = None, speaker: str | None = None, since=None, until=None, context: int = 0,
                as_of: str | int | None = None, fusion: str | None = None,
                vector_weight: float | None = None, keyword_weight: float | None = None,
-               budget: float | None = None, progress=None, today=None, within: str | None = None):
+               budget: float | None = None, progress=None, today=None, within: str | None = None, valid_at=None,
+               all: bool = False):  # noqa: A002 - what the user asks for
         """Hybrid search over the working state (or snapshot `as_of`), filtered, with explainable scores;
         `within`: only the files under this folder (`agents/assistant/`), in indexes of their own, so that no
-        score depends on a file outside it.
+        score depends on a file outside it. Only the items that hold now and that nothing replaced
+        (`cortex.memory.validity`; an item that says nothing of it always holds), or those that held at `valid_at`
+        (a date, a datetime or text: "2026-11-01", "-30d", "2026-11-01 14:00"), or `all` items; each as the
+        state searched says (a snapshot's properties for `as_of`), before the `limit` best are taken.
 
         `path` is a prefix of the files' paths; `speaker` keeps the turns one person said; `since` and `until`
         keep the items dated within those days (a daily log's day, a dated heading's, an active timestamp's;
@@ -610,8 +642,9 @@ class Cortex:
         fusion = fusion or config.fusion.value
         weights = Weights(config.vector_weight if vector_weight is None else vector_weight,
                           config.keyword_weight if keyword_weight is None else keyword_weight)
+        keep, at = _holding(valid_at, all)
         filters = Filters(source=source, agent=agent, type=type, path=path, tag=tag, todo=todo, speaker=speaker,
-                          since=since, until=until)
+                          since=since, until=until, valid_at=at, current=keep and at is None)
         index = self._search_index
         if as_of is not None or within is not None:
             tree = self.state(as_of, within)
@@ -789,6 +822,13 @@ class Cortex:
         """Reject a pending proposal: it never reaches the files; its record keeps `reason`."""
         return reviews.reject(self.store, name, reason)
 
+    def inspect_memory(self, agent: str, *, valid_at=None, all: bool = False):  # noqa: A002
+        """An agent's memory as `cortex memory inspect` shows it (`MemoryView`): memory.org with its current items
+        (holding now, nothing replaced them), those that held at `valid_at` (as `search` reads it) or `all`
+        items; the items apart and why, its counts and the days of its daily logs."""
+        keep, at = _holding(valid_at, all)
+        return self.memory.view(agent, at=at, every=not keep)
+
     # --- webhooks ------------------------------------------------------------------------
 
     def webhooks(self):
@@ -923,6 +963,21 @@ class Cortex:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _holding(valid_at, every) -> tuple[bool, datetime | None]:
+    """Which items a read keeps, as (whether only those that hold, the moment they hold at: None for now, and
+    nothing replaced them): `every` keeps all, `valid_at` (a date, a datetime or text, `parse_moment`) those
+    that held then, neither the current ones."""
+    if not isinstance(every, bool):
+        raise UserError(f"all is true or false, not {quoted(every)}")
+    if every and valid_at is not None:
+        raise UserError("all and valid_at exclude each other: all keeps every item, valid_at those that held then")
+    if every or valid_at is None:
+        return not every, None
+    from .orgquery.dates import parse_moment
+
+    return True, parse_moment(valid_at, datetime.now())
 
 
 def _rewrite(target: Path, change: Callable[[bytes | None], bytes]) -> None:

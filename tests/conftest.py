@@ -58,6 +58,59 @@ def org(tmp_path) -> Path:
     return target
 
 
+# A fact replaced twice and one retired, with the properties `memory add --supersedes` and `memory retire` write
+# (cortex.memory.validity), for the assistant's memory.org (`with_chain`): on 2026-10-15 the database was
+# Postgres 16 and the VPN held; now it is Postgres 17 and the VPN is retired.
+CHAIN = """\
+** The database is Postgres 15.                                             :ARCHIVE:
+:PROPERTIES:
+:ID:            mem-assistant-db-15
+:ADDED:         [2026-01-02 Fri 09:00]
+:VALID_FROM:    [2026-01-01 Thu]
+:INVALID_AT:    [2026-10-01 Thu]
+:SUPERSEDED_BY: mem-assistant-db-16
+:END:
+** The database is Postgres 16.                                             :ARCHIVE:
+:PROPERTIES:
+:ID:            mem-assistant-db-16
+:ADDED:         [2026-10-02 Fri 09:12]
+:VALID_FROM:    [2026-10-01 Thu]
+:INVALID_AT:    [2026-11-03 Tue 14:00]
+:SUPERSEDES:    mem-assistant-db-15
+:SUPERSEDED_BY: mem-assistant-db-17
+:END:
+** The database is Postgres 17.
+:PROPERTIES:
+:ID:            mem-assistant-db-17
+:ADDED:         [2026-11-03 Tue 14:05]
+:VALID_FROM:    [2026-11-03 Tue 14:00]
+:SUPERSEDES:    mem-assistant-db-16
+:END:
+** The office VPN is vpn.example.com.                                      :ARCHIVE:
+:PROPERTIES:
+:ID:            mem-assistant-vpn
+:ADDED:         [2026-09-01 Tue 10:00]
+:INVALID_AT:    [2026-11-20 Fri]
+:END:
+"""
+
+
+def with_chain(org: Path) -> Path:
+    """Add `CHAIN` to the facts of the assistant's memory.org in the Org folder `org`; return the file."""
+    path = org / "agents/assistant/memory.org"
+    path.write_text(path.read_text().replace("\n* Procedures\n", "\n" + CHAIN + "\n* Procedures\n", 1))
+    return path
+
+
+@pytest.fixture
+def chained(tmp_path, org):
+    """An LMDB-backed cortex tracking the copied Org folder, its assistant's memory holding `CHAIN`, ingested once."""
+    with_chain(org)
+    with cx.open(tmp_path / "store", org) as c:
+        c.ingest()
+        yield c
+
+
 @pytest.fixture
 def cortex(tmp_path, org):
     """An LMDB-backed cortex tracking the copied Org folder, ingested once."""

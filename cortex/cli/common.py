@@ -11,6 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ..errors import UserError
 from ..words import counted
 
 SHOW_AFTER = 0.5  # seconds a step goes on before its progress bar shows
@@ -141,6 +142,37 @@ def print_nodes(nodes) -> None:
                   node.id or "")
     console.print(t)
     console.print(counted(len(nodes), "headline"))
+
+
+def validity_options(fn):
+    """Add --valid-at and --all to a command that reads items, which keeps the current ones by default; pass them
+    on with `holding`."""
+    fn = click.option("--all", "all_", is_flag=True,
+                      help="Every item, those that no longer hold too (superseded or retired).")(fn)
+    return click.option("--valid-at", metavar="DATE",
+                        help="The items that held then: 2026-11-01, -30d, \"2026-11-01 14:00\" (default: the "
+                             "current ones, holding now and not replaced).")(fn)
+
+
+def holding(valid_at: str | None, all_: bool) -> dict:
+    """The api's `valid_at` and `all` from --valid-at and --all, which exclude each other."""
+    if valid_at is not None and all_:
+        raise click.UsageError("--valid-at and --all exclude each other")
+    return {"valid_at": valid_at, "all": all_}
+
+
+def chain_lines(cx, target: str, ref: str | None = None) -> list[str]:
+    """What the headline with :ID: `target` replaced and what replaced it (`Cortex.chain`), when its own
+    properties name either (`chains.named`); none for a file."""
+    from ..orgquery.chains import named
+
+    if target in cx.state(ref).entries:
+        return []
+    try:
+        node = cx.lookup(target, ref)
+    except UserError:  # a file's own :ID:, shown as the file
+        return []
+    return cx.chain(node, as_of=ref).lines() if named(node.headline) else []
 
 
 def duration(text: str, param: str):

@@ -7,7 +7,7 @@ import click
 from rich.text import Text
 
 from ..words import counted, short, unsaved_note, when
-from .common import console, duration, err_console, table, with_cortex
+from .common import chain_lines, console, duration, err_console, table, with_cortex
 
 KIND_STYLE = {"added": "green", "removed": "red", "changed": "yellow", "moved": "cyan"}
 
@@ -101,12 +101,20 @@ def _purge_row(purge) -> tuple:
 @click.argument("org_id")
 @with_cortex
 def history_(cx, org_id):
-    """Versions of the headline with :ID: ORG_ID across snapshots."""
-    t = table("snapshot", "time", "file", "title", "change")
-    for version in cx.history(org_id):
+    """Versions of the headline with :ID: ORG_ID across snapshots, and when each said it held (VALID_FROM,
+    INVALID_AT) and what it replaced or was replaced by; then what it replaced and what replaced it, as the
+    working state says."""
+    from ..orgquery.chains import validity_text
+
+    versions = cx.history(org_id)
+    held = [validity_text(version.headline) for version in versions]
+    t = table("snapshot", "time", "file", "title", "change", *(["validity"] if any(held) else []))
+    for version, validity in zip(versions, held):
         t.add_row(short(version.snapshot.oid), when(version.snapshot.time_ns), version.path,
-                  version.headline.title, version.change)
+                  version.headline.title, version.change, *([validity] if any(held) else []))
     console.print(t)
+    for line in chain_lines(cx, org_id):
+        console.print(line, markup=False)
 
 
 @click.command()

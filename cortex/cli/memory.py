@@ -10,8 +10,8 @@ import click
 
 from ..errors import NotFound, UserError, located
 from ..memory.validity import shown
-from ..words import counted, memory_summary, quoted, short, similar_item
-from .common import Commands, console, duration, err_console, table, with_cortex
+from ..words import counted, quoted, short, similar_item
+from .common import Commands, console, duration, err_console, holding, table, validity_options, with_cortex
 from .search import note_status, searched
 
 
@@ -26,14 +26,20 @@ def memory_group() -> None:
 
 @memory_group.command()
 @click.argument("agent")
+@validity_options
 @with_cortex
-def inspect(cx, agent):
-    """Print AGENT's memory.org, after a line (on stderr) counting its items and daily logs."""
-    context = cx.memory.load_context(agent)
-    for warning in context.warnings:
+def inspect(cx, agent, valid_at, all_):
+    """Print AGENT's memory.org with its current items (those superseded or retired left out, unless --all), after
+    a line (on stderr) counting its items and daily logs; with --all, a line for each item that no longer holds:
+    what replaced it, and when."""
+    view = cx.inspect_memory(agent, **holding(valid_at, all_))
+    for warning in view.context.warnings:
         err_console.print(warning, style="yellow", markup=False)
-    text = cx.memory.show(agent)
-    err_console.print(memory_summary(agent, context, cx.memory.daily_logs(agent)), markup=False)
+    text = view.org
+    err_console.print(view.summary + ("; --all shows them" if view.apart and valid_at is None and not all_ else ""),
+                      markup=False)
+    for note in view.notes() if all_ else ():
+        err_console.print(f"  {note}", markup=False)
     click.echo(text, nl=not text.endswith("\n"))
 
 
@@ -41,10 +47,11 @@ def inspect(cx, agent):
 @click.argument("agent")
 @click.argument("query")
 @click.option("-n", "--limit", type=click.IntRange(min=1), default=10, show_default=True, help="At most N results.")
+@validity_options
 @with_cortex
-def search(cx, agent, query, limit):
-    """Search AGENT's memory for QUERY: score, then where and what."""
-    results = searched(cx.memory.search, agent=agent, query=query, limit=limit)
+def search(cx, agent, query, limit, valid_at, all_):
+    """Search AGENT's memory for QUERY (its current items, unless --valid-at or --all): score, then where and what."""
+    results = searched(cx.memory.search, agent=agent, query=query, limit=limit, **holding(valid_at, all_))
     for result in results:
         console.print(f"{result.score:.3f}  {result}", markup=False)
     if not results:

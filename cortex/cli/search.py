@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 from rich.markup import escape
 
-from .common import console, err_console, progress_bar, table, with_cortex
-
+from .common import console, err_console, holding, progress_bar, table, validity_options, with_cortex
 
 
 @click.command()
@@ -26,14 +25,16 @@ from .common import console, err_console, progress_bar, table, with_cortex
 @click.option("--as-of", "as_of", help="Search a snapshot (oid, prefix, HEAD~N, position) instead of now.")
 @click.option("--fusion", type=click.Choice(["weighted", "rrf", "keyword"]), help="Default: the DSL's, else weighted.")
 @click.option("--explain", is_flag=True, help="Show the raw and normalised scores behind each rank.")
+@validity_options
 @with_cortex
 def search(cx, query, limit, agent, type_, source, path, tag, todo, speaker, since, until, context, as_of, fusion,
-           explain):
+           explain, valid_at, all_):
     """Find memory by meaning and by exact words (identifiers, error codes, versions); a period the query names
-    ("in May 2023", "last week") raises what is dated within it."""
+    ("in May 2023", "last week") raises what is dated within it. Items that no longer hold (superseded or
+    retired) are left out unless --all; --valid-at finds what held then, in the state searched (--as-of)."""
     results = searched(cx.search, query=query, limit=limit, agent=agent, type=type_, source=source, path=path,
                        tag=tag, todo=todo, speaker=speaker, since=since, until=until, context=context, as_of=as_of,
-                       fusion=fusion)
+                       fusion=fusion, **holding(valid_at, all_))
     if not results:
         err_console.print("no results")
     t = table("#", "score", "file:line", "outline", "id")

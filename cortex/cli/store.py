@@ -7,7 +7,8 @@ from rich.markup import escape
 from rich.text import Text
 
 from ..words import counted, shown_stats
-from .common import console, err_console, print_nodes, progress_bar, table, with_cortex
+from .common import (chain_lines, console, err_console, holding, print_nodes, progress_bar, table, validity_options,
+                     with_cortex)
 
 
 @click.command()
@@ -35,10 +36,14 @@ def ingest(cx, path):
 
 @click.command()
 @click.argument("target")
+@click.option("--as-of", "ref", help="Show it as a snapshot recorded it.")
 @with_cortex
-def show(cx, target):
-    """Show a headline (by :ID:) or a file (by path) as Org text."""
-    click.echo(cx.show(target), nl=False)
+def show(cx, target, ref):
+    """Show a headline (by :ID:) or a file (by path) as Org text; on stderr, what the headline replaced and what
+    replaced it, when its properties say it is in such a chain (SUPERSEDES, SUPERSEDED_BY)."""
+    click.echo(cx.show(target, as_of=ref), nl=False)
+    for line in chain_lines(cx, target, ref):
+        err_console.print(line, markup=False)
 
 
 @click.command()
@@ -47,10 +52,12 @@ def show(cx, target):
 @click.option("--prop", help="A property: NAME or NAME=VALUE.")
 @click.option("--as-of", "ref", help="Search a snapshot instead of the working state.")
 @click.argument("text", required=False)
+@validity_options
 @with_cortex
-def find(cx, todo, tag, prop, ref, text):
-    """Find headlines by TODO keyword, tag, property or title text."""
-    print_nodes(cx.find(todo=todo, tag=tag, prop=prop, text=text, ref=ref))
+def find(cx, todo, tag, prop, ref, text, valid_at, all_):
+    """Find headlines by TODO keyword, tag, property or title text: the current ones (not superseded or retired),
+    unless --valid-at or --all."""
+    print_nodes(cx.find(todo=todo, tag=tag, prop=prop, text=text, ref=ref, **holding(valid_at, all_)))
 
 
 @click.command(name="ls")

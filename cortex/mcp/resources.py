@@ -15,9 +15,12 @@ from .session import Session
 __all__ = ["ORG", "TEMPLATES", "Resources"]
 
 ORG = "text/x-org"
-MEMORY, LOG, FILE = "cortex://agents/{agent}/memory", "cortex://agents/{agent}/logs/{day}", "cortex://files/{+path}"
+MEMORY, LOG, FILE = ("cortex://agents/{agent}/memory{?valid_at,all}", "cortex://agents/{agent}/logs/{day}",
+                     "cortex://files/{+path}")
 TEMPLATES = {  # method -> (URI template, description)
-    "agent_memory": (MEMORY, "An agent's memory.org: Facts, Procedures, Learned Patterns, each item with its :ID:"),
+    "agent_memory": (MEMORY, "An agent's memory.org: Facts, Procedures, Learned Patterns, each item with its :ID:; "
+                             "its current items (?all=true: every item, those superseded or retired too; "
+                             "?valid_at=2026-11-01: those that held then)"),
     "agent_log": (LOG, "An agent's daily log of one day (YYYY-MM-DD): its sessions, newest last"),
     "file": (FILE, "An Org file of the working state, by its path from the Org root"),
     "headline": ("cortex://ids/{id}", "A headline and its subtree, by :ID: (a file's own :ID: gives the file)"),
@@ -35,8 +38,9 @@ class Resources:
         self.session = session
         self.cx = session.cx
 
-    def agent_memory(self, agent: str) -> str:
-        return self.cx.memory.show(self.session.agent(agent))
+    def agent_memory(self, agent: str, valid_at: str | None = None, all: str | None = None) -> str:  # noqa: A002
+        return self.cx.inspect_memory(self.session.agent(agent), valid_at=valid_at or None,
+                                      all=_flag("all", all)).org
 
     def agent_log(self, agent: str, day: str) -> str:
         agent = self.session.agent(agent)
@@ -77,3 +81,16 @@ class Resources:
             else:
                 found.append((_URIS[FILE].expand({"path": path}), path, "An Org file"))
         return found
+
+
+_FLAGS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False, "": False}
+
+
+def _flag(name: str, value: str | None) -> bool:
+    """A URI's flag parameter (`?all=true`); a UserError for anything but true or false."""
+    if value is None:
+        return False
+    flag = _FLAGS.get(value.strip().lower())
+    if flag is None:
+        raise UserError(f"{name} {quoted(value)}: write true or false")
+    return flag

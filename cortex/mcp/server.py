@@ -30,7 +30,8 @@ from .tools import COMMITS, CONVERSATIONS, READ, UNDONE, WRITE, Tools
 __all__ = ["INSTRUCTIONS", "PATHS", "CortexServer", "serve"]
 
 INSTRUCTIONS = """cortex keeps notes and agents' memory as Org files under version control. Search or query \
-first, then `show` a result by its :ID:. Remember with memory_add; when a fact changed, memory_add the new one with \
+first, then `show` a result by its :ID:; reads answer with what holds now (`valid_at` asks what held on a date, \
+`all` adds what was superseded or retired). Remember with memory_add; when a fact changed, memory_add the new one with \
 `supersedes` the old; memory_retire one no longer true; forget one item with memory_forget. Every write is a commit: \
 `diff` shows what changed since the last snapshot, `recent_activity` what changed since a time, and a person can \
 undo any of it with `cortex rollback`. Conversation turns are kept per identity (tenant, user, session)."""

@@ -14,12 +14,13 @@ from ..errors import UserError
 from ..memory.conversation.orglog import utterance_from
 from ..memory.layout import log_path
 from ..memory.validity import shown
-from ..words import memory_summary, quoted
+from ..memory.views import why_not
+from ..words import quoted
 from . import activity, shapes
 from .session import Session
 
-__all__ = ["COMMITS", "CONVERSATIONS", "READ", "UNDONE", "WRITE", "AgentName", "ItemType", "Json", "Limit", "Ref",
-           "Run", "SaidTurn", "SessionId", "Tenant", "Tools", "User"]
+__all__ = ["COMMITS", "CONVERSATIONS", "READ", "UNDONE", "WRITE", "AgentName", "All", "ItemType", "Json", "Limit",
+           "Ref", "Run", "SaidTurn", "SessionId", "Tenant", "Tools", "User", "ValidAt"]
 
 Json = dict[str, Any]
 AgentName = Annotated[str | None, Field(description="The agent whose memory this is (default: the agent this "
@@ -32,6 +33,10 @@ Tenant = Annotated[str, Field(min_length=1, description="The tenant (organisatio
 User = Annotated[str, Field(min_length=1, description="The user in that tenant")]
 SessionId = Annotated[str, Field(min_length=1, description="The conversation's session id")]
 Run = Annotated[str, Field(description="A run within the session (optional)")]
+ValidAt = Annotated[str | None, Field(description="Only the items that held then: 2026-11-01, -30d, 2026-11-01 14:00 "
+                                                  "(default: the current ones, holding now and not replaced)")]
+All = Annotated[bool, Field(description="Every item, those that no longer hold (superseded, retired) too; "
+                                        "not with valid_at")]
 
 UNDONE = ("Every write is a commit to the versioned store: `diff` shows it, and `rollback` (or `cortex rollback` "
           "by a person) undoes it.")
@@ -70,17 +75,20 @@ class Tools:
                since: Annotated[str | None, Field(description="Only items dated on or after: 2023-05-01, -7d")] = None,
                until: Annotated[str | None, Field(description="Only items dated on or before: 2023-05-31")] = None,
                context: Annotated[int, Field(ge=0, le=20, description="Turns to bring around each turn")] = 0,
-               as_of: Ref = None, ctx: Context | None = None) -> Json:
+               as_of: Ref = None, valid_at: ValidAt = None, all: All = False,  # noqa: A002 - the argument's name
+               ctx: Context | None = None) -> Json:
         """Search notes and agent memory by meaning and by exact identifiers (hybrid: embeddings + BM25), best first.
         Each result names its file:line, outline, :ID: and oid; pass the :ID: (or oid) to `show` for the whole
         headline. Filter to one agent's memory (`agent`) and item type, one person's turns (`speaker`), a period
         (`since`, `until`; a period the query names, "in May 2023", raises what is dated within it), or search a
-        past snapshot (`as_of`); `context` brings the turns before and after each turn found."""
+        past snapshot (`as_of`); `context` brings the turns before and after each turn found. Only current items
+        come back (an item superseded or retired does not): `valid_at` asks what held on a date (with `as_of`:
+        as that snapshot said), `all` includes every item."""
         if not query.strip():
             raise UserError("query is empty: give words, a question or an identifier to search for")
         results = self.cx.search(query, limit=limit, agent=self.session.search_agent(agent), type=type,
                                  speaker=speaker, since=since, until=until, context=context, as_of=as_of,
-                                 within=self.session.prefix, budget=SEARCH_BUDGET,
+                                 within=self.session.prefix, budget=SEARCH_BUDGET, valid_at=valid_at, all=all,
                                  progress=_progress(ctx, "embedding items for search"))
         return {"results": [shapes.hit(r) for r in results]}
 
@@ -95,37 +103,43 @@ class Tools:
              tag: Annotated[str | None, Field(description="A tag the headline itself carries")] = None,
              prop: Annotated[str | None, Field(description="A property NAME, or NAME=VALUE")] = None,
              text: Annotated[str | None, Field(description="Words in the title")] = None,
-             limit: Limit = 50) -> Json:
-        """Headlines by TODO keyword, own tag, property and title words (all given must match), in file order."""
+             limit: Limit = 50, valid_at: ValidAt = None, all: All = False) -> Json:  # noqa: A002
+        """Headlines by TODO keyword, own tag, property and title words (all given must match), in file order;
+        the current ones (not superseded or retired) unless `valid_at` or `all`."""
         if not any(value and value.strip() for value in (todo, tag, prop, text)):
             raise UserError("find needs at least one of todo, tag, prop or text")
-        found = [shapes.node(n) for n in self.cx.find(todo=todo, tag=tag, prop=prop, text=text)
+        found = [shapes.node(n) for n in self.cx.find(todo=todo, tag=tag, prop=prop, text=text, valid_at=valid_at,
+                                                      all=all)
                  if self.session.covers(n.path)]
         return shapes.capped("headlines", found, limit)
 
     def query(self, query: Annotated[str, Field(description='An org-ql form, (and (todo "TODO") (tags "ops") '
                                                             '(deadline :to "+7d")), or an Org match string, '
                                                             "+ops-home/TODO|NEXT")],
-              as_of: Ref = None, limit: Limit = 50) -> Json:
+              as_of: Ref = None, limit: Limit = 50, valid_at: ValidAt = None,
+              all: All = False) -> Json:  # noqa: A002
         """Headlines matching an Org query: org-ql predicates (todo, done, tags, property, priority, level,
-        heading, regexp, path, scheduled, deadline, closed, ts with :from :to :on, links-to...) under and/or/not,
-        or an org-agenda match string. Dates: 2026-11-20, today, +7d, -2w."""
+        heading, regexp, path, scheduled, deadline, closed, ts with :from :to :on, links-to, valid [:at DATE]...)
+        under and/or/not, or an org-agenda match string. Dates: 2026-11-20, today, +7d, -2w. Only current
+        headlines come back (not superseded or retired) unless `valid_at` (what held then) or `all`."""
         if not query.strip():
             raise UserError("query is empty: give an org-ql form such as (todo \"TODO\") or a match string such "
                             "as +ops/TODO")
-        found = [shapes.node(n) for n in self.cx.query(query, as_of=as_of, within=self.session.prefix)]
+        found = [shapes.node(n) for n in self.cx.query(query, as_of=as_of, within=self.session.prefix,
+                                                       valid_at=valid_at, all=all)]
         return shapes.capped("headlines", found, limit)
 
-    def memory_inspect(self, agent: AgentName = None) -> Json:
-        """An agent's memory: its memory.org (Facts, Procedures, Learned Patterns, each item with its :ID:), the
-        count of its items and the days of its daily logs."""
-        agent = self.session.agent(agent)
-        memory = self.cx.memory
-        context = memory.load_context(agent)
-        logs = memory.daily_logs(agent)
-        text = memory.show(agent) if memory_path(agent) in self.cx.working().entries else ""
-        return {"summary": memory_summary(agent, context, logs), "memory_org": text,
-                "daily_logs": [day.isoformat() for day in logs], "warnings": list(context.warnings)}
+    def memory_inspect(self, agent: AgentName = None, valid_at: ValidAt = None,
+                       all: All = False) -> Json:  # noqa: A002
+        """An agent's memory: its memory.org (Facts, Procedures, Learned Patterns, each item with its :ID:) with
+        its current items, the count of its items and the days of its daily logs; `not_holding` lists the items
+        left out (superseded or retired: by what, since when), which `all` includes and `valid_at` (what held
+        then) chooses otherwise."""
+        view = self.cx.inspect_memory(self.session.agent(agent), valid_at=valid_at, all=all)
+        return {"summary": view.summary, "memory_org": view.text or "",
+                "daily_logs": [day.isoformat() for day in view.logs], "warnings": list(view.context.warnings),
+                "not_holding": [{"id": item.id or item.key(kind), "type": kind, "title": item.title,
+                                 "why": why_not(item.validity, view.at)} for kind, item in view.apart]}
 
     def recent_activity(self, since: Annotated[str, Field(description=activity.SINCE)], limit: Limit = 100) -> Json:
         """What changed since a snapshot or a time: the snapshots taken since, and every headline added, removed,

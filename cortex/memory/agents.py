@@ -49,9 +49,10 @@ from .memoryfile import MemoryFile, with_unique_id
 from .retention import RetentionPolicy
 from .similar import Embed, similar_to
 from .validity import VALID_FROM, moment, moment_of, org_timestamp, parse_timestamp, shown
+from .views import MemoryView, no_memory
 
 __all__ = ["AgentMemory", "AgentStats", "CompactionReport", "Consolidation", "ForgetReport", "MemoryContext",
-           "PurgeReport"]
+           "MemoryView", "PurgeReport"]
 
 _KNOWN_LIMIT = 16  # memory files whose last text and model are kept
 _KNOWN_LOGS = 4  # daily logs whose last bytes are kept
@@ -252,17 +253,35 @@ class AgentMemory:
         self.refresh(agent)
         return sorted(logs_in(self.workspace.working(), agent).values())
 
-    def search(self, agent: str, query: str, limit: int = 10, budget: float | None = None, progress=None):
-        """Hybrid search over one agent's memory items and logs (`budget` and `progress` as `Cortex.search`)."""
-        return self._search(query, limit=limit, agent=check_agent_id(agent), budget=budget, progress=progress)
+    def search(self, agent: str, query: str, limit: int = 10, budget: float | None = None, progress=None, *,
+               valid_at=None, all: bool = False):  # noqa: A002 - as `Cortex.search` names it
+        """Hybrid search over one agent's memory items and logs (`budget`, `progress`, `valid_at` and `all` as
+        `Cortex.search`: current items by default)."""
+        return self._search(query, limit=limit, agent=check_agent_id(agent), budget=budget, progress=progress,
+                            valid_at=valid_at, all=all)
 
     def show(self, agent: str) -> str:
         """The Org text of the agent's memory.org."""
         self.refresh(agent)
         path = memory_path(agent)
         if path not in self.workspace.working().entries:
-            raise NotFound(f"{path}: agent {agent!r} has no memory.org")
+            raise no_memory(agent)
         return self.workspace.rendered(path)
+
+    def view(self, agent: str, *, at: datetime | date | None = None, every: bool = False) -> MemoryView:
+        """The agent's memory as `memory inspect` shows it: memory.org with the items that hold at `at` (a moment,
+        or some time of a day; None: the current ones), or with every item (`every`), and those that do not
+        (`MemoryView`)."""
+        context = self.load_context(agent, every=True)
+        apart = tuple((kind, item) for kind, item in context.items() if not item.validity.holds(at))
+        model = context.loaded
+        if model is None:
+            text = None
+        elif every or not apart:
+            text = self.show(agent)
+        else:
+            text = model.render_without({item.key(kind) for kind, item in apart}).decode("utf-8")
+        return MemoryView(agent, text, context, tuple(self.daily_logs(agent)), apart, at, every)
 
     def record_session(self, agent: str, turns, title: str | None = None, *, session: str = "",
                        user: str = "User", assistant: str | None = None, summary: str | None = None,

@@ -29,7 +29,7 @@ from .layout import AGENTS, check_agent_id, logs_in, memory_path
 from .logs import Marked, mark_compacted, marked_items
 from .memoryfile import MemoryFile, Typed, with_unique_id
 from .retention import RetentionPolicy
-from .similar import SIMILAR, Embed, relation
+from .similar import SAME_SUBJECT, Embed, relation
 
 if TYPE_CHECKING:
     from .agents import AgentMemory
@@ -178,7 +178,7 @@ class _Moves:
             scores = vectors[[r - start for r in active]] @ vectors[row - start]
             for at in np.argsort(-scores, kind="stable")[:3]:
                 other, score = active[at], float(scores[at])
-                if score < SIMILAR:
+                if score < SAME_SUBJECT:
                     break
                 known = self.rows[other][1]
                 older, newer = (row, other) if is_newer(known, item) else (other, row)

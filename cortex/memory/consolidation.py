@@ -31,7 +31,7 @@ from .changes import merged_into, minute
 from .items import MemoryItem, make_id
 from .layout import ITEM_TYPES, check_agent_id, memory_path
 from .memoryfile import MemoryFile, Typed, with_unique_id
-from .similar import Embed, Relation, close_pairs, relation
+from .similar import Embed, Relation, close_pairs, relation, same_subject_pairs
 from .validity import INVALID_AT, SUPERSEDED_BY, SUPERSEDES, VALID_FROM
 
 if TYPE_CHECKING:
@@ -149,7 +149,10 @@ def find_proposals(model: MemoryFile, embed: Embed | None, agent: str, now: date
         items = [(key, item) for key, (k, item) in model.entries.items() if k == kind and item.current]
         pairs = _exact_pairs(items)
         if embed is not None and len(items) > 1:
-            pairs += close_pairs(embed([item.text for _, item in items]))
+            texts = [item.text for _, item in items]
+            vectors = embed(texts)
+            close = {(i, j): score for i, j, score in (*close_pairs(vectors), *same_subject_pairs(texts, vectors))}
+            pairs += sorted(((i, j, score) for (i, j), score in close.items()), key=lambda p: (-p[2], p[0], p[1]))
         removed: set[int] = set()
         replaced: set[int] = set()
         involved: set[int] = set()

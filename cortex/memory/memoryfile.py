@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from operator import itemgetter
@@ -122,6 +122,18 @@ class MemoryFile:
     def render(self) -> bytes:
         """The bytes of the file."""
         return b"".join([(self.preamble or "").encode("utf-8"), *(section.data for section in self.sections)])
+
+    def render_without(self, keys: Collection[str]) -> bytes:
+        """The bytes of the file without the items of these keys (every other byte as it is, and the blank lines
+        that end a section kept when its last item goes)."""
+        if not keys:
+            return self.render()
+        texts = [self.preamble or ""]
+        for section in self.sections:
+            pieces = (*section.head, *section.children)
+            texts += [p.text if p.key not in keys else _split_blanks(p.text)[1] if n == len(pieces) - 1 else ""
+                      for n, p in enumerate(pieces)]
+        return "".join(texts).encode("utf-8")
 
     def lines(self, keys: Iterable[str]) -> dict[str, int]:
         """The first line of each of these items (counted from the text: only error messages need it)."""

@@ -9,12 +9,19 @@ the newer one is to the older one (`relation`):
   a name (a capitalised word inside a sentence), or say that something changed ("now", "moved", "switched",
   "no longer"...), or only a few words were swapped in an otherwise shared sentence;
 - a *duplicate* (merge) when they differ in no word that carries meaning, or are as close in meaning as
-  `DUPLICATE` says, with no value among the words they differ in.
+  `DUPLICATE` says, with no value among the words they differ in;
+- neither when they say something of different subjects: a word before the first verb of one was swapped for
+  another before the first verb of the other ("The cache of billing is Redis 7" / "The cache of search is
+  Redis 7"). A memory of many facts of one kind is full of such pairs, close in meaning and both true.
+
+Two sentences said of one subject (the same words before their first verb) are similar from `SAME_SUBJECT`:
+a changed value can move a short sentence's embedding further than another subject does.
 
 A successor taken for a duplicate would lose the newer fact when merged; a duplicate taken for a successor
 only archives the older copy. So when in doubt, a pair is a successor. The thresholds were chosen on
-tests/data/similar_infrastructure.json and checked on tests/data/similar_people.json; bench/memory.py
-reports precision and recall on both.
+tests/data/similar_infrastructure.json and checked on tests/data/similar_people.json, the subject rule on a
+memory of templated facts (tests/scenarios/test_facts_that_change.py) and checked on pairs of both sets said of
+two subjects; bench/memory.py reports precision and recall on both sets.
 """
 
 from __future__ import annotations
@@ -28,11 +35,13 @@ from dataclasses import dataclass
 import numpy as np
 import Stemmer
 
-__all__ = ["DUPLICATE", "SIMILAR", "Embed", "Relation", "close_pairs", "differing", "relation", "similar_to"]
+__all__ = ["DUPLICATE", "SAME_SUBJECT", "SIMILAR", "Embed", "Relation", "close_pairs", "differing", "relation",
+           "same_subject_pairs", "similar_to", "subject_of"]
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 
 SIMILAR = 0.70  # the cosine from which two items are said to be similar
+SAME_SUBJECT = 0.55  # the same, for two sentences said of one subject (the words before their first verb)
 DUPLICATE = 0.88  # the cosine from which similar items with no value between them are the same fact
 
 _TOKEN = re.compile(r"[^\W_]+(?:[-.@/:,'’_+][^\W_]+)*")
@@ -49,6 +58,10 @@ _NUMBERS = {word: str(n) for n, word in enumerate(
     "seventeen eighteen nineteen twenty".split())}
 _NUMBERS.update({word: str(n) for n, word in zip(range(30, 100, 10),
                                                  "thirty forty fifty sixty seventy eighty ninety".split())})
+# Verbs a fact is often said with: what comes before the first is its subject.
+_VERBS = frozenset("""is are was were has have had became becomes uses prefers prefer likes like loves love hates
+    hate wants want needs need drives drive drinks drink owns own lives live speaks speak teaches teach runs moved
+    switched""".split())  # (not those that are nouns as often: reports, stores, hosts, costs, points...)
 _local = threading.local()  # a Stemmer object must not be shared between threads
 
 
@@ -78,13 +91,15 @@ class _Word:
 
 
 def similar_to(embed: Embed, text: str, texts: Sequence[str], limit: int) -> list[tuple[int, float]]:
-    """The indexes of the `texts` similar to `text` (cosine >= SIMILAR) with their cosines, closest first, at most
-    `limit`."""
+    """The indexes of the `texts` similar to `text` (cosine >= SIMILAR, or SAME_SUBJECT for one said of the same
+    subject), but those said of another subject, with their cosines, closest first, at most `limit`."""
     if not texts or limit <= 0:
         return []
     vectors = embed([text, *texts])
     scores = vectors[1:] @ vectors[0]
-    found = np.flatnonzero(scores >= SIMILAR)
+    subject = subject_of(text)
+    found = np.array([n for n in np.flatnonzero(scores >= SAME_SUBJECT) if not _said_of_another(texts[n], text) and (
+        scores[n] >= SIMILAR or subject is not None and subject_of(texts[n]) == subject)], dtype=int)
     best = found[np.argsort(-scores[found], kind="stable")][:limit]
     return [(int(i), float(scores[i])) for i in best]
 
@@ -116,11 +131,13 @@ def relation(older: str, newer: str, score: float) -> Relation | None:
     similar, or similar with too little in common to say)."""
     if " ".join(older.split()).casefold() == " ".join(newer.split()).casefold():
         return Relation("duplicate", 1.0)
-    if score < SIMILAR:
+    if score < SIMILAR and not (score >= SAME_SUBJECT and subject_of(older) == subject_of(newer) is not None):
         return None
     old, new = _words(older), _words(newer)
     gone, came = differing(old, new), differing(new, old)
     found = Relation("supersede", score, tuple(w.text for w in gone), tuple(w.text for w in came))
+    if _other_subject(older, newer, gone, came):
+        return None  # said of another subject: two facts, neither replacing the other
     valued = any(w.value for w in came) and (not gone or any(w.value for w in gone))
     if valued or any(w.key in _CHANGED for w in gone + came) or len(gone) == len(came) == 1:
         return found  # a value replaced or added, a change said, or one word swapped for another
@@ -128,6 +145,59 @@ def relation(older: str, newer: str, score: float) -> Relation | None:
         return Relation("duplicate", score, found.gone, found.came)
     shared = len({w.key for w in old} & {w.key for w in new})
     return found if shared >= len(gone) + len(came) else None
+
+
+def _said_of_another(older: str, newer: str) -> bool:
+    """Whether two sentences are said of different subjects (`_other_subject`)."""
+    old, new = _words(older), _words(newer)
+    return _other_subject(older, newer, differing(old, new), differing(new, old))
+
+
+def _other_subject(older: str, newer: str, gone: list[_Word], came: list[_Word]) -> bool:
+    """Whether two sentences are said of different subjects: a word before the first verb of one was swapped for
+    another before the first verb of the other ("The cache of billing is Redis 7" / "The cache of search is
+    Redis 6"), or, where no verb is known, the words they differ in stand in the first half of each while the
+    second halves are alike ("The web team deploys on Tuesdays")."""
+    parts = [_split_at_verb(older), _split_at_verb(newer)]
+    if None not in parts:
+        subjects = [{w.key for w in _words(subject)} for subject, _ in parts]
+        return any(w.key in subjects[0] for w in gone) and any(w.key in subjects[1] for w in came)
+    words = [_words(older), _words(newer)]
+    heads = [{w.key for w in side[:len(side) // 2]} for side in words]
+    tails = [{w.key for w in side[len(side) // 2:]} for side in words]
+    return (bool(gone and came) and tails[0] == tails[1] and all(w.key in heads[0] for w in gone)
+            and all(w.key in heads[1] for w in came))
+
+
+def subject_of(text: str) -> frozenset[str] | None:
+    """The words (as compared) before a sentence's first verb, or None when it has no verb or nothing before it."""
+    parts = _split_at_verb(text)
+    keys = frozenset(w.key for w in _words(parts[0])) if parts else None
+    return keys or None
+
+
+def same_subject_pairs(texts: Sequence[str], vectors: np.ndarray) -> list[tuple[int, int, float]]:
+    """Pairs (i, j, cosine), i < j, of texts said of one subject at least SAME_SUBJECT apart: a value that changed
+    can move a sentence's embedding further than another subject does."""
+    groups: dict[frozenset[str], list[int]] = {}
+    for n, text in enumerate(texts):
+        if (subject := subject_of(text)) is not None:
+            groups.setdefault(subject, []).append(n)
+    pairs = []
+    for rows in groups.values():
+        if len(rows) > 1:
+            scores = vectors[rows] @ vectors[rows].T
+            pairs += [(rows[a], rows[b], float(scores[a, b])) for a in range(len(rows))
+                      for b in range(a + 1, len(rows)) if scores[a, b] >= SAME_SUBJECT]
+    return pairs
+
+
+def _split_at_verb(text: str) -> tuple[str, str] | None:
+    """A sentence as what comes before its first verb (one of the common ones a fact is said with) and the rest."""
+    for match in _TOKEN.finditer(text):
+        if match.group().casefold() in _VERBS:
+            return text[:match.start()], text[match.end():]
+    return None
 
 
 def differing(words: list[_Word], others: list[_Word]) -> list[_Word]:

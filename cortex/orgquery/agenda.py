@@ -4,9 +4,10 @@ The rules and the layout are org-agenda's (Org 9.5) with Org's defaults: schedul
 today as "Sched. Nx:", overdue deadlines shown today as "N d. ago:", deadlines within their warning
 period (14 days, or the timestamp's own `-Nd`) as "In N d.:", repeaters expanded (future repeats shown),
 DONE items only on their own date, date ranges listed on each day as "(k/n):", archived and COMMENT
-subtrees left out; entries ordered by time of day, then priority (where deadlines and carried items
-gain urgency), then file order. The agenda starts on `start`, not on the week's Monday, and has no
-time grid. Diary sexps (`<%%(...)>`) are not read.
+subtrees left out (and, beyond Org, the subtrees of items whose validity ended: invalid from before today, or
+replaced with no end said, `cortex.memory.validity`); entries ordered by time of day, then priority (where deadlines
+and carried items gain urgency), then file order. The agenda starts on `start`, not on the week's Monday,
+and has no time grid. Diary sexps (`<%%(...)>`) are not read.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
@@ -23,6 +24,7 @@ from ..org.blocks import keyword, keywords as file_keywords
 from ..org.syntax import PRIORITY_COOKIE
 from ..query import Node
 from .dates import Cookie, Stamp, add_months, day_of, headline_dates, repeater, section_stamps, warning
+from .index import headline_validity
 
 __all__ = ["Agenda", "AgendaDay", "AgendaEntry", "AgendaFile", "agenda"]
 
@@ -146,7 +148,7 @@ def agenda(files: Iterable[AgendaFile], start: date, span: int = 7, today: date 
     days = [start + timedelta(days=n) for n in range(span)]
     found: list[tuple[tuple, AgendaEntry]] = []
     for file_index, file in enumerate(files):
-        for item_index, item in enumerate(_items(file)):
+        for item_index, item in enumerate(_items(file, today)):
             try:
                 entries = list(_entries(item, days, today))
             except OverflowError:  # a repeat or warning that reaches past the years 1 to 9999: not listed
@@ -176,9 +178,11 @@ class _Item:
     done: bool
 
 
-def _items(file: AgendaFile) -> Iterator[_Item]:
-    """The headlines of a file that may be listed, outside archived and COMMENT subtrees, with what is
-    inherited: tags (`#+FILETAGS` first) and the CATEGORY property (else `#+CATEGORY`, else the file's name)."""
+def _items(file: AgendaFile, today: date) -> Iterator[_Item]:
+    """The headlines of a file that may be listed, outside archived and COMMENT subtrees and those of items that
+    no longer held when `today` began, with what is inherited: tags (`#+FILETAGS` first) and the CATEGORY
+    property (else `#+CATEGORY`, else the file's name)."""
+    began = datetime.combine(today, time())
     keywords: dict[str, list[str]] = {"FILETAGS": [], "CATEGORY": []}
     for name, value in file_keywords(file.document.preamble, _KEYWORD):
         keywords[name].append(value)
@@ -194,11 +198,18 @@ def _items(file: AgendaFile) -> Iterator[_Item]:
             open_.pop()
         _, inherited, category, skipped = open_[-1] if open_ else (0, file_tags, default_category, False)
         category = headline.get("CATEGORY") or category
-        skipped = skipped or "ARCHIVE" in headline.tags or _commented(headline)
+        skipped = skipped or "ARCHIVE" in headline.tags or _commented(headline) or _ended(headline, began)
         open_.append((depth, inherited + list(headline.tags), category, skipped))
         if not skipped and "<" in headline.raw:
             yield _Item(node, _head(headline), category, _tag_text(inherited, headline.tags),
                         headline.todo in done_keywords)
+
+
+def _ended(headline: Headline, began: datetime) -> bool:
+    """Whether an item's validity ended by `began`: it was invalid from then, or something replaced it with no end
+    said."""
+    validity = headline_validity(headline)
+    return validity.end <= began if validity.end is not None else bool(validity.replaced_by)
 
 
 def _commented(headline: Headline) -> bool:

@@ -12,20 +12,22 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import MAXYEAR, MINYEAR, date, datetime, timedelta
+from datetime import MAXYEAR, MINYEAR, date, datetime, time, timedelta
 from typing import NamedTuple
 
 from orgparse.date import TIMESTAMP_RE, OrgDate, OrgDateClock, OrgDateClosed, OrgDateDeadline, OrgDateScheduled
 
 from ..bounded import BoundedDict
+from ..errors import UserError
+from ..memory.validity import moment_of
 from ..objects import Headline
 from ..org.blocks import BLOCK_BEGIN, BLOCK_END, VERBATIM_BLOCKS
 from ..org.syntax import PLANNING_LINE, Section, file_drawer
 from ..words import quoted
 from .errors import QueryError
 
-__all__ = ["Cookie", "HeadlineDates", "Stamp", "add_months", "day_of", "headline_dates", "object_lines", "parse_when",
-           "planning_date", "repeater", "section_lines", "section_stamps", "timestamps_in", "warning"]
+__all__ = ["Cookie", "HeadlineDates", "Stamp", "add_months", "day_of", "headline_dates", "object_lines", "parse_moment",
+           "parse_when", "planning_date", "repeater", "section_lines", "section_stamps", "timestamps_in", "warning"]
 
 # Emacs's own cookie patterns (org-element-timestamp-parser); the first match in a timestamp counts.
 _REPEATER = re.compile(r"([.+]?\+)([0-9]+)([hdwmy])")
@@ -39,6 +41,8 @@ _STAMP_START = re.compile(r"[<\[]\d{4}-\d{2}-\d{2}")  # where TIMESTAMP_RE can m
 MAX_STAMP = 200  # characters of a timestamp, brackets included: Org's own are at most about 50
 _PLANNING_KINDS = {"SCHEDULED": OrgDateScheduled, "DEADLINE": OrgDateDeadline, "CLOSED": OrgDateClosed}
 WHEN_FORMS = "today, tomorrow, yesterday, +7d, -2w, +1m, +1y or YYYY-MM-DD"
+MOMENT_FORMS = f"a day ({WHEN_FORMS}), now, YYYY-MM-DD HH:MM or an Org timestamp"
+_ISO_MINUTE = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})[ T]([0-9]{1,2}):([0-9]{2})")
 
 
 class Cookie(NamedTuple):
@@ -244,6 +248,30 @@ def parse_when(text: str, today: date) -> date:
         except ValueError as exc:
             raise QueryError(f"{quoted(text)} is not a date ({exc}); write {WHEN_FORMS}") from None
     raise QueryError(f"{quoted(text)} is not a date; write {WHEN_FORMS}")
+
+
+def parse_moment(text, now: datetime) -> date | datetime:
+    """A day or a moment a user wrote: a day as `parse_when` reads one (`2026-11-01`, `today`, `-30d`: the whole
+    day), `now`, a day and a time (`2026-11-01 14:00`, `2026-11-01T9:05`) or an Org timestamp. A date or a
+    datetime is taken as it is (one with a time zone in local time, as Org's timestamps are)."""
+    if isinstance(text, datetime):
+        return text if text.tzinfo is None else text.astimezone().replace(tzinfo=None)
+    if isinstance(text, date):
+        return text
+    word = str(text).strip()
+    if word.lower() == "now":
+        return now
+    if m := _ISO_MINUTE.fullmatch(word):
+        try:
+            return datetime.combine(date.fromisoformat(m[1]), time(int(m[2]), int(m[3])))
+        except ValueError as exc:
+            raise QueryError(f"{quoted(text)} is not a moment ({exc}); write {MOMENT_FORMS}") from None
+    try:
+        return moment_of(word, "") if word[:1] in "[<" else parse_when(word, now.date())
+    except UserError:
+        if _ISO_DAY.fullmatch(word) or _RELATIVE.fullmatch(word.lower()):
+            raise  # a day that does not exist, or one past the years a date can have: said so
+        raise QueryError(f"{quoted(text)} is not a moment; write {MOMENT_FORMS}") from None
 
 
 def _lines(text: str) -> list[str]:

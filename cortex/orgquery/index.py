@@ -5,8 +5,9 @@ inherits (tags, with #+FILETAGS, and its category). An `Index` posts every row u
 kinds (`KEYS`): tag (own and inherited), own tag, inherited tag, TODO keyword, open or done, priority,
 level, own property name, own property value (and PRIORITY as Org's matcher reads it), path, category,
 where its links lead and the keys links lead to it by (its :ID:, heading and CUSTOM_ID, as `links` names
-them); and days, for planning dates, timestamps (active and inactive) and clocks. Predicates
-(`predicates.py`) select through these postings.
+them), its :ID:, when it holds (for a headline that may not: `cortex.memory.validity`) and the :ID:s it says
+it replaced and was replaced by; and days, for planning dates, timestamps (active and inactive) and clocks.
+Predicates (`predicates.py`) select through these postings.
 
 `follow(tree)` brings the index in line with another tree as `SearchIndex.follow` does: only files whose
 document oid differs are read, and in them only subtrees that are not the same object under a parent
@@ -42,6 +43,7 @@ from operator import attrgetter
 from ..backends import Store
 from ..bounded import BoundedDict
 from ..hashing import Oid
+from ..memory.validity import Validity
 from ..objects import EMPTY_TREE, Document, Headline, Tree
 from ..org import file_properties
 from ..org.blocks import keyword, keywords
@@ -51,7 +53,7 @@ from . import links
 from .dates import day_of, headline_dates, section_lines, timestamps_in
 from .predicates import PRIORITY_DEFAULT, SPECIAL_PROPERTIES, Predicate
 
-__all__ = ["DAY_KINDS", "KEYS", "Index", "Row", "scan"]
+__all__ = ["DAY_KINDS", "KEYS", "Index", "Row", "headline_validity", "scan"]
 
 # org-priority-regexp, matched from the start of the headline as Emacs's `looking-at` does (ignoring case)
 _PRIORITY_COOKIE = re.compile(rf"\*++.*{PRIORITY_COOKIE}", re.I)  # `.*` alone gives back: no retry per star
@@ -149,6 +151,11 @@ class Row:
     @property
     def id(self) -> str | None:
         return self.headline.id
+
+    @property
+    def validity(self) -> Validity:
+        """When it holds and what replaced what, as its own properties say (`headline_validity`)."""
+        return headline_validity(self.headline)
 
     @property
     def link_keys(self) -> tuple:
@@ -253,6 +260,26 @@ def day_spans(headline: Headline) -> dict[str, tuple]:
     return found
 
 
+_VALIDITY: BoundedDict = BoundedDict(200_000)  # headline oid -> its Validity, for headlines with properties
+_ALWAYS = Validity()
+
+
+def headline_validity(headline: Headline) -> Validity:
+    """When a headline holds, and what it replaced and was replaced by, as its own properties say (`Validity.of`);
+    one that says nothing of it (no validity property, no ADDED) always holds."""
+    if not headline.properties:
+        return _ALWAYS
+    found = _VALIDITY.get(headline.oid)
+    if found is None:
+        found = _VALIDITY[headline.oid] = Validity.of(headline.properties)
+    return found
+
+
+def _bounded(validity: Validity) -> tuple:
+    """A validity as the `validity` posting files it: only one that may not hold at some moment."""
+    return (validity,) if validity.start or validity.end or validity.replaced_by else ()
+
+
 def _days(stamp) -> tuple[int, int]:
     first = day_of(stamp.start).toordinal()
     last = day_of(stamp.end).toordinal() if stamp.has_end() else first
@@ -275,6 +302,10 @@ KEYS: dict[str, Callable[[Row], Iterable]] = {
     "category": lambda r: (r.category,),
     "link": lambda r: r.link_keys,
     "target": lambda r: r.target_keys,
+    "validity": lambda r: _bounded(r.validity),
+    "id": lambda r: (r.headline.id,) if r.headline.id else (),
+    "supersedes": lambda r: r.validity.replaces,
+    "superseded-by": lambda r: r.validity.replaced_by,
 }
 DAY_KINDS = ("scheduled", "deadline", "closed", "active", "inactive", "clock")
 _PLACE = attrgetter("key")
@@ -421,12 +452,15 @@ class Index:
 
     def nodes(self, predicate: Predicate) -> list[Node]:
         """The headlines matching `predicate`, as the nodes every other form takes."""
-        found = []
-        for row in self.select(predicate):
+        return [self.node(row) for row in self.select(predicate)]
+
+    def node(self, row: Row) -> Node:
+        """A row as the node every other form takes."""
+        with self._lock:
+            row.file.lay_out()  # a file laid out anew gives its rows new nodes
             if row.node is None:
                 row.node = Node(row.path, row.outline, row.position, row.line, row.headline)
-            found.append(row.node)
-        return found
+            return row.node
 
     # --- following a tree -----------------------------------------------------------------------
 

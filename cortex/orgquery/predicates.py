@@ -26,7 +26,7 @@ from .errors import QueryError
 
 __all__ = ["COMPARATORS", "DATE_KINDS", "PRIORITY_DEFAULT", "SPECIAL_PROPERTIES", "And", "Category", "Done",
            "Heading", "Level", "Links", "Not", "Or", "Path", "Predicate", "Priority", "Property", "Regexp", "Related",
-           "Tags", "TagsRegexp", "Todo", "When", "compare", "regexp", "string_to_number", "time_of", "time_value"]
+           "Tags", "TagsRegexp", "Todo", "Valid", "When", "compare", "regexp", "string_to_number", "time_of", "time_value"]
 
 _RE2 = re2.Options()
 _RE2.log_errors = False
@@ -64,6 +64,11 @@ class Predicate:
         """The rows of `scope` this predicate holds for (a set the caller must not change)."""
         return {row for row in scope.rows if self.test(row, scope)}
 
+    def rejects(self, scope) -> set | None:
+        """The rows it does not hold for, when postings tell them without a test of every row (else None): a
+        conjunction takes them away rather than intersect with their complement."""
+        return None
+
 
 @dataclass(frozen=True)
 class And(Predicate):
@@ -79,18 +84,19 @@ class And(Predicate):
         return all(p.test(row, scope) for p in self.parts)
 
     def select(self, scope) -> set:
-        """The indexed parts intersected, those under `not` taken away (never their complement), and the rest
-        tested on what is left."""
+        """The indexed parts intersected, the rows of those that say what they reject (`not`, `valid`) taken away
+        (never their complement), and the rest tested on what is left."""
         found, without, rest = [], [], []
         for p in self.parts:
-            if isinstance(p, Not) and p.part.indexed:
-                without.append(p.part)
+            rejected = p.rejects(scope)
+            if rejected is not None:
+                without.append(rejected)
             else:
                 (found if p.indexed else rest).append(p)
         sets = sorted((p.select(scope) for p in found), key=len)
         rows = sets[0].intersection(*sets[1:]) if sets else scope.rows
         if without:
-            rows = rows.difference(*(p.select(scope) for p in without))
+            rows = rows.difference(*without)
         return {row for row in rows if all(p.test(row, scope) for p in rest)} if rest else rows
 
 
@@ -127,7 +133,11 @@ class Not(Predicate):
         return not self.part.test(row, scope)
 
     def select(self, scope) -> set:
-        return scope.rows - self.part.select(scope)
+        rejected = self.part.rejects(scope)
+        return rejected if rejected is not None else scope.rows - self.part.select(scope)
+
+    def rejects(self, scope) -> set | None:
+        return self.part.select(scope) if self.part.indexed else None
 
 
 @dataclass(frozen=True)
@@ -502,6 +512,25 @@ def _reach(rows: set, relation: str) -> set:
                 found.add(top)
                 stack.extend(c for c in top.children if c not in found)
     return found
+
+
+@dataclass(frozen=True)
+class Valid(Predicate):
+    """The headline holds at moment `at`, or at some time of day `at`, by its validity properties
+    (`cortex.memory.validity`: VALID_FROM, else ADDED, until INVALID_AT); with no `at`, it holds now and was not
+    replaced (SUPERSEDED_BY with no INVALID_AT): it is current. A headline that says none of them always holds."""
+
+    at: date | datetime | None = None
+    indexed: ClassVar[bool] = True
+
+    def test(self, row, scope) -> bool:
+        return row.validity.holds(self.at)
+
+    def select(self, scope) -> set:
+        return scope.rows - self.rejects(scope)
+
+    def rejects(self, scope) -> set:
+        return _union([scope.posting("validity", v) for v in scope.keys("validity") if not v.holds(self.at)])
 
 
 # Which day indexes each date predicate reads (see `Row.days`).

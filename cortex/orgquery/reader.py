@@ -8,7 +8,9 @@ Names and arguments follow org-ql where it has them (`todo`, `done`, `tags`, `ta
 `tags-inherited`, `tags-regexp`, `property`, `priority`, `level`, `heading`, `heading-regexp`, `regexp`,
 `path`, `category`, `ancestors`, `parent`, `children`, `descendants`, `scheduled`, `deadline`, `closed`,
 `planning`, `ts`, `ts-active`, `ts-inactive`, `clocked`; a bare string is `(regexp "string")`), plus
-`links-to` and `linked-from`. Where they differ: regexps are RE2's syntax (what Python users write; Org
+`links-to`, `linked-from` and `valid`: `(valid)` a headline that holds now and was not replaced, `(valid :at
+"2026-11-01")` one that held then (at some time of that day, or at "2026-11-01 14:00"), as its validity
+properties say (`cortex.memory.validity`; one that says none always holds). Where they differ: regexps are RE2's syntax (what Python users write; Org
 match strings translate Emacs's), always case-insensitive as in org-ql; `path` takes globs or folder
 prefixes of the paths in the store, not regexps of absolute file names; dates are days (`:from` `:to` `:on`
 take "today", "+7d", "-2w", "2026-11-23" or a number of days from today), and a range timestamp matches
@@ -23,14 +25,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import hy
 
 from ..errors import located
 from ..words import QUOTED, quoted
-from .dates import parse_when
+from .dates import parse_moment, parse_when
 from .errors import QueryError
 from .matchstrings import compile_match
 from .predicates import (
@@ -53,6 +55,7 @@ from .predicates import (
     Tags,
     TagsRegexp,
     Todo,
+    Valid,
     When,
     regexp,
     time_value,
@@ -406,6 +409,21 @@ def _links(direction: str) -> Callable[[_Call, date], Predicate]:
     return build
 
 
+def _valid(call: _Call, today: date) -> Predicate:
+    _no_args(call)
+    if "at" not in call.keywords:
+        return Valid()
+    value = call.keywords["at"]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Valid(_day(call, value, today))
+    if not isinstance(value, str):
+        raise error(call.form, f"{show(value)} is not a moment in {show(call.form)}")
+    try:
+        return Valid(parse_moment(str(value), datetime.combine(today, datetime.now().time())))
+    except QueryError as exc:
+        raise error(call.form, f"{exc} in {show(call.form)}") from None
+
+
 _PREDICATES: dict[str, Callable[[_Call, date], Predicate]] = {
     "and": _logic, "or": _logic, "not": _logic, "todo": _todo, "done": _done,
     "tags": _tags("any"), "tags-all": _tags("all"), "tags-local": _tags("local"),
@@ -414,12 +432,12 @@ _PREDICATES: dict[str, Callable[[_Call, date], Predicate]] = {
     "heading": _heading, "heading-regexp": _regexps(True), "regexp": _regexps(False), "path": _path,
     "ancestors": _related, "parent": _related, "children": _related, "descendants": _related,
     **{kind: _when for kind in DATE_KINDS},
-    "links-to": _links("to"), "linked-from": _links("from"),
+    "links-to": _links("to"), "linked-from": _links("from"), "valid": _valid,
 }
 ALIASES = {"tags&": "tags-all", "local-tags": "tags-local", "tags-l": "tags-local", "ltags": "tags-local",
            "inherited-tags": "tags-inherited", "tags-i": "tags-inherited", "itags": "tags-inherited",
            "tags*": "tags-regexp", "h": "heading", "h*": "heading-regexp", "r": "regexp", "ts-a": "ts-active",
            "ts-i": "ts-inactive"}  # org-ql's
-_KEYWORDS = {"property": {"inherit", "regexp"}, "clocked": {"from", "to", "on", "min"},
+_KEYWORDS = {"property": {"inherit", "regexp"}, "clocked": {"from", "to", "on", "min"}, "valid": {"at"},
              **{kind: {"from", "to", "on"} for kind in DATE_KINDS if kind != "clocked"}}
 NAMES = tuple(sorted(_PREDICATES))

@@ -82,29 +82,56 @@ def lookup(session, org_id, *, ref=None):
 
 
 @form
-def find(session, *, todo=None, tag=None, prop=None, text=None, ref=None):
+def find(session, *, todo=None, tag=None, prop=None, text=None, ref=None, valid_at=None,
+         all=False):  # noqa: A002 - what the user writes
     """Headlines matching every criterion given.
 
     (find :todo "TODO")          by TODO keyword
     (find :tag "ops")            by one of their own tags
     (find :prop "OWNER=dana")    by property, with or without a value
     (find :text "deploy")        by title text, ignoring case
-    :ref "HEAD~1" searches a snapshot instead of the working state.
+    :ref "HEAD~1" searches a snapshot instead of the working state. Only the headlines that hold now and that
+    nothing replaced, unless :valid-at "2026-11-01" (those that held then) or :all True.
     """
-    return session.cortex.find(todo=todo, tag=tag, prop=prop, text=text, ref=snapshot_ref(ref))
+    return session.cortex.find(todo=todo, tag=tag, prop=prop, text=text, ref=snapshot_ref(ref), valid_at=valid_at,
+                               all=all)
 
 
 @form
 def show(session, target):
-    """Org text of a headline and its subtree, a search result, a list of them, an :ID: or a file path.
+    """Org text of a headline and its subtree, a search result, a list of them, an :ID: or a file path; of a
+    headline in a chain (SUPERSEDES, SUPERSEDED_BY), a notice says what it replaced and what replaced it.
 
     (show (first (find :todo "TODO"))), (show (first (search "deploy"))), (show "notes/projects.org").
     """
+    from ..orgquery.chains import named
+
     targets = target if isinstance(target, (list, tuple)) else [target]
     text = "".join(f"- {t.text}\n" if getattr(t, "list_item", False) else session.cortex.show(showable(session, t))
                    for t in targets)  # a list item of a memory section is shown alone, not its whole section
+    if len(targets) == 1 and (node := _node(session, targets[0])) is not None and named(node.headline):
+        for line in session.cortex.chain(node).lines():
+            session.notify(line)
     paths = {getattr(t, "path", None) for t in targets}  # the file whose TODO keywords highlight it
     return OrgText(text, paths.pop() if len(paths) == 1 else None)
+
+
+def _node(session, target):
+    """The headline of the working state a target names by its :ID: (None: it names none)."""
+    org_id = target if isinstance(target, str) else getattr(target, "id", None)
+    if not org_id or org_id in session.cortex.working().entries:
+        return None
+    try:
+        return session.cortex.lookup(org_id)
+    except UserError:  # no such :ID:, or a file's own
+        return None
+
+
+@form
+def chain(session, headline, *, as_of=None):
+    """What a headline (an :ID:, a node, a search result) replaced and what replaced it, and when each held, as
+    the working state (or :as-of a snapshot) says: (chain "mem-assistant-the-database-is-postgres-17-4d5e6f")."""
+    return session.cortex.chain(id_of(headline), as_of=snapshot_ref(as_of))
 
 
 def showable(session, target):
@@ -203,8 +230,15 @@ def diff(session, a="HEAD", b=None):
 
 @form
 def history(session, headline):
-    """Versions of one headline (an :ID: or a node) across the kept snapshots, oldest first."""
-    return session.cortex.history(id_of(headline))
+    """Versions of one headline (an :ID: or a node) across the kept snapshots, oldest first, each with when it
+    said it held; then what it replaced and what replaced it, as the working state says."""
+    from ..orgquery.chains import named
+
+    versions = session.cortex.history(id_of(headline))
+    if (node := _node(session, id_of(headline))) is not None and named(node.headline):
+        for line in session.cortex.chain(node).lines():
+            session.notify(line)
+    return versions
 
 
 @form

@@ -6,7 +6,7 @@ Like every form module, it imports only what start-up needs; each form loads its
 from __future__ import annotations
 
 from ..errors import UserError
-from ..words import memory_summary, similar_item
+from ..words import similar_item
 from .forms import duration, snapshot_ref
 from .registry import form
 from .values import Message, OrgText, SearchResults
@@ -15,7 +15,7 @@ from .values import Message, OrgText, SearchResults
 @form
 def search(session, query, *, limit=10, agent=None, type=None, source=None, path=None,
            tag=None, todo=None, speaker=None, since=None, until=None, context=0, as_of=None, fusion=None,
-           explain=False):
+           explain=False, valid_at=None, all=False):  # noqa: A002 - what the user writes
     """Hybrid search, by meaning and by exact words: a table of score, file:line and outline, best first.
 
     (search "deploy")                                   the working state
@@ -25,10 +25,12 @@ def search(session, query, *, limit=10, agent=None, type=None, source=None, path
     (a period the query names, "in May 2023", "last week", raises it); :context 2 brings the turns around;
     :as-of "HEAD~1" searches a snapshot; :fusion "rrf" ranks by reciprocal rank fusion;
     :explain True shows the scores behind each rank. (show (first r)) shows where a result is.
+    Items that no longer hold (superseded, retired) are left out: :valid-at "2026-11-01" finds what held then,
+    :all True every item.
     """
     results = session.cortex.search(query, limit=limit, agent=agent, type=type, source=source, path=path,
                                     tag=tag, todo=todo, speaker=speaker, since=since, until=until, context=context,
-                                    as_of=snapshot_ref(as_of), fusion=fusion)
+                                    as_of=snapshot_ref(as_of), fusion=fusion, valid_at=valid_at, all=all)
     return SearchResults(results, explain)
 
 
@@ -36,23 +38,29 @@ def search(session, query, *, limit=10, agent=None, type=None, source=None, path
 
 
 @form
-def memory_inspect(session, agent):
-    """An agent's memory.org, highlighted: (memory-inspect "assistant")."""
+def memory_inspect(session, agent, *, valid_at=None, all=False):  # noqa: A002
+    """An agent's memory.org, highlighted, with its current items: (memory-inspect "assistant").
+
+    :all True shows the items that no longer hold too (and says what replaced each, and when);
+    :valid-at "2026-11-01" those that held then.
+    """
     from ..api import memory_path
 
-    memory = session.cortex.memory
-    context = memory.load_context(agent)
-    for warning in context.warnings:
+    view = session.cortex.inspect_memory(agent, valid_at=valid_at, all=all)
+    for warning in view.context.warnings:
         session.notify(warning)
-    text = memory.show(agent)
-    session.notify(memory_summary(agent, context, memory.daily_logs(agent)))
+    text = view.org
+    session.notify(view.summary + ("; :all True shows them" if view.apart and valid_at is None and not all else ""))
+    for note in view.notes() if all else ():
+        session.notify(f"  {note}")
     return OrgText(text, memory_path(agent))
 
 
 @form
-def memory_search(session, agent, query, *, limit=10, explain=False):
-    """Search one agent's memory items and daily logs: (memory-search "assistant" "deploy")."""
-    return SearchResults(session.cortex.memory.search(agent, query, limit), explain)
+def memory_search(session, agent, query, *, limit=10, explain=False, valid_at=None, all=False):  # noqa: A002
+    """Search one agent's memory items and daily logs: (memory-search "assistant" "deploy"); its current items,
+    unless :valid-at or :all True."""
+    return SearchResults(session.cortex.memory.search(agent, query, limit, valid_at=valid_at, all=all), explain)
 
 
 @form

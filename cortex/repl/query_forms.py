@@ -10,8 +10,10 @@ from .registry import form, macro
 
 
 @macro("cortex.repl.query_forms")
-def query(session, *forms, as_of=None):
+def query(session, *forms, as_of=None, valid_at=None, all=False):  # noqa: A002 - what the user writes
     """Headlines matching an Org query; the forms are read as data, not evaluated. Several forms must all hold.
+    Only those that hold now and that nothing replaced, unless :valid-at "2026-11-01" (those that held then) or
+    :all True.
 
     (query (and (todo "TODO") (tags "security") (deadline :to "+7d")))
     (query (todo "NEXT" "WAITING") (not (tags "ARCHIVE")))
@@ -26,30 +28,33 @@ def query(session, *forms, as_of=None):
     heading-regexp / regexp RES (RE2 syntax, any case), path GLOBS-OR-FOLDERS, category NAMES,
     ancestors / parent / children / descendants [QUERY], scheduled / deadline / closed / planning / ts /
     ts-active / ts-inactive / clocked with :from :to :on ("today", "+7d", "-2w", "2026-11-23", or days),
-    clocked :min "1:00", links-to ID-URL-PATH-OR-QUERY, linked-from ID-OR-QUERY; and, or, not.
-    (query-select q) takes a query held in a value: (query-select '(todo)).
+    clocked :min "1:00", links-to ID-URL-PATH-OR-QUERY, linked-from ID-OR-QUERY, valid [:at MOMENT]; and, or,
+    not. (query-select q) takes a query held in a value: (query-select '(todo)).
     """
 
 
 @form
-def query_select(session, q, *, as_of=None):
+def query_select(session, q, *, as_of=None, valid_at=None, all=False):  # noqa: A002
     """Headlines matching a query held in a value: a quoted form, Python data or a match string.
 
-    (query-select '(tags "security")), (setv q "+ops/TODO") (query-select q :as-of "HEAD~1")
+    (query-select '(tags "security")), (setv q "+ops/TODO") (query-select q :as-of "HEAD~1" :all True)
     """
-    return session.cortex.query(q, as_of=snapshot_ref(as_of))
+    return session.cortex.query(q, as_of=snapshot_ref(as_of), valid_at=valid_at, all=all)
+
+
+_OPTIONS = (Keyword("as-of"), Keyword("valid-at"), Keyword("all"))  # what (query) passes on, evaluated
 
 
 def _expand(*args):
-    """(query FORM... [:as-of REF]) -> (query-select '(and FORM...) :as-of REF): the forms quoted, REF evaluated."""
+    """(query FORM... [:as-of REF] [:valid-at DATE] [:all FLAG]) -> (query-select '(and FORM...) :as-of REF ...):
+    the forms quoted, the options evaluated."""
     args = list(args)
-    ref = None
-    if len(args) >= 2 and args[-2] == Keyword("as-of"):
-        ref = args.pop()
-        args.pop()
+    options = []
+    while len(args) >= 3 and args[-2] in _OPTIONS:
+        options = [args[-2], args[-1], *options]
+        del args[-2:]
     query_form = args[0] if len(args) == 1 else Expression([Symbol("and"), *args])
-    return Expression([Symbol("query-select"), Expression([Symbol("quote"), query_form]), Keyword("as-of"),
-                       ref if ref is not None else Symbol("None")])
+    return Expression([Symbol("query-select"), Expression([Symbol("quote"), query_form]), *options])
 
 
 _hy_macros = {hy.mangle("query"): _expand}

@@ -110,9 +110,12 @@ class Renderer:
         return (self.session.cortex.todo_keywords(path) if path else None) or (DEFAULT_TODO, DEFAULT_DONE)
 
     def node(self, node):
-        """A headline with its place (file:line, ancestors), then its subtree as Org."""
+        """A headline with its place (file:line, ancestors) and when it held if it says so, then its subtree as Org."""
+        from ..orgquery.chains import validity_text
+
         where = Text(f"{node.path}:{node.line}  {' / '.join(node.outline[:-1])}".rstrip(" /"), style="dim")
-        return Group(where, self.org(self.session.cortex.show(node), node.path))
+        held = [Text(text, style="dim")] if (text := validity_text(node.headline)) else []
+        return Group(where, *held, self.org(self.session.cortex.show(node), node.path))
 
     def outline(self, nodes):
         """One highlighted headline line per node, after its file:line."""
@@ -150,8 +153,11 @@ class Renderer:
             return {"#": str(index), "snapshot": self.snapshot_name(item.snapshot),
                     "time": when(item.snapshot.time_ns), "message": item.snapshot.message, "changes": changes}
         if isinstance(item, api.Version):
+            from ..orgquery.chains import validity_text
+
             return {"time": when(item.snapshot.time_ns), "snapshot": short(item.snapshot.oid),
-                    "file": item.path, "change": item.change, "headline": item.headline.title}
+                    "file": item.path, "change": item.change, "headline": item.headline.title,
+                    "validity": validity_text(item.headline)}
         if isinstance(item, FileEntry):
             return {"file": item.path, "headlines": str(item.headlines), "ids": str(item.ids)}
         if hasattr(item, "repl_row"):

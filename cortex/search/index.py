@@ -20,7 +20,8 @@ import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
+from typing import NamedTuple
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +35,7 @@ from .building import Builder, Progress
 from .dates import Period, named_period
 from .embedders import CachedEmbedder, Embedder
 from .fusion import METHODS, Hit, Layout, Weights, hybrid_search
-from .items import SOURCES, TYPES, Item, Items, changed_units
+from .items import SOURCES, TYPES, Item, Items, changed_units, span_of
 from .keyword import KeywordIndex
 from .lines import Lines
 from .results import Results, SearchResult, VectorStatus
@@ -59,18 +60,28 @@ class Filters:
     speaker: str | None = None  # turns said by this person (any case)
     since: date | None = None  # items dated on or after this day (undated items are left out)
     until: date | None = None  # items dated on or before this day
+    valid_at: date | datetime | None = None  # items that held then: on that day, at that moment (`memory.validity`)
+    current: bool = False  # items that hold now and that nothing replaced
 
     def __post_init__(self):
         if self.source is not None and self.source not in SOURCES:
             raise UserError(f"unknown source {self.source!r}: use one of {', '.join(SOURCES)}")
         if self.type is not None and self.type not in TYPES:
             raise UserError(f"unknown memory type {self.type!r}: use one of {', '.join(TYPES)}")
+        if self.current and self.valid_at is not None:
+            raise UserError("a search keeps the items current now or those valid at a moment, not both")
 
     def any(self) -> bool:
-        return any(v is not None for v in vars(self).values())
+        return self.current or any(v is not None for v in vars(self).values() if not isinstance(v, bool))
 
-    def admits(self, item: Item) -> bool:
-        """Whether an item passes every filter given."""
+    def moment(self, now: datetime) -> tuple[str, str] | None:
+        """The minutes (`span_of`) the items must hold at some time of: `valid_at`'s, or `now`'s for current ones;
+        None when any will do."""
+        at = self.valid_at if self.valid_at is not None else now if self.current else None
+        return None if at is None else span_of(at)
+
+    def admits(self, item: Item, at: tuple[str, str] | None = None) -> bool:
+        """Whether an item passes every filter given; `at`: the filter's `moment`."""
         return ((self.path is None or item.path.startswith(self.path))
                 and (self.source is None or item.source == self.source)
                 and (self.agent is None or item.agent == self.agent)
@@ -79,7 +90,17 @@ class Filters:
                 and (self.todo is None or item.todo == self.todo)
                 and (self.speaker is None or (item.speaker or "").casefold() == self.speaker.casefold())
                 and (self.since is None or (item.date is not None and item.date >= self.since.isoformat()))
-                and (self.until is None or (item.date is not None and item.date <= self.until.isoformat())))
+                and (self.until is None or (item.date is not None and item.date <= self.until.isoformat()))
+                and (at is None or item.holds(at, self.current)))
+
+
+class _Mask(NamedTuple):
+    """The keys a filter admits, as of `at` (its `moment`), right until the minute `until` (None: while the items
+    stay)."""
+
+    keys: set[int]
+    at: tuple[str, str] | None = None
+    until: str | None = None
 
 
 class QueryVectors:
@@ -131,7 +152,7 @@ class SearchIndex:
         self.lock = threading.RLock()  # held while the indexes change, and while they are read
         self.builder = Builder(self)
         self._rebuilding: threading.Thread | None = None
-        self._masks: dict[Filters, set[int]] = {}  # the keys each recently used filter admits
+        self._masks: dict[Filters, _Mask] = {}  # the keys each recently used filter admits
 
     @classmethod
     def load(cls, store: Store, embedder: CachedEmbedder, folder: Path | None) -> SearchIndex:
@@ -177,8 +198,9 @@ class SearchIndex:
 
     def _apply(self, removed: set[int], added: dict[int, Item]) -> None:
         # a filter's keys change by what changed, not by the thousands of items that stay
-        self._masks = {f: (mask - removed) | {k for k, i in added.items() if f.admits(i)}
-                       for f, mask in self._masks.items()}
+        self._masks = {f: _Mask((m.keys - removed) | {k for k, i in added.items() if f.admits(i, m.at)}, m.at,
+                                _sooner(m.until, added.values(), m.at) if f.current else None)
+                       for f, m in self._masks.items()}
         if removed:
             self.keyword.remove(removed)
             self.vector.remove(list(removed))
@@ -276,7 +298,7 @@ class SearchIndex:
     # --- searching -------------------------------------------------------------------------------
 
     def search(self, query: str, *, limit: int = 10, filters: Filters = Filters(), fusion: str = "weighted",
-               weights: Weights = Weights(), today: date | None = None) -> Results:
+               weights: Weights = Weights(), today: date | None = None, now: datetime | None = None) -> Results:
         """The best items for `query` under `filters`, with their scores and the status of the vectors.
 
         While some items have no vector yet, the fusion ranks those that have one, and the others are
@@ -288,6 +310,7 @@ class SearchIndex:
 
         A period the query names ("in May 2023", "last week": `cortex.search.dates`, relative to `today`) raises
         the items dated within it; a turn of a conversation is ranked with its neighbouring turns as context.
+        Filters of what holds are applied before the `limit` best are taken, current items' at `now`.
         """
         if not query.strip():
             raise UserError("empty search query")
@@ -298,7 +321,7 @@ class SearchIndex:
         layout = self._layout(named_period(query, today))
         with self.lock:
             status = self.status()
-            mask = self._filter_mask(filters)
+            mask = self._filter_mask(filters, now)
             if mask is not None and not mask:
                 return Results([], status)
             # a copy: the indexes remember the last mask they were given by its identity
@@ -343,17 +366,21 @@ class SearchIndex:
         n = item.position[-1]
         return (tuple(i for i in found if i.position[-1] < n), tuple(i for i in found if i.position[-1] > n))
 
-    def _filter_mask(self, filters: Filters) -> set[int] | None:
-        """The keys `filters` admit (None for no filter), kept for the MASKS_KEPT filters used last."""
+    def _filter_mask(self, filters: Filters, now: datetime | None = None) -> set[int] | None:
+        """The keys `filters` admit at `now` (default: the real now), None when they admit every item; kept for the
+        MASKS_KEPT filters used last, a filter of current items from its moment until an item starts or stops
+        holding."""
         if not filters.any():
             return None
+        at = filters.moment(now or datetime.now())
         mask = self._masks.pop(filters, None)
-        if mask is None:
-            mask = self._mask(filters)
+        if mask is None or mask.at is not None and (at < mask.at or mask.until is not None and at[0] >= mask.until):
+            mask = self._mask(filters, at)
             if len(self._masks) >= MASKS_KEPT:
                 self._masks.pop(next(iter(self._masks)))
         self._masks[filters] = mask  # the most recently used last
-        return mask
+        # every item admitted: no mask (most stores have no item that stopped holding)
+        return None if len(mask.keys) == len(self.items) else mask.keys
 
     def _fused(self, query: str, limit: int, mask: set[int] | None, fusion: str, weights: Weights,
                query_vector: np.ndarray | None, layout: Layout) -> list[SearchResult]:
@@ -374,12 +401,19 @@ class SearchIndex:
         return SearchResult(item, self._line(item), hit.score, hit.vector, hit.keyword, hit.exact, hit.vector_norm,
                             hit.keyword_norm, hit, pending)
 
-    def _mask(self, f: Filters) -> set[int]:
+    def _mask(self, f: Filters, at: str | None) -> _Mask:
         paths = [p for p in self.by_path if f.path is None or p.startswith(f.path)]
         keys = set().union(*(self.by_path[p] for p in paths)) if paths else set()
-        return {k for k in keys if f.admits(self.items[k])}
+        items = [self.items[k] for k in keys]
+        return _Mask({i.key for i in items if f.admits(i, at)}, at, _sooner(None, items, at) if f.current else None)
 
     def _line(self, item: Item) -> int:
         """The first line of an item's headline in the file as it is now."""
         tree = self.tree if self.tree is not None and self.tree.oid == self.root else self.store.objects[self.root]
         return self.lines.of(item, tree)
+
+
+def _sooner(until: str | None, items, at: tuple[str, str]) -> str | None:
+    """The first minute after `at`'s at which one of `items` starts or stops holding, if sooner than `until`."""
+    turns = [t for i in items if (i.valid_from or i.invalid_at) and (t := i.turns_after(at[0])) is not None]
+    return min(turns + ([until] if until is not None else []), default=None)

@@ -1,5 +1,5 @@
 """What search sees of a tree: its items (a headline's own text, or one list item of a memory section), their
-keys and dates, and which items a document's change removes and adds.
+keys, dates and when they hold, and which items a document's change removes and adds.
 
 A key names a unit of text in place (path, outline, headline oid, unit, and what tells identical siblings
 apart), so an edit changes the keys of the items it touched and of no other.
@@ -12,21 +12,23 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime, time, timedelta
 
 import blake3
 
 from ..codec import encode
 from ..hashing import Oid
 from ..memory.layout import classify
+from ..memory.validity import Validity
 from ..objects import Document, Headline, OrgObject
 from ..org import Section
 from ..org.syntax import BULLET
 
-__all__ = ["SOURCES", "TYPES", "Item", "Items", "changed_units", "item_date", "item_key", "texts", "units"]
+__all__ = ["SOURCES", "TYPES", "Item", "Items", "changed_units", "item_date", "item_key", "span_of", "texts", "units"]
 
 SOURCES = ("memory", "notes")
 TYPES = ("fact", "procedure", "pattern", "log")
+_ALWAYS = Validity()
 _LIST_ITEM = re.compile(rf"^[ \t]*{BULLET}(.+(?:\n(?![ \t]*{BULLET})[ \t]+\S.*)*)", re.M)
 
 
@@ -48,15 +50,30 @@ class Item:
     date: str | None = None      # the day it belongs to (ISO): see `item_date`
     speaker: str | None = None   # who said it, for a turn of a conversation ("** Caroline: ...")
     container: bool = False      # a session entry holding turns and no text of its own
+    valid_from: str | None = None  # when it starts to hold (ISO, to the minute; `cortex.memory.validity`)
+    invalid_at: str | None = None  # when it stops holding
+    replaced: bool = False         # whether something replaced it (SUPERSEDED_BY)
 
     @property
     def source(self) -> str:
         """`memory` for agent memory files, `notes` for every other Org file."""
         return "memory" if self.agent is not None else "notes"
 
+    def holds(self, span: tuple[str, str], current: bool = False) -> bool:
+        """Whether it holds at some time of `span` (the first minute and the one after, ISO: `span_of`), as
+        `Validity.holds` says; `current`: and it was not replaced with no end said."""
+        first, after = span
+        return ((self.valid_from is None or self.valid_from < after) and (self.invalid_at is None or first < self.invalid_at)
+                and not (current and self.replaced and self.invalid_at is None))
+
+    def turns_after(self, first: str) -> str | None:
+        """The first minute after `first` at which it starts or stops holding (None: none)."""
+        return min((m for m in (self.valid_from, self.invalid_at) if m is not None and m > first), default=None)
+
     def record(self) -> list:
         return [self.key, self.path, list(self.outline), list(self.position), bytes(self.oid), self.id,
-                self.text, self.agent, self.type, list(self.tags), self.todo, self.date, self.speaker, self.container]
+                self.text, self.agent, self.type, list(self.tags), self.todo, self.date, self.speaker, self.container,
+                self.valid_from, self.invalid_at, self.replaced]
 
     @classmethod
     def from_record(cls, r: list) -> "Item":
@@ -132,11 +149,14 @@ def units(path: str, outline: tuple[str, ...], position: tuple[int, ...], h: Hea
     tag = classify(path, outline, h)
     own, body = _own_text(h.raw)
     turn = tag is not None and tag.type == "log" and len(outline) > 1 and _SPEAKER.match(h.title)
+    validity = Validity.of(h.properties) if h.properties else _ALWAYS
     common = dict(path=path, outline=outline, position=position, oid=h.oid, id=h.id,
                   agent=tag and tag.agent, type=tag and tag.type, tags=h.tags, todo=h.todo,
                   date=item_date(path, outline, own), speaker=turn[1].strip() if turn else None,
                   container=bool(tag and tag.type == "log" and len(outline) == 1 and h.children
-                                 and not body.strip()))
+                                 and not body.strip()),
+                  valid_from=_minute(validity.start), invalid_at=_minute(validity.end),
+                  replaced=bool(validity.replaced_by))
     section = tag is not None and len(outline) == 1 and path.endswith("/memory.org")
     if section:
         for n, match in enumerate(_LIST_ITEM.finditer(body), 1):
@@ -145,6 +165,19 @@ def units(path: str, outline: tuple[str, ...], position: tuple[int, ...], h: Hea
         return
     text = (h.title + "\n" + body).strip()
     yield Item(item_key(path, outline, h.oid, 0, twin), text=text, **common)
+
+
+def span_of(at: date | datetime) -> tuple[str, str]:
+    """The minutes an item must hold at some time of, as `Item.holds` takes them: a day's, or a moment's minute."""
+    if isinstance(at, datetime):
+        first = at.replace(second=0, microsecond=0)
+        return _minute(first), _minute(first + timedelta(minutes=1))
+    first = datetime.combine(at, time())
+    return _minute(first), _minute(first + timedelta(days=1))
+
+
+def _minute(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat(timespec="minutes")
 
 
 def _own_text(raw: str) -> tuple[str, str]:

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["newest_purge", "restore", "save"]
 
-STATE_VERSION = 3  # 2: the state records the newest purge it was made after; 3: dates, speakers, twins, lines
+STATE_VERSION = 4  # 2: the state records the newest purge it was made after; 3: dates, speakers, twins, lines;
+# 4: when items hold
 SAVE_LOCK = "save.lock"  # held while the indexes are written (not hidden: leftovers of saves are)
 
 

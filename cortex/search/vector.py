@@ -99,13 +99,18 @@ class VectorIndex:
         if mask is not None:
             if len(mask) <= max(self.exact_limit, size // 8):
                 return self._scan(vector, *self._masked(mask), k)
-            # A wide mask: over-fetch from the graph in proportion, then filter.
-            count = min(size, 2 * k * (size // len(mask) + 1))
-            found = self._graph_search(vector, count, exact=False)
-            kept = [hit for hit in found if hit[0] in mask]
-            if len(kept) >= k or count == size:
-                return kept[:k]
-            return self._scan(vector, *self._masked(mask), k)
+            # A wide mask: over-fetch from the graph in proportion to what the mask leaves out (twice that), then
+            # twice as many while too few of them are in it, up to twice the share it keeps; then scan.
+            count = min(size, k + 2 * k * (size - len(mask)) // len(mask))
+            most = min(size, 2 * k * (size // len(mask) + 1))
+            while True:
+                found = self._graph_search(vector, count, exact=False)
+                kept = [hit for hit in found if hit[0] in mask]
+                if len(kept) >= k or count == size:
+                    return kept[:k]
+                if count >= most:
+                    return self._scan(vector, *self._masked(mask), k)
+                count = min(most, 2 * count)
         return self._graph_search(vector, min(k, size), exact=size <= self.exact_limit)
 
     def _masked(self, mask: AbstractSet[int]) -> tuple[np.ndarray, np.ndarray]:

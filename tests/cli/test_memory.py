@@ -188,6 +188,31 @@ def test_turn_takes_text_or_a_file_and_names_the_speaker(run):
     assert run("turn", "assistant", "hi", "--speaker", "Dana").exit_code == 2  # --session is required
 
 
+def test_inspect_shows_current_items_and_with_all_what_replaced_the_others(run, org):
+    from tests.conftest import with_chain
+
+    path = with_chain(org)
+    shown = run("inspect", "assistant")
+    assert shown.exit_code == 0 and "Postgres 17." in shown.stdout
+    assert "Postgres 16." not in shown.stdout and "vpn.example.com" not in shown.stdout
+    assert shown.stderr == ("assistant: 7 facts, 1 procedure, 1 learned pattern; 1 daily log, 2026-11-20; 3 items no "
+                            "longer current, left out; --all shows them\n")
+    every = run("inspect", "assistant", "--all")
+    assert every.stdout == path.read_text()
+    assert every.stderr.splitlines()[1:] == [
+        "  The database is Postgres 15. [mem-assistant-db-15]: superseded by mem-assistant-db-16 on 2026-10-01",
+        "  The database is Postgres 16. [mem-assistant-db-16]: superseded by mem-assistant-db-17 on 2026-11-03 14:00",
+        "  The office VPN is vpn.example.com. [mem-assistant-vpn]: invalid from 2026-11-20"]
+    then = run("inspect", "assistant", "--valid-at", "2026-10-15")
+    assert "Postgres 16." in then.stdout and "vpn.example.com" in then.stdout and "Postgres 17." not in then.stdout
+    assert "not valid on 2026-10-15, left out\n" in then.stderr and "--all" not in then.stderr
+    found = run("search", "assistant", "which database do we run?", "--valid-at", "2026-10-15").stdout
+    assert "Postgres 16." in found and "Postgres 17." not in found and "Postgres 15." not in found
+    assert "Postgres 15." in run("search", "assistant", "which database do we run?", "--all").stdout
+    both = run("inspect", "assistant", "--all", "--valid-at", "today")
+    assert both.exit_code == 2 and "--valid-at and --all exclude each other" in both.output
+
+
 def test_a_fact_that_changed_supersedes_the_old_one_and_retire_ends_one(run, org):
     memory = org / "agents/assistant/memory.org"
     result = run("add", "assistant", "The API rate limit is 120 requests per minute.",

@@ -58,7 +58,7 @@ def test_lists_every_tool_with_a_schema_and_every_kind_of_resource(full):
     search = next(t for t in tools if t.name == "search").input_schema
     assert search["required"] == ["query"] and "as_of" in search["properties"]
     templates = {t.uri_template for t in full.portal.call(full.session.list_resource_templates).resource_templates}
-    assert templates == {"cortex://agents/{agent}/memory", "cortex://agents/{agent}/logs/{day}",
+    assert templates == {"cortex://agents/{agent}/memory{?valid_at,all}", "cortex://agents/{agent}/logs/{day}",
                          "cortex://files/{+path}", "cortex://ids/{id}", "cortex://snapshots/{ref}/files/{+path}",
                          "cortex://snapshots/{ref}/ids/{id}"}
     assert {"cortex://agents/assistant/memory", "cortex://agents/reviewer/memory",

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cortex.memory.similar import SIMILAR, close_pairs, relation, similar_to
+from cortex.memory.similar import SIMILAR, close_pairs, relation, similar_to, subject_of
 from cortex.search.embeddings import shared_embedder
 
 SETS = {name: json.loads((Path(__file__).parents[1] / "data" / f"similar_{name}.json").read_text())["pairs"]
@@ -75,3 +75,20 @@ def test_on_the_labelled_sets_no_successor_or_unrelated_pair_is_merged(embed, na
     assert merged and set(merged) == {"duplicate"}
     related = [found is not None for p, found in zip(pairs, kinds) if p["label"] != "unrelated"]
     assert sum(related) >= 0.6 * len(related)
+
+
+@pytest.mark.parametrize("older, newer", [
+    ("The cache of billing is Redis 7.", "The cache of search is Redis 7."),
+    ("The cache of billing is Redis 7.", "The cache of search is Redis 6."),
+    ("Olga prefers tea over coffee.", "Pete prefers tea over coffee."),
+    ("The web team deploys on Tuesdays.", "The mobile team deploys on Tuesdays."),  # no verb it knows
+])
+def test_the_same_said_of_another_subject_is_neither_a_duplicate_nor_a_successor(older, newer):
+    assert relation(older, newer, 0.95) is None
+
+
+def test_sentences_of_one_subject_relate_from_a_lower_cosine():
+    assert relation("The cache of billing is Redis 7.", "The cache of billing is NATS.", 0.6).kind == "supersede"
+    assert relation("The cache of billing is Redis 7.", "The queue of billing is NATS.", 0.6) is None
+    assert subject_of("The cache of billing is Redis 7.") == subject_of("the cache of billing was Redis 6")
+    assert subject_of("Deploys happen on Tuesdays.") is None

@@ -8,7 +8,8 @@ from orgparse.date import OrgDate, OrgDateClock, OrgDateClosed, OrgDateDeadline,
 from cortex import org
 from cortex.objects import Headline
 from cortex.orgquery.dates import (
-    Cookie, day_of, headline_dates, parse_when, planning_date, repeater, section_stamps, timestamps_in, warning,
+    Cookie, day_of, headline_dates, parse_moment, parse_when, planning_date, repeater, section_stamps, timestamps_in,
+    warning,
 )
 from cortex.orgquery.errors import QueryError
 
@@ -145,3 +146,30 @@ def test_a_bad_day_names_itself_and_the_forms_accepted(text):
     message = str(error.value)
     assert repr(text) in message and "today, tomorrow, yesterday, +7d, -2w, +1m, +1y or YYYY-MM-DD" in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize("text, expected", [  # a day is the whole day: a date; a moment a datetime
+    ("now", datetime(2026, 11, 25, 9, 30)),
+    ("today", date(2026, 11, 25)),
+    ("-30d", date(2026, 10, 26)),
+    ("2026-11-01", date(2026, 11, 1)),
+    ("2026-11-01 14:05", datetime(2026, 11, 1, 14, 5)),
+    ("2026-11-01T9:05", datetime(2026, 11, 1, 9, 5)),
+    ("[2026-11-01 Sun 14:05]", datetime(2026, 11, 1, 14, 5)),
+    ("<2026-11-01 Sun>", date(2026, 11, 1)),
+    (date(2026, 1, 2), date(2026, 1, 2)),
+    (datetime(2026, 1, 2, 3, 4), datetime(2026, 1, 2, 3, 4)),
+])
+def test_parse_moment(text, expected):
+    found = parse_moment(text, datetime(2026, 11, 25, 9, 30))
+    assert found == expected and type(found) is type(expected)
+
+
+@pytest.mark.parametrize("text, said", [
+    ("next week", "write a day (today,"), ("2026-11-01 25:00", "hour must be in 0..23"),
+    ("2026-02-30", "day is out of range"), ("x" * 5000, "characters)"),
+])
+def test_a_bad_moment_says_what_in_one_line(text, said):
+    with pytest.raises(QueryError) as error:
+        parse_moment(text, datetime(2026, 11, 25))
+    assert said in str(error.value) and "\n" not in str(error.value) and len(str(error.value)) < 200

@@ -272,3 +272,126 @@ def test_the_repl_reads_query_forms_as_data(tmp_path):
         assert "deadline :to" in repl("(help query)")
     finally:
         repl.session.close()
+
+
+# --- validity: (valid) and (valid :at MOMENT) -------------------------------------------------------
+
+VALIDITY = """\
+* Facts
+** Postgres 16                                                       :ARCHIVE:
+:PROPERTIES:
+:ID:            db-16
+:VALID_FROM:    [2026-10-01 Thu]
+:INVALID_AT:    [2026-11-03 Tue 14:00]
+:SUPERSEDED_BY: db-17
+:END:
+** Postgres 17
+:PROPERTIES:
+:ID:            db-17
+:VALID_FROM:    [2026-11-03 Tue 14:00]
+:SUPERSEDES:    db-16
+:END:
+** Replaced by hand, when unknown
+:PROPERTIES:
+:superseded_by: db-17
+:END:
+** Not yet
+:PROPERTIES:
+:VALID_FROM:    [2099-01-01 Thu]
+:END:
+** Added in October
+:PROPERTIES:
+:ADDED:         [2026-10-10 Sat 10:00]
+:END:
+** Plain note
+** A stamp that is none
+:PROPERTIES:
+:INVALID_AT:    someday
+:END:
+"""
+VALID_CASES = [
+    ("(valid)", ["Facts", "Postgres 17", "Added in October", "Plain note", "A stamp that is none"]),
+    ('(valid :at "2026-10-15")', ["Facts", "Postgres 16", "Replaced by hand, when unknown", "Added in October",
+                                  "Plain note", "A stamp that is none"]),
+    ('(valid :at "2026-11-03 13:59")', ["Facts", "Postgres 16", "Replaced by hand, when unknown", "Added in October",
+                                        "Plain note", "A stamp that is none"]),
+    ('(valid :at "2026-11-03 14:00")', ["Facts", "Postgres 17", "Replaced by hand, when unknown", "Added in October",
+                                        "Plain note", "A stamp that is none"]),
+    ('(valid :at "2026-10-05")', ["Facts", "Postgres 16", "Replaced by hand, when unknown", "Plain note",
+                                  "A stamp that is none"]),
+    ("(not (valid))", ["Postgres 16", "Replaced by hand, when unknown", "Not yet"]),
+    ('(and (heading "Postgres") (valid))', ["Postgres 17"]),
+    ('(or (valid :at "2026-10-15") (heading "Not"))', ["Facts", "Postgres 16", "Replaced by hand, when unknown",
+                                                        "Not yet", "Added in October", "Plain note",
+                                                        "A stamp that is none"]),
+    ('(not (valid :at "2026-10-15")) (level 2)', ["Postgres 17", "Not yet"]),
+]
+
+
+@pytest.fixture(scope="module")
+def valid_index():
+    store = open_store(None)
+    found = Index(store)
+    found.follow(tree_of(store, {"memory.org": VALIDITY}))
+    return found
+
+
+@pytest.mark.parametrize("query, expected", VALID_CASES, ids=[q for q, _ in VALID_CASES])
+def test_valid_keeps_what_holds_now_or_then(valid_index, query, expected):
+    assert titles(valid_index, query) == expected
+    predicate = parse_query(query, today=TODAY)
+    valid_index._memo = {}
+    assert set(valid_index.select(predicate)) == {row for row in valid_index.rows if predicate.test(row, valid_index)}
+
+
+def test_valid_follows_edits_as_a_rebuild_reads_them():
+    store = open_store(None)
+    index = Index(store)
+    index.follow(tree_of(store, {"memory.org": VALIDITY}))
+    assert titles(index, '(heading "Postgres") (valid)') == ["Postgres 17"]
+    edited = VALIDITY.replace(":SUPERSEDES:    db-16\n", ":SUPERSEDES:    db-16\n:INVALID_AT:    [2026-11-20 Fri]\n")
+    index.follow(tree_of(store, {"memory.org": edited}))
+    assert titles(index, '(heading "Postgres") (valid)') == []
+    assert titles(index, '(heading "Postgres") (valid :at "2026-11-10")') == ["Postgres 17"]
+    fresh = Index(store)
+    fresh.follow(tree_of(store, {"memory.org": edited}))
+    for query, _ in VALID_CASES:
+        assert titles(index, query) == titles(fresh, query)
+
+
+@pytest.mark.parametrize("query, message", [
+    ('(valid :at "next week")', "query:1:1: 'next week' is not a moment; write a day (today"),
+    ('(valid "2026-11-01")', "valid takes no arguments"),
+    ('(valid :on "2026-11-01")', "valid takes no :on"),
+    ('(valid :at (todo))', "(todo) is not a moment"),
+])
+def test_a_bad_valid_says_what_and_where(query, message):
+    with pytest.raises(QueryError) as caught:
+        parse_query(query, today=TODAY)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_valid_at_reads_days_moments_and_numbers_of_days():
+    from datetime import datetime
+
+    from cortex.orgquery.predicates import Valid
+
+    assert parse_query('(valid :at "2026-11-01 14:30")') == Valid(datetime(2026, 11, 1, 14, 30))
+    assert parse_query("(valid :at -3)", today=TODAY) == Valid(date(2026, 11, 20))
+    assert parse_query(["valid", ":at", "yesterday"], today=TODAY) == Valid(date(2026, 11, 22))
+    assert parse_query("(valid)") == Valid()
+
+
+def test_an_item_replaced_from_a_later_day_holds_until_then():
+    store = open_store(None)
+    index = Index(store)
+    index.follow(tree_of(store, {"m.org": "* Old\n:PROPERTIES:\n:SUPERSEDED_BY: new\n:INVALID_AT: [2099-01-01 Thu]\n"
+                                         ":END:\n* New\n:PROPERTIES:\n:ID: new\n:VALID_FROM: [2099-01-01 Thu]\n:END:\n"}))
+    assert titles(index, "(valid)") == ["Old"]
+    assert titles(index, '(valid :at "2099-01-02")') == ["New"]
+
+
+def test_a_day_asked_about_is_the_whole_day(valid_index):
+    # Postgres 16 stopped at 14:00 on 2026-11-03 and 17 started then: on that day both held
+    assert titles(valid_index, '(heading "Postgres") (valid :at "2026-11-03")') == ["Postgres 16", "Postgres 17"]
+    assert titles(valid_index, '(heading "Postgres") (valid :at "2026-11-03 09:00")') == ["Postgres 16"]

@@ -404,3 +404,30 @@ def test_a_live_webhook_on_a_path_the_file_serves_is_refused_where_it_is_written
         assert [w.name for w in session.cortex.webhooks()] == ["github-events", "stripe-payments"]
     finally:
         session.close()
+
+
+def test_search_and_memory_forms_keep_current_items_unless_asked(tmp_path, org):
+    from tests.conftest import with_chain
+
+    with_chain(org)
+    repl = Transcript(tmp_path / "store", org)
+    try:
+        ids = lambda shown: [word for word in shown.split() if word.startswith("mem-assistant-db")]  # noqa: E731
+        assert ids(repl('(search "which database do we run?" :agent "assistant")')) == ["mem-assistant-db-17"]
+        assert ids(repl('(search "which database do we run?" :agent "assistant" :valid-at "2026-10-15")')) == [
+            "mem-assistant-db-16"]
+        assert len(ids(repl('(search "which database do we run?" :agent "assistant" :all True)'))) == 3
+        assert ids(repl('(memory-search "assistant" "which database?" :valid-at "2026-09-30")')) == [
+            "mem-assistant-db-15"]
+        shown = repl('(memory-inspect "assistant")')
+        assert "Postgres 17." in shown and "Postgres 16." not in shown
+        assert repl.notices[-1].endswith("3 items no longer current, left out; :all True shows them")
+        shown = repl('(memory-inspect "assistant" :all True)')
+        assert "Postgres 16." in shown and repl.notices[-1] == (
+            "  The office VPN is vpn.example.com. [mem-assistant-vpn]: invalid from 2026-11-20")
+        shown = repl('(memory-inspect "assistant" :valid-at "2026-10-15")')
+        assert "Postgres 16." in shown and "Postgres 17." not in shown
+        assert "error: all and valid_at exclude each other" in repl('(search "x" :valid-at "today" :all True)')
+        assert "error: 'soon' is not a moment" in repl('(memory-inspect "assistant" :valid-at "soon")')
+    finally:
+        repl.session.close()

@@ -1,5 +1,5 @@
-"""An agent's life, scripted: 200 facts added over ten months, 40 superseded, 10 retired, with a person editing
-the properties by hand in between; then "what is X now", "what was X on D" and "what replaced Y", every answer
+"""An agent's life, scripted: 200 facts added over ten months, 40 superseded (30 by `supersedes`, 10 through
+consolidation), 10 retired, with a person editing the properties by hand in between; then "what is X now", "what was X on D" and "what replaced Y", every answer
 checked against the script."""
 
 import random
@@ -57,8 +57,8 @@ class Life:
         self.clock += timedelta(hours=self.rng.randrange(20, 30))
         return self.clock
 
-    def add(self, subject: str) -> None:
-        now, value = self.tick(), self.rng.choice(VALUES)
+    def add(self, subject: str, value: str | None = None) -> None:
+        now, value = self.tick(), value or self.rng.choice(VALUES)
         item = self.c.memory.add_item(AGENT, "fact", f"The {subject} is {value}.", now=now)
         self.versions[item.id] = Version(item.id, subject, value, now)
         self.latest[subject] = item.id
@@ -74,6 +74,30 @@ class Life:
         old.end, old.replaced_by = day, [item.id]
         self.versions[item.id] = Version(item.id, subject, value, day)
         self.latest[subject] = item.id
+
+    def consolidate(self, subjects: list[str]) -> None:
+        """New values added plainly, then superseded through consolidation: of its proposals, a person applies
+        those that pair a subject's old and new values (and leaves the rest), and supersedes by hand any it missed."""
+        pairs = {}
+        for subject in subjects:
+            old = self.versions[self.latest[subject]]
+            self.add(subject, value=self.rng.choice([v for v in VALUES if v != old.value]))
+            pairs[(old.id, self.latest[subject])] = old
+        listed = self.c.memory.consolidate(AGENT)
+        chosen = {p.number: (p.older[1].id, p.newer[1].id) for p in listed.proposals
+                  if p.kind == "supersede" and (p.older[1].id, p.newer[1].id) in pairs}
+        assert len(chosen) >= len(subjects) - 2, [p.lines()[0] for p in listed.proposals]
+        applied = self.c.memory.consolidate(AGENT, apply=list(chosen), base=listed.version, now=self.tick())
+        assert applied.applied == tuple(chosen)
+        for old_id, new_id in pairs:
+            if (old_id, new_id) not in chosen.values():
+                new = self.versions.pop(new_id)
+                self.c.memory.forget(AGENT, new_id)
+                self.latest[new.subject] = old_id
+                self.supersede(new.subject, by_text=False)
+                continue
+            old = pairs[(old_id, new_id)]
+            old.end, old.replaced_by = self.versions[new_id].start, [new_id]
 
     def retire(self, subject: str) -> None:
         old = self.versions[self.latest[subject]]
@@ -113,12 +137,15 @@ def lived(folder: Path):
         for subject in subjects[:120]:
             script.add(subject)
         changing = script.rng.sample(subjects[:120], 35)
-        for n, subject in enumerate(changing):  # while new subjects come in
+        for n, subject in enumerate(changing[:25]):  # while new subjects come in
             script.supersede(subject, by_text=n % 3 == 0)
             script.add(subjects[120 + n])
         for n, subject in enumerate(changing[:5]):  # superseded twice
             script.supersede(subject, by_text=False)
-            script.add(subjects[155 + n])
+            script.add(subjects[145 + n])
+        script.consolidate(changing[25:])
+        for subject in subjects[150:]:
+            script.add(subject)
         retiring = [s for s in subjects[:120] if s not in changing][:10]
         for subject in retiring:
             script.retire(subject)
@@ -189,3 +216,46 @@ def test_the_file_reads_as_org_and_keeps_every_text(life):
         assert f"** The {version.subject} is {version.value}." in text
     archived = re.findall(r"^\*\* .*:ARCHIVE:$", text, re.M)
     assert len(archived) == 40 + 10 + 1  # the one replaced by hand has no tag: a person did not put one
+
+
+DAYS = [date(2025, 3, 1), date(2025, 7, 4), date(2025, 10, 20)]
+
+
+def test_queries_answer_what_holds_now_and_then_as_the_script_says(life):
+    script, c = life
+    everything = {n.id for n in c.query(f'(path "{MEMORY}")', all=True) if n.id}
+    assert everything >= set(script.versions)
+    now = {n.id for n in c.query(f'(path "{MEMORY}")') if n.id}
+    assert now == {v.id for v in script.versions.values() if v.holds(None)} | (everything - set(script.versions))
+    for day in DAYS:
+        then = {n.id for n in c.query(f'(path "{MEMORY}")', valid_at=day.isoformat()) if n.id in script.versions}
+        assert then == {v.id for v in script.versions.values() if v.holds(day)}
+        assert {n.id for n in c.query(f'(valid :at "{day}")', all=True) if n.id in script.versions} == then
+
+
+def test_search_answers_what_x_is_now_and_was_then_as_the_script_says(life):
+    script, c = life
+    changed = [s for s in script.latest if sum(v.subject == s for v in script.versions.values()) > 1][:6]
+    for subject in changed:
+        versions = [v for v in script.versions.values() if v.subject == subject]
+        for day in (None, *DAYS):
+            found = c.search(f"What is the {subject}?", agent=AGENT, limit=10, valid_at=day)
+            about = {r.id for r in found if f"The {subject} is " in r.text}
+            assert about == {v.id for v in versions if v.holds(day)}, (subject, day)
+
+
+def test_what_replaced_an_item_and_what_it_replaced_is_the_chain_the_script_made(life):
+    script, c = life
+    for version in script.versions.values():  # either end of a replacement is enough, as a person may write one
+        chain = c.chain(version.id)
+        assert [s.id for s in chain.later if s.via is None] == version.replaced_by
+        assert {s.id for s in chain.earlier if s.via is None} == {
+            v.id for v in script.versions.values() if version.id in v.replaced_by}
+    twice = [s for s in script.latest if sum(v.subject == s for v in script.versions.values()) == 3]
+    assert len(twice) == 5
+    for subject in twice:
+        first, second, third = sorted((v for v in script.versions.values() if v.subject == subject),
+                                      key=lambda v: v.start)
+        assert [s.id for s in c.chain(first.id).later][:2] == [second.id, third.id]
+        assert [s.id for s in c.chain(third.id).earlier] == [second.id, first.id]
+        assert c.chain(second.id).later[0].validity.start == third.start

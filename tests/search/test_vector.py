@@ -76,6 +76,19 @@ def test_large_index_uses_the_graph_and_honours_wide_masks():
         assert hits[0][0] == brute_force(vectors[::2], even, query, 1)[0][0]
 
 
+@pytest.mark.parametrize("left_out", [15, 40])  # found by fetching more from the graph; by a scan at last
+def test_a_wide_mask_leaving_out_the_nearest_fetches_more_until_it_has_enough(left_out):
+    vectors, keys = unit_rows(6000), np.arange(6000, dtype=np.uint64)
+    index = VectorIndex(32)
+    index.add(keys, vectors)
+    query = vectors[0]
+    nearest = [key for key, _ in index.search(query, 300)]
+    mask = set(keys.tolist()) - set(nearest[:left_out])  # 99% of the keys, but not the nearest to the query
+    hits = index.search(query, 10, mask=mask)
+    assert len(hits) == 10 and not {key for key, _ in hits} & set(nearest[:left_out])
+    assert hits[0][0] == brute_force(vectors[sorted(mask)], np.array(sorted(mask), dtype=np.uint64), query, 1)[0][0]
+
+
 def test_similarity_of_given_keys(small):
     vectors = unit_rows(100)
     got = small.similarity(vectors[0], [100, 101, 7])
