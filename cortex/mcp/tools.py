@@ -14,7 +14,6 @@ from ..errors import UserError
 from ..memory.conversation.orglog import utterance_from
 from ..memory.layout import log_path
 from ..memory.validity import shown
-from ..memory.views import why_not
 from ..words import quoted
 from . import activity, shapes
 from .session import Session
@@ -139,7 +138,7 @@ class Tools:
         return {"summary": view.summary, "memory_org": view.text or "",
                 "daily_logs": [day.isoformat() for day in view.logs], "warnings": list(view.context.warnings),
                 "not_holding": [{"id": item.id or item.key(kind), "type": kind, "title": item.title,
-                                 "why": why_not(item.validity, view.at)} for kind, item in view.apart]}
+                                 "why": item.validity.why_not(view.at)} for kind, item in view.apart]}
 
     def recent_activity(self, since: Annotated[str, Field(description=activity.SINCE)], limit: Limit = 100) -> Json:
         """What changed since a snapshot or a time: the snapshots taken since, and every headline added, removed,

@@ -470,10 +470,7 @@ def _current_item(agent: str, model: MemoryFile, name: str, doing: str) -> tuple
         raise UserError(f"{quoted(name)} names {len(found)} items of {agent} ({listed}): name one by its :ID:")
     key, (kind, item) = found[0]
     if not item.current:
-        validity = item.validity
-        why = (f"was superseded by {' '.join(validity.replaced_by)}" if validity.replaced_by else
-               f"stopped holding at {shown(validity.end)}" if validity.end else "does not hold yet")
-        raise UserError(f"{_named(item)} {why}: only a current item can be {doing}d")
+        raise UserError(f"{_named(item)}: {item.validity.why_not()}; only a current item can be {doing}d")
     return key, kind, item
 
 

@@ -136,6 +136,16 @@ class Validity:
         after = first + timedelta(days=1) if not isinstance(at, datetime) else first + timedelta.resolution
         return (self.start is None or self.start < after) and (self.end is None or first < self.end)
 
+    def why_not(self, at: datetime | date | None = None) -> str:
+        """Why it does not hold at `at` (a moment, or some time of a day; None: is not current):
+        `superseded by mem-x on 2026-11-03`, `invalid from 2026-11-03`, `valid from 2027-01-01`."""
+        if self.start is not None and not Validity(self.start).holds(at):
+            return f"valid from {shown(self.start)}"
+        replaced = f"superseded by {', '.join(self.replaced_by)}" if self.replaced_by else ""
+        if self.end is not None:
+            return f"{replaced} on {shown(self.end)}" if replaced else f"invalid from {shown(self.end)}"
+        return replaced or "does not hold"
+
     def repl_pairs(self) -> list[tuple[str, str]]:
         """What the REPL and `show` say of it: when it held, what it replaced and what replaced it."""
         pairs = []

@@ -14,7 +14,7 @@ from .items import MemoryItem
 from .layout import memory_path
 from .validity import Validity, shown
 
-__all__ = ["MemoryView", "no_memory", "why_not"]
+__all__ = ["MemoryView", "no_memory"]
 
 
 @dataclass(frozen=True)
@@ -49,24 +49,13 @@ class MemoryView:
 
     def notes(self) -> list[str]:
         """A line for each item apart: its title, :ID: and why it does not hold."""
-        return [f"{item.title} [{item.id or item.key(kind)}]: {why_not(item.validity, self.at)}"
+        return [f"{item.title} [{item.id or item.key(kind)}]: {item.validity.why_not(self.at)}"
                 for kind, item in self.apart]
 
 
 def no_memory(agent: str) -> NotFound:
     """The error that says an agent has no memory.org."""
     return NotFound(f"{memory_path(agent)}: agent {agent!r} has no memory.org")
-
-
-def why_not(validity: Validity, at: datetime | date | None = None) -> str:
-    """Why an item does not hold at `at` (a moment, or some time of a day; None: is not current):
-    `superseded by mem-x on 2026-11-03`, `invalid from 2026-11-03`, `valid from 2027-01-01`."""
-    if validity.start is not None and not Validity(validity.start).holds(at):
-        return f"valid from {shown(validity.start)}"
-    replaced = f"superseded by {', '.join(validity.replaced_by)}" if validity.replaced_by else ""
-    if validity.end is not None:
-        return f"{replaced} on {shown(validity.end)}" if replaced else f"invalid from {shown(validity.end)}"
-    return replaced or "does not hold"
 
 
 def _when(at: datetime | date) -> str:

@@ -85,7 +85,7 @@ def test_mistakes_say_what_and_write_nothing(cortex, org):
             call()
     assert (org / MEMORY).read_bytes() == original
     cortex.memory.retire("assistant", RATE, now=NOW)
-    with pytest.raises(UserError, match="stopped holding at 2026-11-21 10:05: only a current item can be superseded"):
+    with pytest.raises(UserError, match="invalid from 2026-11-21 10:05; only a current item can be superseded"):
         cortex.memory.add_item("assistant", "fact", "The limit is 200.", supersedes=RATE)
     with pytest.raises(UserError, match="only a current item can be retired"):
         cortex.memory.retire("assistant", RATE)
@@ -228,7 +228,7 @@ def test_two_processes_superseding_one_item_at_once_one_wins(store_at, org, tmp_
     go.touch()
     said = sorted(w.communicate(timeout=120)[0].strip() for w in writers)
     assert said[0].startswith("mem-assistant-the-api-rate-limit-is-") and said[1].startswith("refused:")
-    assert f"was superseded by {said[0]}: only a current item can be superseded" in said[1]
+    assert f": superseded by {said[0]} on " in said[1]
     with cx.open(store_at, folder=False) as c:
         text = c.memory.show("assistant")
     assert text.count(":SUPERSEDED_BY:") == 1 and text.count(":SUPERSEDES:") == 1

@@ -73,3 +73,12 @@ def test_what_the_repl_says_of_it():
     assert v.repl_pairs() == [("valid", "2026-10-01 – 2026-11-03"), ("supersedes", "mem-a"),
                               ("superseded by", "mem-c")]
     assert Validity.of([], added=ADDED).repl_pairs() == []
+
+
+def test_why_an_item_does_not_hold():
+    replaced = Validity(datetime(2026, 10, 1), datetime(2026, 11, 3, 14), replaced_by=("a", "b"), stated=True)
+    assert replaced.why_not() == "superseded by a, b on 2026-11-03 14:00"
+    assert replaced.why_not(datetime(2026, 9, 1)) == "valid from 2026-10-01"
+    assert replaced.why_not(datetime(2026, 12, 1)) == "superseded by a, b on 2026-11-03 14:00"
+    assert Validity(None, None, replaced_by=("a",), stated=True).why_not() == "superseded by a"
+    assert Validity(None, datetime(2026, 11, 20), stated=True).why_not() == "invalid from 2026-11-20"

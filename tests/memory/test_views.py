@@ -1,15 +1,10 @@
 """What `memory inspect` shows: memory.org with the items that hold (every other byte as written), the items apart
 and why, through the api on real files and LMDB."""
 
-from datetime import datetime
-
 import pytest
 
 from cortex.errors import NotFound
-from cortex.memory.validity import Validity
-from cortex.memory.views import why_not
 from tests.conftest import CHAIN
-
 
 MEMORY = "agents/assistant/memory.org"
 
@@ -54,12 +49,3 @@ def test_a_memory_whose_items_all_hold_is_shown_whole_and_a_missing_one_is_not_f
     assert nobody.text is None
     with pytest.raises(NotFound, match="agents/nobody/memory.org: agent 'nobody' has no memory.org"):
         nobody.org
-
-
-def test_why_an_item_does_not_hold():
-    replaced = Validity(datetime(2026, 10, 1), datetime(2026, 11, 3, 14), replaced_by=("a", "b"), stated=True)
-    assert why_not(replaced) == "superseded by a, b on 2026-11-03 14:00"
-    assert why_not(replaced, datetime(2026, 9, 1)) == "valid from 2026-10-01"
-    assert why_not(replaced, datetime(2026, 12, 1)) == "superseded by a, b on 2026-11-03 14:00"
-    assert why_not(Validity(None, None, replaced_by=("a",), stated=True)) == "superseded by a"
-    assert why_not(Validity(None, datetime(2026, 11, 20), stated=True)) == "invalid from 2026-11-20"

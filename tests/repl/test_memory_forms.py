@@ -174,7 +174,7 @@ def test_memory_add_supersedes_and_memory_retire(repl, org):
     memory = (org / "agents/assistant/memory.org").read_text()
     assert ":SUPERSEDED_BY: mem-assistant-the-api-rate-limit-is-" in memory and ":INVALID_AT: [2026-11-21 Sat]" in memory
     assert repl('(memory-retire "assistant" "mem-assistant-dark-mode")').startswith(
-        "error: item mem-assistant-dark-mode 'User prefers dark mode in every app.' stopped holding at 2026-11-21")
+        "error: item mem-assistant-dark-mode 'User prefers dark mode in every app.': invalid from 2026-11-21")
 
 
 def test_memory_consolidate_lists_then_applies_and_rollback_undoes_it(repl, org):
