@@ -177,10 +177,15 @@ class Cortex:
         """The tree of the working state."""
         return self.workspace.working()
 
+    def read_state(self) -> Tree:
+        """The working state as this handle's reads see it: under review (`review`), an agent's handle, with its
+        pending proposals (it must not write again what it wrote); else the working state."""
+        return self.memory.workspace.working() if self.review else self.working()
+
     def state(self, ref: str | int | None = None, within: str | None = None) -> Tree:
-        """The tree of a snapshot reference, or of the working state when `ref` is None; `within`: of its files
-        under that folder only (`agents/assistant/`)."""
-        tree = history.tree_of(self.store, ref)
+        """The tree of a snapshot reference, or of the working state as this handle reads it (`read_state`) when
+        `ref` is None; `within`: of its files under that folder only (`agents/assistant/`)."""
+        tree = self.read_state() if ref is None else history.tree_of(self.store, ref)
         return tree if within is None else Tree({p: oid for p, oid in tree.entries.items() if p.startswith(within)})
 
     def headlines(self, ref: str | int | None = None) -> list[Node]:
@@ -653,7 +658,7 @@ class Cortex:
                 index = self._past_indexes[tree.oid] = SearchIndex(self.store, self._search_index.embedder)
             index.follow(tree)
         else:
-            index.follow(self.working())
+            index.follow(self.read_state())
         if budget is None and index.building:
             budget = BACKGROUND_WAIT
         index.build(budget, progress)
@@ -671,7 +676,7 @@ class Cortex:
         loses little, and the next build, or search, starts where it stopped. Returns the `VectorStatus`.
         """
         index = self._search_index
-        index.follow(self.working())
+        index.follow(self.read_state())
         return index.build(budget, progress)
 
     def build_search_in_background(self, notify=None) -> None:
@@ -688,7 +693,7 @@ class Cortex:
     def search_status(self):
         """How many items of the working state have a vector (`VectorStatus`); the others are found by their words."""
         index = self._search_index
-        index.follow(self.working())
+        index.follow(self.read_state())
         return index.status()
 
     def _search_config(self):

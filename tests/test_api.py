@@ -67,6 +67,7 @@ SESSION = {
     "reject_proposal": ("name", "reason"),
     "remove_webhook": ("name",),
     "resolve": ("ref",),
+    "read_state": (),
     "rollback": ("ref", "keep", "force"),
     "root": None,
     "search": ("query", "limit", "agent", "type", "source", "path", "tag", "todo", "speaker", "since", "until",

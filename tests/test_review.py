@@ -7,6 +7,7 @@ import pytest
 import cortex.api as cx
 from cortex.errors import UserError
 from cortex.history.proposals import find
+from cortex.query import render_file
 from cortex.review import ReviewedWorkspace
 
 AGENT = "assistant"
@@ -31,8 +32,12 @@ def test_a_write_under_review_is_a_proposal_the_agent_sees_and_no_one_else_does(
     [proposal] = reviewed.proposals()
     assert (proposal.agent, proposal.operation, proposal.paths) == (AGENT, "add", (MEMORY,))
     assert reviewed.working() == before and (org / MEMORY).read_bytes() == on_disk  # nothing moved, nothing written
-    assert "Likes green tea." not in reviewed.show(MEMORY)  # a person reads the working state
-    assert "Likes green tea." in reviewed.memory.show(AGENT)  # the agent reads its pending write
+    assert "Likes green tea." not in render_file(reviewed.store, reviewed.working(), MEMORY)  # as a person reads it
+    assert "Likes green tea." in reviewed.memory.show(AGENT)  # the agent reads its pending write, whatever it reads:
+    assert "Likes green tea." in reviewed.show(MEMORY)
+    assert [n.headline.title for n in reviewed.find(text="green tea")] == ["Likes green tea."]
+    assert [n.headline.title for n in reviewed.query('(heading "green tea")')] == ["Likes green tea."]
+    assert reviewed.search("Which tea does the user like?", agent=AGENT, limit=1)[0].text.startswith("Likes green")
     assert reviewed.memory.known_item(AGENT, "fact", "likes green tea.") is not None
     reviewed.memory.add_item(AGENT, "fact", "Likes green tea.")  # already there, to the agent: no second proposal
     assert len(reviewed.proposals()) == 1 and isinstance(reviewed.memory.workspace, ReviewedWorkspace)
@@ -79,6 +84,6 @@ def test_a_soft_forget_and_a_compaction_under_review_are_proposals_of_their_kind
     reviewed.memory.forget(AGENT, "mem-assistant-dark-mode")
     [forget] = reviewed.proposals()
     assert forget.operation == "forget" and "dark mode" not in reviewed.memory.show(AGENT).lower()
-    assert "dark mode" in reviewed.show(MEMORY).lower()
+    assert "dark mode" in render_file(reviewed.store, reviewed.working(), MEMORY).lower()  # the working state keeps it
     reviewed.accept_proposal(forget.id)
     assert "dark mode" not in reviewed.show(MEMORY).lower() and find(reviewed.store, forget.id).status == "accepted"

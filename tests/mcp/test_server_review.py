@@ -36,6 +36,10 @@ def test_a_write_answers_with_its_proposal_which_the_agent_sees_and_a_person_dec
     assert added["added"] is True and added["status"] == "pending review" and len(added["proposal"]) == 8
     assert memory.read_text() == before  # nothing reached the files
     assert "Wednesdays" in reviewed.call("memory_inspect")["memory_org"]  # the agent sees its own write
+    found = reviewed.call("search", query="When does the release train leave?", limit=3)["results"]
+    assert any("Wednesdays" in hit["text"] for hit in found)  # its searches too
+    assert "Facts / The release train leaves on Wednesdays now." in [
+        n["outline"] for n in reviewed.call("find", text="release train")["headlines"]]
     again = reviewed.call("memory_add", text="The release train leaves on Wednesdays now.")
     assert again == {"added": False, "id": added["id"], "note": "already in memory"}
     [waiting] = reviewed.call("proposals")["pending"]
