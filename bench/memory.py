@@ -1,7 +1,8 @@
 """Agent memory: saving one fact at 10k vs 100 items, facts added from many threads at once, a fact superseding
 another, an add with its similar check, adding a turn to a conversation in a daily log, compacting 90 daily logs,
 searching one agent, and searching current items only (superseded ones left out) vs every item at 10k items; and how
-often the similar suggestion and consolidation's proposals are right on the labelled sets tests/data/similar_*.json."""
+often the similar suggestion and consolidation's suggestions are right on the labelled sets
+tests/data/similar_*.json."""
 
 from __future__ import annotations
 
@@ -124,9 +125,9 @@ def similar_check_cost(c, rounds: int = 15) -> None:
 
 def labelled_quality(c) -> None:
     """Precision and recall on the labelled sets: of the similar suggestion (each newer text checked against a
-    memory of every older one), and of consolidation's proposals (a memory of every older text, then every
-    newer one a month later). A proposal is right on a pair labelled duplicate (merge) or successor
-    (supersede), older to newer; every other proposal, across pairs too, is wrong."""
+    memory of every older one), and of consolidation's suggestions (a memory of every older text, then every
+    newer one a month later). A suggestion is right on a pair labelled duplicate (merge) or successor
+    (supersede), older to newer; every other suggestion, across pairs too, is wrong."""
     for name, path in LABELLED.items():
         pairs = json.loads(path.read_text())["pairs"]
         agent, positives = f"labelled-{name}", sum(p["label"] != "unrelated" for p in pairs)
@@ -143,16 +144,16 @@ def labelled_quality(c) -> None:
         newer = [MemoryItem(p["new"], added=NOW - timedelta(days=30)) for p in pairs]
         c.memory.save_context(agent, MemoryContext(facts=older + newer), now=NOW - timedelta(days=30))
         start = time.perf_counter()
-        proposals = c.memory.consolidate(agent).proposals
+        suggestions = c.memory.consolidate(agent).suggestions
         seconds = time.perf_counter() - start
-        labels = [partner.get(p.newer[1].text) for p in proposals]
-        paired = [p for p, label in zip(proposals, labels) if label and label["old"] == p.older[1].text
+        labels = [partner.get(p.newer[1].text) for p in suggestions]
+        paired = [p for p, label in zip(suggestions, labels) if label and label["old"] == p.older[1].text
                   and label["label"] != "unrelated"]
         kinds = [p for p in paired if KINDS[partner[p.newer[1].text]["label"]] == p.kind]
-        merges = [p for p in proposals if p.kind == "merge"]
-        print(f"consolidation on {name}: {len(proposals)} proposals in {seconds:.2f} s; precision "
-              f"{len(kinds) / max(len(proposals), 1):.2f} (right pair and kind), "
-              f"{len(paired) / max(len(proposals), 1):.2f} (right pair); recall {len(kinds) / positives:.2f}; "
+        merges = [p for p in suggestions if p.kind == "merge"]
+        print(f"consolidation on {name}: {len(suggestions)} suggestions in {seconds:.2f} s; precision "
+              f"{len(kinds) / max(len(suggestions), 1):.2f} (right pair and kind), "
+              f"{len(paired) / max(len(suggestions), 1):.2f} (right pair); recall {len(kinds) / positives:.2f}; "
               f"merges that are duplicates {sum(p in paired for p in merges)} of {len(merges)}")
 
 

@@ -82,19 +82,19 @@ def compact(cx, agent, max_age):
 @memory_group.command()
 @click.argument("agent")
 @click.argument("numbers", nargs=-1, type=click.IntRange(min=1))
-@click.option("--apply", "apply_", is_flag=True, help="Apply the proposals: all, or those NUMBERS name.")
+@click.option("--apply", "apply_", is_flag=True, help="Apply the suggestions: all, or those NUMBERS name.")
 @click.option("--base", metavar="VERSION",
-              help="Apply only while memory.org is at VERSION, the one the proposals were listed for.")
+              help="Apply only while memory.org is at VERSION, the one the suggestions were listed for.")
 @with_cortex
 def consolidate(cx, agent, numbers, apply_, base):
-    """Propose merging AGENT's duplicate items and superseding items by their likely successors.
+    """Suggest merging AGENT's duplicate items and superseding items by their likely successors.
 
-    Each proposal is numbered, with why (the words the two items differ in) and the diff of memory.org
+    Each suggestion is numbered, with why (the words the two items differ in) and the diff of memory.org
     applying it would make. --apply applies them all, or those NUMBERS name, in one commit after a
     snapshot: `cortex rollback` undoes it. They are found again from memory.org as it is then, so an
     edit made meanwhile is kept; with --base, an apply is refused once memory.org changed."""
     if numbers and not apply_:
-        raise click.UsageError("NUMBERS name proposals to apply: add --apply")
+        raise click.UsageError("NUMBERS name suggestions to apply: add --apply")
     result = cx.memory.consolidate(agent, apply=list(numbers) or True if apply_ else False, base=base)
     click.echo(result.listing())
 
@@ -227,7 +227,7 @@ def add(cx, agent, text, type_, source, supersedes, valid_from):
     With --supersedes the item it names stops holding when this one starts, and both say so
     (`:SUPERSEDES:`, `:SUPERSEDED_BY:`, `:INVALID_AT:`, the ARCHIVE tag), in one commit. Then one line per
     other current item of that type close in meaning (`similar: ID TITLE (cosine)`): the same fact in other
-    words, or one this replaces (`memory consolidate` proposes what to do with them)."""
+    words, or one this replaces (`memory consolidate` suggests what to do with them)."""
     known = None if supersedes else cx.memory.known_item(agent, type_, text)
     item = known or cx.memory.add_item(agent, type_, text, source=source, supersedes=supersedes, valid_from=valid_from)
     console.print(f"{'already present' if known else 'added'}  {item.id or item.key(type_)}  {item.title}", markup=False)

@@ -313,7 +313,7 @@ class AgentMemory:
 
     def consolidate(self, agent: str, apply: bool | Iterable[int] = False, base: str | None = None, *,
                     now: datetime | None = None) -> Consolidation:
-        """Propose merges of duplicates and supersessions by likely successors in the agent's memory.org, and
+        """Suggest merges of duplicates and supersessions by likely successors in the agent's memory.org, and
         with `apply` (True: all; numbers: those) apply them in one commit after a snapshot (`consolidation`)."""
         return consolidation.consolidate(self, agent, apply, base, now=now)
 

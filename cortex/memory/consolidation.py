@@ -1,5 +1,5 @@
 """Consolidation: an agent's exact and near duplicates and likely successors, found by `similar` among the current
-items of each type, proposed as a reviewable change (numbered proposals, each with the Org diff of what applying
+items of each type, suggested as a reviewable change (numbered suggestions, each with the Org diff of what applying
 it alone would change); applied, all or some, in one commit after a snapshot, so a rollback undoes it.
 
 A *merge* keeps the older item (its :ID:, text and place: whatever names it still does) and removes the newer
@@ -11,8 +11,8 @@ A *supersession* keeps both: the newer gets `:SUPERSEDES:` (the older's :ID:) an
 started, `:VALID_FROM:` when it was added; the older gets `:INVALID_AT:` (then), `:SUPERSEDED_BY:` and the
 ARCHIVE tag (`validity`). An item with no :ID: is given one.
 
-Proposals are made again from memory.org as it is when they are applied, so a person's edit in between is
-kept; `base`, the version the proposals were listed for, refuses an apply once memory.org changed since.
+Suggestions are made again from memory.org as it is when they are applied, so a person's edit in between is
+kept; `base`, the version the suggestions were listed for, refuses an apply once memory.org changed since.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ from .validity import INVALID_AT, SUPERSEDED_BY, SUPERSEDES, VALID_FROM
 if TYPE_CHECKING:
     from .agents import AgentMemory
 
-__all__ = ["MERGED", "Consolidation", "Proposal", "consolidate", "find_proposals", "is_newer", "merged", "succession"]
+__all__ = ["MERGED", "Consolidation", "Suggestion", "consolidate", "find_suggestions", "is_newer", "merged",
+           "succession"]
 
 MERGED = "MERGED"  # the :ID:s of the items merged into an item
 
@@ -45,9 +46,9 @@ Changes = dict[str, Typed | None]  # key of an item of memory.org -> its new ver
 
 
 @dataclass(frozen=True)
-class Proposal:
+class Suggestion:
     """A merge (`newer` into `older`) or a supersession (`newer` replaces `older`) of two items of one type, the
-    relation that proposes it, and the Org diff of applying it alone to memory.org."""
+    relation that suggests it, and the Org diff of applying it alone to memory.org."""
 
     number: int
     kind: str  # "merge" or "supersede"
@@ -58,7 +59,7 @@ class Proposal:
     diff: str = field(default="", repr=False)
 
     def lines(self) -> list[str]:
-        """What a person reviews: what is proposed, why, and the diff."""
+        """What a person reviews: what is suggested, why, and the diff."""
         older, newer = quoted(self.older[1].title, 60), quoted(self.newer[1].title, 60)
         what = f"{newer} into {older}" if self.kind == "merge" else f"{newer} replaces {older}"
         return [f"[{self.number}] {self.kind} ({self.type}, {self.relation.score:.2f}): {what}",
@@ -67,28 +68,28 @@ class Proposal:
 
 @dataclass(frozen=True)
 class Consolidation:
-    """The proposals made for an agent's memory.org at `version` (its document, short), those `applied` (by
+    """The suggestions made for an agent's memory.org at `version` (its document, short), those `applied` (by
     number), and around them the snapshots `before` (roll back to it to undo) and `after`."""
 
     agent: str
     version: str
-    proposals: tuple[Proposal, ...]
+    suggestions: tuple[Suggestion, ...]
     applied: tuple[int, ...] = ()
     before: Snapshot | None = None
     after: Snapshot | None = None
 
     def listing(self) -> str:
-        """The proposals as a reviewable change and how to apply them; once applied, those applied and how to
+        """The suggestions as a reviewable change and how to apply them; once applied, those applied and how to
         undo it."""
         path = memory_path(self.agent)
-        lines = [f"{path} at {self.version}: {counted(len(self.proposals), 'proposal')}"]
-        for proposal in self.proposals:
-            if self.before is None or proposal.number in self.applied:
-                lines += proposal.lines()
+        lines = [f"{path} at {self.version}: {counted(len(self.suggestions), 'suggestion')}"]
+        for suggestion in self.suggestions:
+            if self.before is None or suggestion.number in self.applied:
+                lines += suggestion.lines()
         if self.before is not None:
             lines.append(f"applied {', '.join(map(str, self.applied))} to {path}; undo with "
                          f"`cortex rollback {short(self.before.oid)}`")
-        elif self.proposals:
+        elif self.suggestions:
             lines.append(f"apply them with `cortex memory consolidate {self.agent} --apply --base {self.version}` "
                          "(some: --apply 1 3 ...)")
         return "\n".join(lines)
@@ -100,7 +101,7 @@ class Consolidation:
 
 def consolidate(memory: AgentMemory, agent: str, apply: bool | Iterable[int] = False, base: str | None = None, *,
                 now: datetime | None = None) -> Consolidation:
-    """Propose merges and supersessions for the agent's memory.org; `apply` (True: all; numbers: those) applies
+    """Suggest merges and supersessions for the agent's memory.org; `apply` (True: all; numbers: those) applies
     them in one commit between two snapshots. `base`: refuse unless memory.org is still at that version."""
     workspace, path, now = memory.workspace, memory_path(check_agent_id(agent)), minute(now)
     with workspace.held(memory.folder(agent)):
@@ -110,19 +111,20 @@ def consolidate(memory: AgentMemory, agent: str, apply: bool | Iterable[int] = F
         if model is None:
             raise NotFound(f"agent {agent!r} has no memory.org {workspace.where(memory.folder(agent))}")
         version = short(tree.entries[path])
-        proposals = find_proposals(model, memory.embed, agent, now)
-        found = Consolidation(agent, version, tuple(proposals))
+        suggestions = find_suggestions(model, memory.embed, agent, now)
+        found = Consolidation(agent, version, tuple(suggestions))
         if apply is False:
             return found
         if base is not None and not base.strip():
-            raise UserError(f"base is empty: give the version of {path} the proposals were listed for (now {version})")
+            raise UserError(f"base is empty: give the version of {path} the suggestions were listed for "
+                            f"(now {version})")
         if base is not None and not version.startswith(base.strip()):
-            raise UserError(f"{path} changed since the proposals were listed (at {brief(base.strip())}, "
+            raise UserError(f"{path} changed since the suggestions were listed (at {brief(base.strip())}, "
                             f"now {version}): nothing applied; run `cortex memory consolidate {agent}` again")
-        chosen = _chosen(apply, len(proposals))
+        chosen = _chosen(apply, len(suggestions))
         if not chosen:
             return found
-        changes = _composed([proposals[n - 1] for n in chosen], model, agent, now)
+        changes = _composed([suggestions[n - 1] for n in chosen], model, agent, now)
         before = memory.checkpoint(agent, f"before consolidating the memory of {agent}")
 
         def into_memory(current: Current):
@@ -140,7 +142,7 @@ def consolidate(memory: AgentMemory, agent: str, apply: bool | Iterable[int] = F
     return replace(found, applied=tuple(chosen), before=before, after=after)
 
 
-def find_proposals(model: MemoryFile, embed: Embed | None, agent: str, now: datetime) -> list[Proposal]:
+def find_suggestions(model: MemoryFile, embed: Embed | None, agent: str, now: datetime) -> list[Suggestion]:
     """The merges and supersessions that consolidate `model`'s current items, closest pairs first: an item is
     merged away, merged into or superseded once at most (and one merged away takes part in nothing else); by
     exact text alone without an embedder."""
@@ -164,19 +166,20 @@ def find_proposals(model: MemoryFile, embed: Embed | None, agent: str, now: date
             if found_relation is None:
                 continue
             if found_relation.kind == "duplicate":
-                if new in involved:  # another proposal changes it: it cannot also go
+                if new in involved:  # another suggestion changes it: it cannot also go
                     continue
                 removed.add(new)
             else:
                 replaced.add(old)
             involved.update((old, new))
             found.append((kind, items[old], items[new], found_relation))
-    proposals = [Proposal(number, "merge" if found_relation.kind == "duplicate" else "supersede", kind, older,
-                          newer, found_relation) for number, (kind, older, newer, found_relation) in enumerate(found, 1)]
-    changes = [_composed([proposal], model, agent, now) for proposal in proposals]
+    suggestions = [Suggestion(number, "merge" if found_relation.kind == "duplicate" else "supersede", kind, older,
+                              newer, found_relation)
+                   for number, (kind, older, newer, found_relation) in enumerate(found, 1)]
+    changes = [_composed([suggestion], model, agent, now) for suggestion in suggestions]
     placed = model.placed(key for changed in changes for key in changed)
-    return [replace(proposal, diff=_diff(model, changed, placed, agent))
-            for proposal, changed in zip(proposals, changes)]
+    return [replace(suggestion, diff=_diff(model, changed, placed, agent))
+            for suggestion, changed in zip(suggestions, changes)]
 
 
 def merged(kept: MemoryItem, dropped: MemoryItem) -> MemoryItem:
@@ -199,8 +202,8 @@ def succession(older: MemoryItem, newer: MemoryItem, now: datetime) -> tuple[Mem
             newer.superseding(older.id, None if newer.value_of(VALID_FROM) is not None else start))
 
 
-def _composed(proposals: list[Proposal], model: MemoryFile, agent: str, now: datetime) -> Changes:
-    """What applying `proposals` in turn changes in `model` (each applied to the items as the earlier left them)."""
+def _composed(suggestions: list[Suggestion], model: MemoryFile, agent: str, now: datetime) -> Changes:
+    """What applying `suggestions` in turn changes in `model` (each applied to the items as the earlier left them)."""
     entries: dict[str, Typed] = dict(model.entries)
     changes: Changes = {}
     taken = set(model.entries)
@@ -219,9 +222,9 @@ def _composed(proposals: list[Proposal], model: MemoryFile, agent: str, now: dat
         else:
             entries[key] = (entries[key][0], item)
 
-    for proposal in proposals:
-        (old_key, _), (new_key, _) = proposal.older, proposal.newer
-        if proposal.kind == "supersede":
+    for suggestion in suggestions:
+        (old_key, _), (new_key, _) = suggestion.older, suggestion.newer
+        if suggestion.kind == "supersede":
             older, newer = succession(identified(old_key), identified(new_key), now)
             change(old_key, older)
             change(new_key, newer)
@@ -237,14 +240,14 @@ def _composed(proposals: list[Proposal], model: MemoryFile, agent: str, now: dat
 
 
 def _chosen(apply: bool | Iterable[int], count: int) -> list[int]:
-    """The numbers of the proposals to apply (True: all), each checked."""
+    """The numbers of the suggestions to apply (True: all), each checked."""
     if apply is True:
         return list(range(1, count + 1))
     numbers = list(dict.fromkeys(apply))
     wrong = [n for n in numbers if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= count]
     if wrong:
-        raise UserError(f"no proposal {quoted(wrong[0])}: there {'is' if count == 1 else 'are'} "
-                        f"{counted(count, 'proposal')}" + (f", numbered 1 to {count}" if count > 1 else ""))
+        raise UserError(f"no suggestion {quoted(wrong[0])}: there {'is' if count == 1 else 'are'} "
+                        f"{counted(count, 'suggestion')}" + (f", numbered 1 to {count}" if count > 1 else ""))
     return sorted(numbers)
 
 

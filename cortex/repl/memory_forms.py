@@ -105,7 +105,7 @@ def memory_compact(session, agent, *, max_age=None):
 
 @form
 def memory_consolidate(session, agent, *, apply=False, base=None):
-    """Propose merging an agent's duplicate items and superseding items by their likely successors, each
+    """Suggest merging an agent's duplicate items and superseding items by their likely successors, each
     numbered with the diff of memory.org it would make: (memory-consolidate "assistant").
 
     :apply True applies them all, :apply [1 3] those numbered, in one commit after a snapshot, so

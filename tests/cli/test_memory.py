@@ -80,7 +80,7 @@ def test_consolidate_lists_refuses_after_an_edit_applies_and_rollback_restores(r
                               "memory", "consolidate", "assistant", "--apply", "--base", version,
                               "--store", str(tmp_path / "store"), "--org", str(org)], capture_output=True, text=True)
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
-    assert refused.stderr.startswith(f"cortex: agents/assistant/memory.org changed since the proposals were listed "
+    assert refused.stderr.startswith(f"cortex: agents/assistant/memory.org changed since the suggestions were listed "
                                      f"(at {version}, now ")
     assert path.read_bytes() == edited
     assert run("consolidate", "assistant", "1").exit_code == 2

@@ -1,4 +1,4 @@
-"""Consolidation on real files and LMDB with the bundled MiniLM: what is proposed, what applying writes, one
+"""Consolidation on real files and LMDB with the bundled MiniLM: what is suggested, what applying writes, one
 commit after a snapshot that a rollback returns to byte for byte, and a person's edit in between."""
 
 import re
@@ -38,13 +38,13 @@ def memory_file(cortex):
     return cortex.root / MEMORY
 
 
-def test_proposes_a_merge_and_a_supersession_with_their_diffs(ops):
+def test_suggests_a_merge_and_a_supersession_with_their_diffs(ops):
     found = ops.memory.consolidate("ops")
-    assert [(p.number, p.kind, p.older[1].id, p.newer[1].id) for p in found.proposals] == [
+    assert [(p.number, p.kind, p.older[1].id, p.newer[1].id) for p in found.suggestions] == [
         (1, "supersede", "db-16", "db-17"), (2, "merge", "billing", "billing-again")]
-    assert found.proposals[0].relation.why == "16 → 17"
+    assert found.suggestions[0].relation.why == "16 → 17"
     listing = found.listing()
-    assert listing.startswith(f"{MEMORY} at {found.version}: 2 proposals\n[1] supersede (fact, 0.9")
+    assert listing.startswith(f"{MEMORY} at {found.version}: 2 suggestions\n[1] supersede (fact, 0.9")
     assert "+** The production database runs on PostgreSQL 16." in listing and "+:SUPERSEDED_BY: db-17" in listing
     assert f"--apply --base {found.version}" in listing
     assert found.before is None and not ops.unsaved()  # listing writes nothing
@@ -68,13 +68,13 @@ def test_apply_writes_both_in_one_commit_after_a_snapshot_and_rollback_restores_
     changes = ops.diff(done.before.oid.hex(), done.after.oid.hex())
     assert sorted(change.kind for change in changes) == ["changed", "changed", "changed", "removed"]
     assert {change.path for change in changes} == {MEMORY}
-    assert ops.memory.consolidate("ops").proposals == ()
+    assert ops.memory.consolidate("ops").suggestions == ()
     ops.rollback(done.before.oid.hex())
     assert memory_file(ops).read_bytes() == original
 
 
-def test_each_diff_is_what_applying_its_proposal_alone_writes(ops, tmp_path):
-    """`git apply` makes of memory.org, with a proposal's diff, the file that applying the proposal writes; a
+def test_each_diff_is_what_applying_its_suggestion_alone_writes(ops, tmp_path):
+    """`git apply` makes of memory.org, with a suggestion's diff, the file that applying the suggestion writes; a
     list item that becomes a headline (it moves) included."""
     if shutil.which("git") is None:
         pytest.skip("no git to apply the diffs with")
@@ -82,18 +82,18 @@ def test_each_diff_is_what_applying_its_proposal_alone_writes(ops, tmp_path):
     path.write_text(path.read_text().replace("* Facts\n", "* Facts\n- The VPN needs a restart after upgrades.\n"))
     ops.memory.add_item("ops", "fact", "The VPN now needs no restart after upgrades.", now=at(25))
     original = path.read_bytes()
-    proposals = ops.memory.consolidate("ops").proposals
-    assert len(proposals) == 3 and any(p.older[1].plain for p in proposals)  # the list item moves
-    for proposal in proposals:
-        done = ops.memory.consolidate("ops", apply=[proposal.number])
+    suggestions = ops.memory.consolidate("ops").suggestions
+    assert len(suggestions) == 3 and any(p.older[1].plain for p in suggestions)  # the list item moves
+    for suggestion in suggestions:
+        done = ops.memory.consolidate("ops", apply=[suggestion.number])
         written = path.read_bytes()
         ops.rollback(done.before.oid.hex())
-        copy = tmp_path / str(proposal.number)
+        copy = tmp_path / str(suggestion.number)
         (copy / MEMORY).parent.mkdir(parents=True)
         (copy / MEMORY).write_bytes(original)
-        subprocess.run(["git", "apply", "--unidiff-zero", "-"], input=proposal.diff + "\n", text=True, cwd=copy,
+        subprocess.run(["git", "apply", "--unidiff-zero", "-"], input=suggestion.diff + "\n", text=True, cwd=copy,
                        check=True)
-        assert (copy / MEMORY).read_bytes() == written, proposal.diff
+        assert (copy / MEMORY).read_bytes() == written, suggestion.diff
 
 
 def test_apply_some_by_number(ops):
@@ -101,9 +101,9 @@ def test_apply_some_by_number(ops):
     assert done.applied == (2,) and "[1]" not in done.listing() and "applied 2 to" in done.listing()
     text = memory_file(ops).read_text()
     assert ":MERGED:   billing-again" in text and "ARCHIVE" not in text
-    with pytest.raises(UserError, match=r"no proposal '3': there is 1 proposal$"):
+    with pytest.raises(UserError, match=r"no suggestion '3': there is 1 suggestion$"):
         ops.memory.consolidate("ops", apply=[3])
-    with pytest.raises(UserError, match=r"^base is empty: give the version of agents/ops/memory.org the proposals"):
+    with pytest.raises(UserError, match=r"^base is empty: give the version of agents/ops/memory.org the suggestions"):
         ops.memory.consolidate("ops", apply=True, base=" ")
 
 
@@ -113,7 +113,7 @@ def test_an_edit_made_after_the_listing_is_kept_or_the_apply_refused(ops):
     path = memory_file(ops)
     edited = path.read_text().replace("** The VPN uses WireGuard.", "** The VPN uses WireGuard on port 51820.")
     path.write_text(edited)
-    with pytest.raises(UserError, match=rf"^{MEMORY} changed since the proposals were listed \(at "
+    with pytest.raises(UserError, match=rf"^{MEMORY} changed since the suggestions were listed \(at "
                                         rf"{listed.version}, now [0-9a-f]{{12}}\): nothing applied; run "):
         ops.memory.consolidate("ops", apply=True, base=listed.version)
     assert path.read_text() == edited and len(ops.log()) == snapshots
@@ -136,7 +136,7 @@ def test_a_merge_renames_what_named_the_removed_item_and_a_chain_supersedes_in_t
     path.write_text(path.read_text().replace(":INVALID_AT: [2026-11-06 Fri 09:00]",
                                              ":INVALID_AT: [2026-11-06 Fri 09:00]\n:SUPERSEDED_BY: sentry-again"))
     done = cortex.memory.consolidate("ops", apply=True)
-    pairs = {(p.kind, p.older[1].id, p.newer[1].id) for p in done.proposals}
+    pairs = {(p.kind, p.older[1].id, p.newer[1].id) for p in done.suggestions}
     assert pairs == {("supersede", "node-16", "node-18"), ("supersede", "node-18", "node-20"),
                      ("merge", "sentry", "sentry-again")}
     context = cortex.memory.load_context("ops", every=True)
@@ -153,7 +153,7 @@ def test_exact_duplicates_alone_without_an_embedder_and_no_memory_is_not_found(c
     path = memory_file(cortex)
     path.write_text(path.read_text() + "** the VPN uses WireGuard\n:PROPERTIES:\n:ID:       vpn-again\n:END:\n")
     bare = AgentMemory(cortex.workspace)
-    assert [(p.kind, p.older[1].id, p.newer[1].id) for p in bare.consolidate("ops").proposals] == [
+    assert [(p.kind, p.older[1].id, p.newer[1].id) for p in bare.consolidate("ops").suggestions] == [
         ("merge", "vpn", "vpn-again")]
     with pytest.raises(NotFound, match="agent 'nobody' has no memory.org under "):
         cortex.memory.consolidate("nobody")

@@ -66,7 +66,7 @@ def test_close_pairs_keeps_each_rows_closest_in_blocks():
 
 @pytest.mark.parametrize("name", SETS)
 def test_on_the_labelled_sets_no_successor_or_unrelated_pair_is_merged(embed, name):
-    """The costly mistake is a merge that drops a newer fact: on both sets, a proposed merge is a true duplicate,
+    """The costly mistake is a merge that drops a newer fact: on both sets, a suggested merge is a true duplicate,
     and most related pairs are found (floors below what bench/memory.py measures)."""
     pairs = SETS[name]
     olds, news = embed([p["old"] for p in pairs]), embed([p["new"] for p in pairs])

@@ -187,7 +187,7 @@ def test_memory_consolidate_lists_then_applies_and_rollback_undoes_it(repl, org)
     assert ":SUPERSEDED_BY: mem-assistant-the-api-rate-limit-is-" in (org / "agents/assistant/memory.org").read_text()
     repl("(rollback (. *1 before))")
     assert (org / "agents/assistant/memory.org").read_bytes() == before
-    assert repl('(memory-consolidate "assistant" :apply [7])').startswith("error: no proposal '7'")
+    assert repl('(memory-consolidate "assistant" :apply [7])').startswith("error: no suggestion '7'")
 
 
 def test_memory_compact_moves_marked_items_and_rollback_undoes_it(repl, org):

@@ -76,7 +76,7 @@ class Life:
         self.latest[subject] = item.id
 
     def consolidate(self, subjects: list[str]) -> None:
-        """New values added plainly, then superseded through consolidation: of its proposals, a person applies
+        """New values added plainly, then superseded through consolidation: of its suggestions, a person applies
         those that pair a subject's old and new values (and leaves the rest), and supersedes by hand any it missed."""
         pairs = {}
         for subject in subjects:
@@ -84,9 +84,9 @@ class Life:
             self.add(subject, value=self.rng.choice([v for v in VALUES if v != old.value]))
             pairs[(old.id, self.latest[subject])] = old
         listed = self.c.memory.consolidate(AGENT)
-        chosen = {p.number: (p.older[1].id, p.newer[1].id) for p in listed.proposals
+        chosen = {p.number: (p.older[1].id, p.newer[1].id) for p in listed.suggestions
                   if p.kind == "supersede" and (p.older[1].id, p.newer[1].id) in pairs}
-        assert len(chosen) >= len(subjects) - 2, [p.lines()[0] for p in listed.proposals]
+        assert len(chosen) >= len(subjects) - 2, [p.lines()[0] for p in listed.suggestions]
         applied = self.c.memory.consolidate(AGENT, apply=list(chosen), base=listed.version, now=self.tick())
         assert applied.applied == tuple(chosen)
         for old_id, new_id in pairs:
