@@ -31,7 +31,7 @@ from ..codec import decode, encode
 from ..errors import NotFound, UserError
 from ..hashing import Oid
 from ..ingest import WORKING, working_tree
-from ..objects import EMPTY_TREE, Document, Headline, OrgObject, Snapshot, Tree
+from ..objects import EMPTY_TREE, Document, OrgObject, Snapshot, Tree
 from ..retry import retrying
 from ..words import counted, quoted, short, when
 from .conflicts import Conflict

@@ -12,7 +12,7 @@ from ..words import counted, memory_summary
 from .changes import MemoryContext
 from .items import MemoryItem
 from .layout import memory_path
-from .validity import Validity, shown
+from .validity import shown
 
 __all__ = ["MemoryView", "no_memory"]
 
