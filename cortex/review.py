@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import ingest as ingesting, org
 from .errors import UserError
@@ -48,6 +49,17 @@ class Write:
         return sorted(path for path, _ in self.base.entries.items() ^ self.tree.entries.items())
 
 
+class _View(NamedTuple):
+    """What an agent under review reads: the working state (`key`: its oid and the pending proposals' ids) with
+    its pending proposals, the objects made for it that the store does not hold, and the bytes it wrote last
+    that no read has needed parsed yet (a write needs their bytes alone)."""
+
+    key: tuple
+    tree: Tree
+    made: dict[Oid, OrgObject]
+    unparsed: dict[str, bytes | None]
+
+
 def everything(write: Write) -> bool:
     """The policy of a handle under review: every write waits."""
     return True
@@ -63,7 +75,7 @@ class ReviewedWorkspace(Workspace):
         self.inner, self.needs_review, self.agents = inner, needs_review, agents
         self.erasing, self.replacing = inner.erasing, inner.replacing
         self.proposed: list[Proposal] = []  # the proposals made here, oldest first
-        self._view: tuple[tuple, Tree, dict[Oid, OrgObject]] | None = None
+        self._view: _View | None = None
         self._lock = threading.Lock()
 
     @property
@@ -79,32 +91,50 @@ class ReviewedWorkspace(Workspace):
         return sorted((p for agent in self.agents for p in pending(self.store, agent)), key=lambda p: p.time_ns)
 
     def working(self) -> Tree:
-        return self._viewed()[0]
+        return self._viewed().tree
 
-    def _viewed(self) -> tuple[Tree, dict[Oid, OrgObject]]:
-        """The view and the objects made for it that the store does not hold, made again only when the
-        working state or the pending proposals changed (from the last view, when proposals were only added)."""
+    def _viewed(self) -> _View:
+        """The view, its files parsed."""
+        view = self._latest()
+        if not view.unparsed:
+            return view
+        staged = ingesting.stage_files(self.store, view.tree, view.unparsed)
+        parsed = _View(view.key, staged.tree, {**view.made, **staged.objects}, {})
+        with self._lock:
+            if self._view is view:
+                self._view = parsed
+        return parsed
+
+    def _latest(self) -> _View:
+        """The view, made again only when the working state or the pending proposals changed (from the last
+        view, when proposals were only added)."""
         working, waiting = self.inner.working(), self.waiting()
         key = (working.oid, tuple(p.id for p in waiting))
         with self._lock:
             last = self._view
-            if last is None or last[0] != key:
-                (seen, ids), done = last[0] if last else (None, ()), len(last[0][1]) if last else 0
-                if seen == working.oid and key[1][:done] == ids:  # proposals added since: merged onto it
-                    tree, made = applied(self.store, last[1], waiting[done:], self._get)
-                    self._view = (key, tree, {**last[2], **made})
+            if last is None or last.key != key:
+                (seen, ids), done = last.key if last else (None, ()), len(last.key[1]) if last else 0
+                if seen == working.oid and key[1][:done] == ids and not last.unparsed:  # proposals added since
+                    tree, made = applied(self.store, last.tree, waiting[done:], self._get)
+                    self._view = _View(key, tree, {**last.made, **made}, {})
                 else:
-                    self._view = (key, *applied(self.store, working, waiting))
-            return self._view[1], self._view[2]
+                    self._view = _View(key, *applied(self.store, working, waiting), {})
+            return self._view
 
     def _get(self, oid: bytes) -> OrgObject:
-        made = self._view[2] if self._view is not None else {}
+        made = self._view.made if self._view is not None else {}
         return made.get(oid) or self.store.objects[oid]
 
     def current(self, path: str, tree: Tree | None = None) -> Current:
         tree = self.working() if tree is None else tree
         oid = tree.entries.get(path)
         return Current(path, None, None if oid is None else self._get(oid), self._get)
+
+    def _current_in(self, view: _View, path: str) -> Current:
+        """A file's version in the view: the bytes the agent wrote last, else its document."""
+        if path in view.unparsed:
+            return Current(path, view.unparsed[path], store=self.store)
+        return self.current(path, view.tree)
 
     def rendered(self, path: str, tree: Tree | None = None) -> str:
         tree = self.working() if tree is None else tree
@@ -155,14 +185,15 @@ class ReviewedWorkspace(Workspace):
             self.inner.refresh(within)
 
         def proposed() -> Changed | None:
-            working, view = self.inner.working(), self.working()
-            seen, made = self._view[0], self._view[2]
-            listed = edits(view) if callable(edits) else edits
-            waiting = any(view.entries.get(path) != working.entries.get(path) for path in listed)
-            on_view = dict(_computed(self, view, listed)) if waiting else {}
+            working, view = self.inner.working(), self._viewed() if callable(edits) else self._latest()
+            listed = edits(view.tree) if callable(edits) else edits
+            waiting = any(path in view.unparsed or view.tree.entries.get(path) != working.entries.get(path)
+                          for path in listed)
+            files = _on_working(self.inner, working, edits)
+            # made last on what the agent reads: what it remembers of a file is then the version it reads next
+            on_view = dict(_computed(lambda path: self._current_in(view, path), listed)) if waiting else {}
             if waiting and not on_view:
                 return self._unchanged(working, then)
-            files = _on_working(self.inner, working, edits)
             staged = ingesting.stage_files(self.store, working, files)
             if staged.tree.oid == working.oid:
                 if waiting:  # it changes what waits for review alone
@@ -181,8 +212,7 @@ class ReviewedWorkspace(Workspace):
                                operation=operation, then=recorded)
             staged.committed()
             self.proposed.append(proposal)
-            self._viewing(seen, proposal, view, made, ingesting.stage_files(self.store, view, on_view) if waiting
-                          else staged)
+            self._viewing(view, proposal, on_view if waiting else None, staged)
             return Changed(write.paths, staged.report, proposal)
 
         done = retrying(proposed)
@@ -191,14 +221,21 @@ class ReviewedWorkspace(Workspace):
         return self.inner.change_files(message, edits, within=within, expected=expected, digests=digests,
                                        then=then, operation=operation)
 
-    def _viewing(self, seen: tuple, proposal: Proposal, view: Tree, made: dict, after: ingesting.StagedFiles) -> None:
-        """Make the view the agent reads next the one it read (`seen`) with its write (`after`, made on that view
-        or on the working state where the two agree): no merge of the proposal into it needed."""
-        entries = {**view.entries, **{path: after.tree.entries.get(path) for path in proposal.paths}}
-        tree = Tree(dict(sorted((path, oid) for path, oid in entries.items() if oid is not None)))
+    def _viewing(self, view: _View, proposal: Proposal, written: dict[str, bytes | None] | None,
+                 staged: ingesting.StagedFiles) -> None:
+        """Make the view the agent reads next the one it read with its write: the bytes it wrote on that view
+        (`written`), parsed when a read needs them, or, where the view and the working state agreed, the files
+        `staged` on the working state. No merge of the proposal into it is needed."""
+        key = (view.key[0], (*view.key[1], proposal.id))
+        if written is not None:
+            following = view._replace(key=key, unparsed={**view.unparsed, **written})
+        else:
+            entries = {**view.tree.entries, **{path: staged.tree.entries.get(path) for path in proposal.paths}}
+            tree = Tree(dict(sorted((path, oid) for path, oid in entries.items() if oid is not None)))
+            following = _View(key, tree, {**view.made, **staged.objects}, view.unparsed)
         with self._lock:
-            if self._view is not None and self._view[0] == seen:
-                self._view = ((seen[0], (*seen[1], proposal.id)), tree, {**made, **after.objects})
+            if self._view is not None and self._view.key == view.key:
+                self._view = following
 
     def _unchanged(self, working: Tree, then) -> Changed:
         """What a write that changes nothing did: `then` runs in a transaction of its own."""
@@ -207,10 +244,11 @@ class ReviewedWorkspace(Workspace):
         return Changed()
 
 
-def _computed(workspace: Workspace, tree: Tree, edits) -> Iterator[tuple[str, bytes | None]]:
-    """Each file's new bytes, from its version in `tree` (those an edit leaves as they are left out)."""
+def _computed(current_of: Callable[[str], Current], edits) -> Iterator[tuple[str, bytes | None]]:
+    """Each file's new bytes, from its version `current_of(path)` gives (those an edit leaves as they are left
+    out)."""
     for path, edit in edits.items():
-        current = workspace.current(path, tree)
+        current = current_of(path)
         new = edit(current)
         if new is not UNCHANGED and (current.data if current.exists else None) != new:
             yield path, new
@@ -219,7 +257,8 @@ def _computed(workspace: Workspace, tree: Tree, edits) -> Iterator[tuple[str, by
 def _on_working(workspace: Workspace, working: Tree, edits) -> dict[str, bytes | None]:
     """The files' new bytes made on the working state: an edit of what waits for review alone is refused."""
     try:
-        return dict(_computed(workspace, working, edits(working) if callable(edits) else edits))
+        return dict(_computed(lambda path: workspace.current(path, working),
+                              edits(working) if callable(edits) else edits))
     except UserError as error:
         raise UserError(f"{error} in the working state: {WAITING}") from None
 

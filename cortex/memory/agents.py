@@ -54,7 +54,8 @@ from .views import MemoryView, no_memory
 __all__ = ["AgentMemory", "AgentStats", "CompactionReport", "Consolidation", "ForgetReport", "MemoryContext",
            "MemoryView", "PurgeReport"]
 
-_KNOWN_LIMIT = 16  # memory files whose last text and model are kept
+_KNOWN_LIMIT = 16  # memory files whose last texts and models are kept
+_VERSIONS_KNOWN = 2  # versions of each of them
 _KNOWN_LOGS = 4  # daily logs whose last bytes are kept
 
 
@@ -91,7 +92,7 @@ class AgentMemory:
         self.workspace = workspace
         self._search = search
         self.embed = embed
-        self._known: BoundedDict = BoundedDict(_KNOWN_LIMIT)  # path -> the memory.org last read or written
+        self._known: BoundedDict = BoundedDict(_KNOWN_LIMIT)  # path -> the memory.org versions last read or written
         self._known_logs: BoundedDict = BoundedDict(_KNOWN_LOGS)  # path -> the daily log last written
         # agent -> the group commit of its saves, while a save is queued or being written
         self._groups: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
@@ -351,18 +352,19 @@ class AgentMemory:
         read or written here."""
         if not current.exists:
             return None
-        known = self._known.get(current.path)
-        if known is not None and (current.given_data is not None and current.given_data == known.data or
-                                  current.given_document is not None and current.given_document.oid == known.document):
-            return known.model
+        for known in self._known.get(current.path, ()):
+            if (current.given_data is not None and current.given_data == known.data or
+                    current.given_document is not None and current.given_document.oid == known.document):
+                return known.model
         model = MemoryFile.read(current.path, current.document, current.get)
         self.remember(current.path, current.given_data, model, current.document.oid)
         return model
 
     def remember(self, path: str, data: bytes | None, model: MemoryFile, document: Oid | None = None) -> None:
-        """Keep what a memory.org's version (its bytes, or its document) reads as, as the newest known."""
-        self._known.pop(path, None)
-        self._known[path] = _Known(data, model, document)
+        """Keep what a memory.org's version (its bytes, or its document) reads as, as the newest known, and the
+        one known before it (under review, a write reads two: the working state's and its agent's view)."""
+        kept = self._known.pop(path, ())
+        self._known[path] = (_Known(data, model, document), *kept[:_VERSIONS_KNOWN - 1])
 
     def forget_known(self, paths) -> None:
         """Forget what was kept of these files' versions (they changed some other way)."""
@@ -417,17 +419,17 @@ class AgentMemory:
         days = sorted({day for save in ready for day, _ in save.logs})
         edits.update((log_path(agent, day), partial(self._log, agent, day, ready, errors)) for day in days)
         with self.workspace.held(self.folder(agent)):
-            known = self._known.get(path)
+            known = self._known.get(path, (None,))[0]
             expected = {path: known.data} if known is not None and known.data is not None else {}
             expected.update((log, known_log.data) for log in edits if (known_log := self._known_logs.get(log)))
             changed = self.workspace.change_files(
                 f"saved the memory of {agent}", edits, expected=expected, digests=self._log_digest,
                 then=None if then is None else lambda _: then(outcome(saves, errors)),
                 operation="+".join(sorted({save.operation for save in ready})))
-        if saved.get("data") is not None:
-            tree = self.workspace.working() if changed.report is None else \
-                self.workspace.store.objects[changed.report.root]
-            self.remember(path, saved["data"], saved["model"], tree.entries.get(path))
+        if saved.get("data") is not None:  # (a proposal's document is not what its agent reads next)
+            tree = None if changed.proposal is not None else self.workspace.working() if changed.report is None \
+                else self.workspace.store.objects[changed.report.root]
+            self.remember(path, saved["data"], saved["model"], None if tree is None else tree.entries.get(path))
         model = saved["model"] if "model" in saved else self.model(agent, self.workspace.working())
         return model, outcome(saves, errors)
 
