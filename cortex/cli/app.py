@@ -67,7 +67,7 @@ for command in (repl, eval_, *store_commands, *history_commands, search, query, 
 
 def _warn(message, category, filename, lineno, file=None, line=None) -> None:
     """A warning as one line, without the source location Python adds for programmers."""
-    err_console.print(f"[yellow]warning:[/] {escape(str(message))}")
+    err_console.print(f"[yellow]warning:[/] {escape(str(message))}", markup=True)
 
 
 _QUOTED_VALUE = re.compile(r"'([^'\n]{%d,})'|\"([^\"\n]{%d,})\"" % (QUOTED + 1, QUOTED + 1))
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "cortex"
         err_console.print(f"[bold red]{escape(where)}:[/] {escape(_shortened(exc.format_message()))} "
-                          f"(see {escape(where)} --help)")
+                          f"(see {escape(where)} --help)", markup=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
@@ -102,11 +102,11 @@ def main(argv: list[str] | None = None) -> None:
         err_console.print("interrupted")
         sys.exit(130)
     except CortexError as exc:
-        err_console.print(f"[bold red]cortex:[/] {escape(str(exc))}")
+        err_console.print(f"[bold red]cortex:[/] {escape(str(exc))}", markup=True)
         sys.exit(1)
     except OSError as exc:  # a path the system refuses: no such file, not a folder, a name too long...
         where = f"{quoted(os.fsdecode(exc.filename))}: " if exc.filename is not None else ""
-        err_console.print(f"[bold red]cortex:[/] {escape(where + (exc.strerror or str(exc)))}")
+        err_console.print(f"[bold red]cortex:[/] {escape(where + (exc.strerror or str(exc)))}", markup=True)
         sys.exit(1)
 
 

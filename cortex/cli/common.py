@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 import sys
 import threading
 from contextlib import contextmanager
@@ -15,9 +16,33 @@ from ..errors import UserError
 from ..words import counted
 
 SHOW_AFTER = 0.5  # seconds a step goes on before its progress bar shows
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def literal(text: str) -> str:
+    """Text as a terminal shows it letter for letter: control characters (an ANSI escape) written as `\\x1b`."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+class LiteralConsole(Console):
+    """A console that prints text as it is: a title such as `[/] Project` or `[b]` is Org, not markup, and an
+    escape sequence in it is shown, not obeyed (a message that styles its own words says markup=True, its
+    values escaped)."""
+
+    def print(self, *objects, **options) -> None:
+        super().print(*(literal(o) if isinstance(o, str) else o for o in objects), **options)
+
+
+class LiteralTable(Table):
+    """A table whose text cells are shown as they are (see LiteralConsole)."""
+
+    def add_row(self, *cells, **options) -> None:
+        super().add_row(*(literal(c) if isinstance(c, str) else c for c in cells), **options)
+
+
 # Piped output is read by scripts and people alike: don't fold it at 80 columns.
-console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
-err_console = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
+console = LiteralConsole(highlight=False, emoji=False, markup=False, width=None if sys.stdout.isatty() else 160)
+err_console = LiteralConsole(stderr=True, highlight=False, emoji=False, markup=False, soft_wrap=True)
 
 
 class StoreLocation(click.Path):
@@ -121,7 +146,7 @@ WRAPPED_MIN_WIDTH = 12  # a wrapped column never shrinks below this, so it does 
 
 def table(*columns: str, title: str | None = None) -> Table:
     """A plain table with the given column headers (see WHOLE_COLUMNS for what never wraps)."""
-    t = Table(title=title, show_edge=False, header_style="bold", pad_edge=False)
+    t = LiteralTable(title=title, show_edge=False, header_style="bold", pad_edge=False)
     for column in columns:
         if column in WHOLE_COLUMNS:
             t.add_column(column, no_wrap=True)

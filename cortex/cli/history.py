@@ -29,8 +29,8 @@ def snapshots(cx):
     head = cx.head_oid
     t = table("#", "snapshot", "time", "files", "headlines", "message")
     for n, snap in enumerate(cx.snapshots()):
-        mark = " [bold green]HEAD[/]" if snap.oid == head else ""
-        t.add_row(str(n), short(snap.oid) + mark, when(snap.time_ns), str(snap.counts.get("files", "")),
+        mark = Text(" HEAD", style="bold green") if snap.oid == head else ""
+        t.add_row(str(n), Text(short(snap.oid)) + mark, when(snap.time_ns), str(snap.counts.get("files", "")),
                   str(snap.counts.get("headlines", "")), snap.message)
     console.print(t)
 
@@ -85,14 +85,14 @@ def log(cx, limit):
 
 
 def _snapshot_row(entry) -> tuple:
-    counts = " ".join(f"[{KIND_STYLE[k]}]{v} {k}[/]" for k, v in sorted(entry.changes.items())) or "-"
+    counts = Text(" ").join(Text(f"{v} {k}", style=KIND_STYLE[k]) for k, v in sorted(entry.changes.items())) or "-"
     return (short(entry.snapshot.oid), when(entry.snapshot.time_ns), str(entry.snapshot.counts.get("headlines", "")),
             counts, entry.snapshot.message)
 
 
 def _purge_row(purge) -> tuple:
     """A purge as a log row: it rewrote history rather than adding to it, so it names no snapshot."""
-    return ("[red]purge[/]", when(purge.time_ns), "",
+    return (Text("purge", style="red"), when(purge.time_ns), "",
             f"rewrote {counted(purge.snapshots, 'snapshot')}, removed {counted(purge.objects, 'object')}",
             Text(f"purged {purge.what} ({', '.join(purge.paths)}) by {purge.by}"))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 from rich.markup import escape
+from rich.text import Text
 
 from .common import console, err_console, holding, progress_bar, table, validity_options, with_cortex
 
@@ -40,12 +41,12 @@ def search(cx, query, limit, agent, type_, source, path, tag, todo, speaker, sin
     t = table("#", "score", "file:line", "outline", "id")
     for n, r in enumerate(results):  # numbered from 0, as in the REPL
         for turn in r.before:
-            t.add_row("", "", "", f"[dim]{escape(turn.outline[-1])}[/]", "")
+            t.add_row("", "", "", Text(turn.outline[-1], style="dim"), "")
         t.add_row(str(n), f"{r.score:.3f}", f"{r.path}:{r.line}", r.heading, r.id or "")
         for turn in r.after:
-            t.add_row("", "", "", f"[dim]{escape(turn.outline[-1])}[/]", "")
+            t.add_row("", "", "", Text(turn.outline[-1], style="dim"), "")
         if explain:
-            t.add_row("", "", "", f"[dim]{escape(r.explain())}[/]", "")
+            t.add_row("", "", "", Text(r.explain(), style="dim"), "")
     if results:
         console.print(t)
     note_status(results)
@@ -63,5 +64,5 @@ def searched(search, **options):
 def note_status(results) -> None:
     """Say (on stderr) how many items had no vector yet, if any."""
     if not results.status.complete:
-        err_console.print(f"[yellow]{results.status}[/]: those without one were found by their words; "
-                          "`cortex ingest` embeds the rest")
+        err_console.print(f"[yellow]{escape(str(results.status))}[/]: those without one were found by their words; "
+                          "`cortex ingest` embeds the rest", markup=True)

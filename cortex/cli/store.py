@@ -7,8 +7,8 @@ from rich.markup import escape
 from rich.text import Text
 
 from ..words import counted, shown_stats
-from .common import (chain_lines, console, err_console, holding, print_nodes, progress_bar, table, validity_options,
-                     with_cortex)
+from .common import (chain_lines, console, err_console, holding, literal, print_nodes, progress_bar, table,
+                     validity_options, with_cortex)
 
 
 @click.command()
@@ -20,7 +20,7 @@ def ingest(cx, path):
     with progress_bar("ingesting") as progress:
         report = cx.ingest(path, progress=progress)
     for problem in report.problems:
-        err_console.print(f"[yellow]skipped[/] {problem}")
+        err_console.print(f"[yellow]skipped[/] {escape(str(problem))}", markup=True)
     console.print(str(report), markup=False, highlight=False)
     if report.conflicts:
         err_console.print("conflicts: both versions are in the files, the other tagged :CONFLICT:; keep one, "
@@ -75,9 +75,9 @@ def ls(cx, path):
         line = Text("  " * (len(node.position) - 1))
         if node.headline.todo:
             line.append(f"{node.headline.todo} ", style="magenta")
-        line.append(node.title)
+        line.append(literal(node.title))
         if node.headline.tags:
-            line.append(f"  :{':'.join(node.headline.tags)}:", style="cyan")
+            line.append(literal(f"  :{':'.join(node.headline.tags)}:"), style="cyan")
         console.print(line)
 
 
@@ -87,7 +87,7 @@ def stats(cx):
     """Where the store and the Org folder are, and the store's files, headlines, objects, snapshots and size."""
     t = table("what", "count")
     for key, value in shown_stats(cx).items():
-        t.add_row(key, f"{value:,}" if isinstance(value, int) else escape(value))
+        t.add_row(key, f"{value:,}" if isinstance(value, int) else str(value))
     console.print(t)
 
 
@@ -101,9 +101,9 @@ def fsck(cx, repair):
     remaining = [p for p in problems if not p.repaired]
     for problem in problems:
         if problem.repaired:
-            console.print(f"[green]repaired[/] {escape(str(problem))}", soft_wrap=True)
+            console.print(f"[green]repaired[/] {escape(str(problem))}", soft_wrap=True, markup=True)
         else:
-            err_console.print(f"[red]damaged[/] {escape(str(problem))}")
+            err_console.print(f"[red]damaged[/] {escape(str(problem))}", markup=True)
     if remaining:
         fixable = sum(p.repairable for p in remaining)
         told = "1 problem remains" if len(remaining) == 1 else f"{len(remaining)} problems remain"
