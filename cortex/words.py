@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
-__all__ = ["QUOTED", "brief", "counted", "files", "ingest_summary", "listed", "memory_summary", "quoted", "short",
-           "shown_stats", "similar_item", "size", "unsaved_note", "when"]
+__all__ = ["QUOTED", "brief", "counted", "files", "ingest_summary", "listed", "literal", "memory_summary", "quoted",
+           "short", "shown_stats", "similar_item", "size", "unsaved_note", "when"]
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
@@ -113,3 +114,11 @@ def brief(value, limit: int = QUOTED) -> str:
     if not text.isprintable():
         return quoted(text, limit)
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def literal(text: str) -> str:
+    """Text as a terminal shows it letter for letter: control characters (an ANSI escape) written as `\\x1b`."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

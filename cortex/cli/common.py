@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import re
 import sys
 import threading
 from contextlib import contextmanager
@@ -13,17 +12,9 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import UserError
-from ..words import counted
+from ..words import counted, literal
 
 SHOW_AFTER = 0.5  # seconds a step goes on before its progress bar shows
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def literal(text: str) -> str:
-    """Text as a terminal shows it letter for letter: control characters (an ANSI escape) written as `\\x1b`."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
 class LiteralConsole(Console):
     """A console that prints text as it is: a title such as `[/] Project` or `[b]` is Org, not markup, and an
     escape sequence in it is shown, not obeyed (a message that styles its own words says markup=True, its

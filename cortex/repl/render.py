@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import api
-from ..words import files, ingest_summary, short, when
+from ..words import files, ingest_summary, literal, short, when
 from .orglexer import DEFAULT_DONE, DEFAULT_TODO, OrgLexer
 from .values import FileEntry, Help, OrgText, Outline, SearchResults
 
@@ -67,8 +67,8 @@ class Renderer:
 
     @staticmethod
     def text(text: str, style: str | None = None):
-        """Plain text, in a style (`dim`, `red`, ...) if given."""
-        return Text(text, style=style or "")
+        """Plain text, as it is (an escape sequence shown, not obeyed), in a style (`dim`, `red`, ...) if given."""
+        return Text(literal(text), style=style or "")
 
     @staticmethod
     def group(*parts):
@@ -85,7 +85,7 @@ class Renderer:
         for column in rows[0]:
             table.add_column(column, overflow="fold", justify="right" if column == "#" else "left")
         for row in rows:
-            table.add_row(*row.values())
+            table.add_row(*(literal(value) if isinstance(value, str) else value for value in row.values()))
         return table
 
     def key_values(self, pairs):
@@ -103,7 +103,7 @@ class Renderer:
         """Org text, highlighted with the TODO keywords of the file it comes from."""
         todo, done = self.keywords(path)
         lexer = OrgLexer(todo_keywords=todo, done_keywords=done, stripnl=False)
-        return Syntax(text.rstrip("\n"), lexer, theme="ansi_dark", background_color="default", word_wrap=True)
+        return Syntax(literal(text.rstrip("\n")), lexer, theme="ansi_dark", background_color="default", word_wrap=True)
 
     def keywords(self, path: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The TODO and DONE keywords of a file in the working state (Org's defaults otherwise)."""
@@ -235,9 +235,9 @@ class Renderer:
 
 
 def cell(value) -> str:
-    """A table cell: strings as they are, oids short, everything else as Hy."""
+    """A table cell: strings as they are (an escape sequence shown), oids short, everything else as Hy."""
     if isinstance(value, str):
-        return value
+        return literal(value)
     if isinstance(value, bytes) and len(value) == 32:
         return short(value)
     if dataclasses.is_dataclass(value):
