@@ -3,6 +3,8 @@ copies: checkout, sync, conflicts."""
 
 from __future__ import annotations
 
+import sys
+
 import click
 from rich.text import Text
 
@@ -185,12 +187,15 @@ def sync(cx, folder):
 @click.argument("folder", required=False, type=click.Path(file_okay=False))
 @with_cortex
 def conflicts(cx, folder):
-    """List the conflicts syncs left in a working copy's FOLDER (default: in the store's working state)."""
+    """List the conflicts syncs left in a working copy's FOLDER (default: in the store's working state); exit 1 when
+    there are some, as a script checking for them wants."""
     found = cx.conflicts(folder)
     for conflict in found:
         console.print(str(conflict), markup=False, highlight=False)
     if not found:
         console.print("no conflicts")
+    else:
+        sys.exit(1)
 
 
 @click.command(name="copies")

@@ -117,7 +117,7 @@ def compact(memory: AgentMemory, agent: str, policy: RetentionPolicy | None = No
         changed = workspace.change_files(f"compacted the memory of {agent}", edits, within=memory.folder(agent),
                                          operation="compact")
         memory.forget_known(changed.paths)
-        after = workspace.snapshot(f"compacted the memory of {agent}")
+        after = memory.checkpoint(agent, f"compacted the memory of {agent}")  # HEAD again when nothing changed
     return CompactionReport(before, after, done["moved"], done["marks"] - len(done["moved"]), done["deleted"],
                             done["near"])
 

@@ -145,7 +145,10 @@ def test_checkout_sync_and_conflicts(run, tmp_path):
     assert "1 sent" in run("sync", str(a)).output
     merged = run("sync", str(b), ok=False)
     assert merged.exit_code == 1 and "both-changed" in merged.output
-    assert "notes/reading.org" in run("conflicts", str(b)).output and "both-changed" in run("conflicts").output
+    listed = run("conflicts", str(b), ok=False)
+    assert listed.exit_code == 1 and "notes/reading.org" in listed.output  # exit 1: a script sees there are some
+    assert "both-changed" in run("conflicts", ok=False).output
+    assert run("conflicts", str(a)).output == "no conflicts\n"
     assert "not a working copy" in str(run("sync", str(tmp_path / "elsewhere"), ok=False).exception)
 
 

@@ -42,3 +42,10 @@ def test_near_duplicates_stay_out_and_successors_supersede_in_turn(cortex, org):
                             r"\(as mem-assistant-dark-mode, 0\.\d\d\)", line) for line in lines)
     cortex.rollback(report.before.oid.hex())
     assert (org / MEMORY).read_bytes() == before
+
+
+def test_a_compaction_that_changes_nothing_takes_no_snapshot(cortex):
+    cortex.memory.compact("assistant", now=NOW)  # moves what the bundled log marks
+    taken = cortex.snapshot_count
+    again = cortex.memory.compact("assistant", now=NOW)
+    assert again.moved == [] and again.before == again.after and cortex.snapshot_count == taken
