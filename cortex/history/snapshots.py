@@ -122,6 +122,9 @@ def _from_head(store: Store, text: str, back: int, moves: int) -> Snapshot:
     for step in range(back):
         if snap.parent is None:
             raise NotFound(f"{text}: HEAD has only {counted(step, 'snapshot')} before it")
+        if snap.parent not in store.objects:
+            raise NotFound(f"{text}: HEAD has only {counted(step, 'snapshot')} kept before it (`gc` collected the "
+                           "older ones)")
         snap = store.objects[snap.parent]
     return snap
 
