@@ -66,7 +66,7 @@ def test_ten_thousand_unknown_keys_on_one_line_give_a_short_report_fast_and_in_l
     small, large = unknown_keys(10_000), unknown_keys(20_000)
     failure(unknown_keys(100))  # warm up: imports and first calls are not what is measured
     small_time, large_time = dsl_seconds(parse_definitions, small), dsl_seconds(parse_definitions, large)
-    assert small_time < 1.0 and large_time < 3 * small_time, (small_time, large_time)  # 4 times if quadratic
+    assert large_time < 3 * small_time, (small_time, large_time)  # 4 times if quadratic (how fast: bench/, not here)
     error = failure(small)
     assert len(error.diagnostics) == SHOWN and error.more == 10_000 - SHOWN
     report = str(error).splitlines()
