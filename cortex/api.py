@@ -332,8 +332,14 @@ class Cortex:
 
     # --- history -----------------------------------------------------------------------
 
-    def snapshot(self, message: str = "") -> Snapshot:
-        """Record the working state (O(1)) and move HEAD to it."""
+    def snapshot(self, message: str = "", *, empty: bool = True) -> Snapshot:
+        """Record the working state (O(1)), the Org folder's edits synced into it first, and move HEAD to it;
+        with `empty` False, when nothing changed since HEAD, HEAD is returned and nothing recorded."""
+        if self.root is not None and self.root.is_dir() and not self.review:
+            self.ingest()
+        head = history.head(self.store)
+        if not empty and head is not None and head.root == self.working_oid:
+            return head
         return self.workspace.snapshot(message)
 
     def snapshots(self) -> list[Snapshot]:

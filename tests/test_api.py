@@ -75,7 +75,7 @@ SESSION = {
                "within", "valid_at", "all"),
     "search_status": (),
     "show": ("target", "as_of"),
-    "snapshot": ("message",),
+    "snapshot": ("message", "empty"),
     "snapshot_count": None,
     "snapshots": (),
     "state": ("ref", "within"),

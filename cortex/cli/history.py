@@ -18,8 +18,13 @@ KIND_STYLE = {"added": "green", "removed": "red", "changed": "yellow", "moved": 
 @click.option("-m", "--message", default="", help="What this state is.")
 @with_cortex
 def snapshot(cx, message):
-    """Record the working state as a snapshot (O(1)) and move HEAD to it."""
-    snap = cx.snapshot(message)
+    """Record the working state as a snapshot (O(1)), the Org folder's edits first, and move HEAD to it (nothing
+    when nothing changed since HEAD)."""
+    before = cx.head_oid
+    snap = cx.snapshot(message, empty=False)
+    if snap.oid == before:
+        console.print(f"nothing changed since HEAD ({short(snap.oid)}): no snapshot taken")
+        return
     console.print(f"snapshot {short(snap.oid)}  {counted(snap.counts.get('files', 0), 'file')}, "
                   f"{counted(snap.counts.get('headlines', 0), 'headline')}  {message}")
 
