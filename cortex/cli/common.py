@@ -146,6 +146,16 @@ def table(*columns: str, title: str | None = None) -> Table:
     return t
 
 
+@contextmanager
+def stopped_by_ctrl_c():
+    """A server's run, which Ctrl-C ends as a person means it to: cleanly, exit status 0, `stopped` said."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        pass
+    err_console.print("stopped")
+
+
 def print_nodes(nodes) -> None:
     """Headlines as a table (file:line, outline, TODO, tags, :ID:), then how many ("no results" for none)."""
     if not nodes:

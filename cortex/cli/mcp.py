@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import click
 
-from .common import err_console, no_org_option, org_option, store_option
+from .common import err_console, no_org_option, org_option, stopped_by_ctrl_c, store_option
 
 
 @click.command(name="mcp")
@@ -49,6 +51,7 @@ def mcp_command(store, org_root, no_org, agent, tenants, read_only, allow_rollba
         rules = policy(host, token=token, allow_hosts=allow_hosts, allow_origins=allow_origins)
         if made:
             err_console.print(made, markup=False)
-    with api.open(store, org_root, folder=not no_org, read_only=read_only, review=review) as cx:
+    with api.open(store, org_root, folder=not no_org, read_only=read_only, review=review) as cx, \
+            stopped_by_ctrl_c() if http else nullcontext():
         serve(cx, agent=agent, read_only=read_only, allow_rollback=allow_rollback,
               tenants=frozenset(tenants) if tenants else None, http=rules, host=host, port=port)

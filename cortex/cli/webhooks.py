@@ -10,7 +10,8 @@ from ..errors import UserError
 from ..listen import listen
 from ..reads import read_bounded
 from ..words import counted
-from .common import Commands, console, cortex_options, duration, err_console, open_cortex, table, with_cortex
+from .common import (Commands, console, cortex_options, duration, err_console, open_cortex, stopped_by_ctrl_c, table,
+                     with_cortex)
 
 __all__ = ["serve_command", "webhook_group"]
 
@@ -177,7 +178,8 @@ def serve_command(cx, host, port, max_body, keep_logs):
         console.print(f"POST {path} -> {d.name} ({d.provider.value}"
                       + (f", agent {d.agent}" if d.agent else "") + ")", markup=False)
     cx.build_search_in_background(lambda line: err_console.print(line, markup=False))  # while serving
-    server.run()
+    with stopped_by_ctrl_c():
+        server.run()
 
 
 def _filter_text(f) -> str:
