@@ -89,7 +89,7 @@ class Tools:
                                  speaker=speaker, since=since, until=until, context=context, as_of=as_of,
                                  within=self.session.prefix, budget=SEARCH_BUDGET, valid_at=valid_at, all=all,
                                  progress=_progress(ctx, "embedding items for search"))
-        return {"results": [shapes.hit(r) for r in results]}
+        return self._scoped({"results": [shapes.hit(r) for r in results]})
 
     def show(self, target: Annotated[str, Field(description="An :ID:, a headline's oid (from search), or a file "
                                                             "path such as notes/projects.org")],
@@ -110,7 +110,7 @@ class Tools:
         found = [shapes.node(n) for n in self.cx.find(todo=todo, tag=tag, prop=prop, text=text, valid_at=valid_at,
                                                       all=all)
                  if self.session.covers(n.path)]
-        return shapes.capped("headlines", found, limit)
+        return self._scoped(shapes.capped("headlines", found, limit))
 
     def query(self, query: Annotated[str, Field(description='An org-ql form, (and (todo "TODO") (tags "ops") '
                                                             '(deadline :to "+7d")), or an Org match string, '
@@ -126,7 +126,7 @@ class Tools:
                             "as +ops/TODO")
         found = [shapes.node(n) for n in self.cx.query(query, as_of=as_of, within=self.session.prefix,
                                                        valid_at=valid_at, all=all)]
-        return shapes.capped("headlines", found, limit)
+        return self._scoped(shapes.capped("headlines", found, limit))
 
     def memory_inspect(self, agent: AgentName = None, valid_at: ValidAt = None,
                        all: All = False) -> Json:  # noqa: A002
@@ -168,6 +168,14 @@ class Tools:
             patch = memory.get_llm_context(who)
         return {"strategy": patch.strategy, "summary": patch.summary, "tokens": patch.tokens,
                 "health": str(patch.health), "turns": [shapes.turn(t) for t in patch.turns]}
+
+    def _scoped(self, answer: Json) -> Json:
+        """A read's answer, saying what it covers when the server is bound to an agent (an empty list is then not
+        "nothing anywhere")."""
+        if self.session.prefix is None:
+            return answer
+        return {**answer, "scope": f"{self.session.prefix} only: this server is bound to agent "
+                                   f"{self.session.bound!r}"}
 
     # --- writing ---------------------------------------------------------------------------
 

@@ -83,8 +83,9 @@ def test_show_find_and_query(full):
     assert full.call("show", target="notes/projects.org", as_of="HEAD").startswith("#+TITLE")
     oid = full.call("search", query="Rotate the webhook secrets", limit=1)["results"][0]["oid"]
     assert "Rotate the webhook secrets" in full.call("show", target=oid)
-    todos = full.call("find", todo="TODO")["headlines"]
-    assert todos and all(h["todo"] == "TODO" for h in todos)
+    found = full.call("find", todo="TODO")
+    todos = found["headlines"]
+    assert todos and all(h["todo"] == "TODO" for h in todos) and "scope" not in found  # it covers everything
     assert [h["id"] for h in full.call("query", query='(and (todo "TODO") (tags "security"))')["headlines"]] \
         == ["task-rotate-secrets"]
     assert "task-rotate-secrets" in [h["id"] for h in full.call("query", query="+security/TODO")["headlines"]]
@@ -228,6 +229,10 @@ def test_a_bound_server_reaches_only_its_agent(bound):
     assert progress and progress[-1][0] == progress[-1][1] > 0  # its first search embedded its agent's items
     assert hits and {h["path"].split("/")[1] for h in hits} == {"assistant"}
     assert all(h["path"].startswith("agents/assistant/") for h in bound.call("find", text="the")["headlines"])
+    outside = bound.call("query", query='(todo "TODO")')  # the notes' tasks are out of its reach, and it says so
+    assert outside["headlines"] == [] and outside["scope"] == ("agents/assistant/ only: this server is bound to "
+                                                               "agent 'assistant'")
+    assert bound.call("find", todo="TODO")["scope"].startswith("agents/assistant/ only")
     assert {c["path"] for c in bound.call("diff")["changes"]} == {"agents/assistant/memory.org"}
     assert "rollback is off" in bound.call("rollback", ref="HEAD")
 
