@@ -98,7 +98,7 @@ class Session:
             self._cortex = cortex
         if missing:
             self.notify(f"no Org folder at {cortex.root}: (ingest \"DIR\") ingests one and makes it this store's, "
-                        "or start the REPL as `cortex DIR`")
+                        "or start the REPL as `cortex repl DIR`")
         if report is not None and self.on_ingest is not None:
             self.on_ingest(report)
         if waiting:

@@ -379,6 +379,7 @@ def test_with_no_org_folder_the_session_says_so_once_and_ingest_makes_one_the_st
     try:
         assert re.search(r"\nfiles +0 ", repl("(stats)")) and repl.ok
         assert len(repl.notices) == 1 and f"no Org folder at {tmp_path / 'org'}" in repl.notices[0]
+        assert repl.notices[0].endswith("or start the REPL as `cortex repl DIR`")  # a command that exists
         assert "ingested 1 Org file" in repl(f'(ingest "{notes}")') and repl.ok
         assert "a.org" in repl("(ls)") and not (tmp_path / "org").exists()
     finally:
