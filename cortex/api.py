@@ -15,7 +15,6 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from datetime import datetime, timedelta
 from functools import cached_property
-from importlib import import_module
 from pathlib import Path
 
 from . import history, ingest as ingesting, query
@@ -27,6 +26,7 @@ from .errors import NotFound, UserError, located
 from .hashing import Oid
 from .history import Change, DirtyWorkingFiles, LogEntry, RollbackReport, Version, proposals as reviews
 from .ingest import IngestReport
+from .lazy import lazy_names
 from .objects import Headline, Snapshot, Tree
 from .org.blocks import DEFINITIONS_MARKER
 from .query import Node
@@ -55,22 +55,8 @@ _LAZY = {
     ".memory.retention": ("RetentionPolicy",),
     ".webhooks.secrets": ("resolve_secret",),
 }
-_HOMES = {name: module for module, names in _LAZY.items() for name in names}
-__all__ += sorted(_HOMES)
-
-
-def __getattr__(name: str):
-    """A public name of a feature, loaded on first use: `cx.Identity`, `cx.WebhookDefinition`..."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(home, __package__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
+_LAZY_NAMES, __getattr__, __dir__ = lazy_names(__name__, _LAZY)
+__all__ += _LAZY_NAMES
 
 
 def convert_brace_file(path: str | os.PathLike, output: str | os.PathLike | None = None) -> str:

@@ -7,37 +7,23 @@ Names load from their modules on first use: `interpret` pulls in jwt and jsonpat
 schemes.
 """
 
-from importlib import import_module
+from cortex.lazy import lazy_names
 
 _NAMES = {
-    "convert": ("convert_brace_syntax",),
-    "definitions": ("OPERATIONS", "ROW_HEADERS", "SECTIONS", "Definition", "Definitions", "Encoding", "Fusion",
-                    "HmacAlgorithm", "JwtSettings", "MemoryDefinition", "MemorySearchConfig", "Provider",
-                    "ReviewPolicy", "SignatureScheme", "SourceLocation", "StoreKind", "WebhookDefinition",
-                    "WebhookFilter", "definition_rows"),
-    "diagnostics": ("Diagnostic", "DslError", "format_diagnostics"),
-    "duration": ("DurationError", "format_duration", "parse_duration"),
-    "edit": ("add_definition", "remove_definition", "replace_definition"),
-    "literate": ("cortex_blocks",),
-    "loader": ("extract_from_org", "extract_memory_definitions", "extract_webhook_definitions",
-               "load_definitions", "parse_definitions"),
-    "options": ("OptionError", "webhook_from_options"),
-    "registry": ("Registry", "current_registry"),
-    "render": ("render_definition",),
+    ".convert": ("convert_brace_syntax",),
+    ".definitions": ("OPERATIONS", "ROW_HEADERS", "SECTIONS", "Definition", "Definitions", "Encoding", "Fusion",
+                     "HmacAlgorithm", "JwtSettings", "MemoryDefinition", "MemorySearchConfig", "Provider",
+                     "ReviewPolicy", "SignatureScheme", "SourceLocation", "StoreKind", "WebhookDefinition",
+                     "WebhookFilter", "definition_rows"),
+    ".diagnostics": ("Diagnostic", "DslError", "format_diagnostics"),
+    ".duration": ("DurationError", "format_duration", "parse_duration"),
+    ".edit": ("add_definition", "remove_definition", "replace_definition"),
+    ".literate": ("cortex_blocks",),
+    ".loader": ("extract_from_org", "extract_memory_definitions", "extract_webhook_definitions",
+                "load_definitions", "parse_definitions"),
+    ".options": ("OptionError", "webhook_from_options"),
+    ".registry": ("Registry", "current_registry"),
+    ".render": ("render_definition",),
 }
-_HOMES = {name: module for module, names in _NAMES.items() for name in names}
 
-__all__ = sorted(_HOMES)
-
-
-def __getattr__(name: str):
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'cortex.dsl' has no attribute {name!r}")
-    value = getattr(import_module(f"cortex.dsl.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__, __getattr__, __dir__ = lazy_names(__name__, _NAMES)

@@ -18,7 +18,7 @@ first use, so that the light modules (results, items) are had without the engine
 
 import sys
 import warnings
-from importlib import import_module
+from cortex.lazy import lazy_names
 
 # usearch's Linux wheel carries its own C++ runtime, whose locale tables the system's then adopts:
 # onnxruntime loaded after usearch crashes the process (a segfault), and nothing done after usearch
@@ -31,25 +31,11 @@ if sys.platform.startswith("linux") and "usearch.compiled" in sys.modules and "o
                   "import cortex (or onnxruntime) before usearch to keep it", RuntimeWarning, stacklevel=2)
 
 _NAMES = {
-    "embedders": ("CachedEmbedder", "Embedder", "EmbedderUnavailable", "HashingEmbedder", "MiniLMEmbedder",
-                  "default_embedder"),
-    "fusion": ("METHODS", "Candidates", "Hit", "Weights", "fuse", "hybrid_search"),
-    "keyword": ("KeywordIndex", "exact_terms", "tokenize"),
-    "vector": ("VectorIndex",),
+    ".embedders": ("CachedEmbedder", "Embedder", "EmbedderUnavailable", "HashingEmbedder", "MiniLMEmbedder",
+                   "default_embedder"),
+    ".fusion": ("METHODS", "Candidates", "Hit", "Weights", "fuse", "hybrid_search"),
+    ".keyword": ("KeywordIndex", "exact_terms", "tokenize"),
+    ".vector": ("VectorIndex",),
 }
-_HOMES = {name: module for module, names in _NAMES.items() for name in names}
 
-__all__ = sorted(_HOMES)
-
-
-def __getattr__(name: str):
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'cortex.search' has no attribute {name!r}")
-    value = getattr(import_module(f"cortex.search.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__, __getattr__, __dir__ = lazy_names(__name__, _NAMES)
