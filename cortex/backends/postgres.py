@@ -68,7 +68,8 @@ TABLE_PREFIX = "cortex_"
 
 SERIALIZATION = ("40001", "40P01")  # serialization failure, deadlock: run the transaction again
 SHUTDOWN = ("57P01", "57P02", "57P03")  # the server ended the connection (or is starting or stopping)
-CREATE_RACE = ("23505", "42P07")  # another process created the same table at the same moment
+CREATE_LOCK = 0x636F72746578  # the advisory lock held while creating tables: "cortex"
+CREATE_RACE = ("23505", "42P07", "42710")  # another creator made the same table or row type at that moment
 DISK_FULL = "53100"
 SCHEMA_CHANGED = ("42P01", "42703", "42804")  # undefined table or column, wrong column type
 
@@ -177,21 +178,23 @@ class PostgresEngine(Engine):
             raise self._unreachable(exc, outcome) from None
 
     def _create_tables(self, conn: psycopg.Connection) -> None:
-        """Create the tables if missing; two processes opening a new database at once both succeed."""
+        """Create the tables if missing; processes opening a new database at once all succeed."""
         names = [TABLE_PREFIX + name for name in ENGINE_TABLES]
-        create = "; ".join(f"CREATE TABLE IF NOT EXISTS {name} (k bytea PRIMARY KEY, v bytea NOT NULL)"
-                           for name in names)
         for attempt in range(10):
             # Look first: a user who may read and write the tables need not be allowed to create any.
             present = conn.execute("SELECT count(to_regclass(t)) FROM unnest(%s::text[]) t", (names,)).fetchone()
             if present[0] == len(names):
                 return
             try:
-                conn.execute(create)  # several statements in one query: one implicit transaction
+                # IF NOT EXISTS looks before it writes to the catalog, so two creators can both look, then
+                # collide on its unique indexes (the table's name, its row type): one cortex creator at a time.
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (CREATE_LOCK,))
+                    for name in names:
+                        conn.execute(f"CREATE TABLE IF NOT EXISTS {name} (k bytea PRIMARY KEY, v bytea NOT NULL)")
                 return
             except psycopg.Error as exc:
-                # IF NOT EXISTS checks before it inserts into the catalog: a process that lost the race
-                # hits the catalog's unique index instead. The tables are there now; look again.
+                # A creator that takes no lock (another tool, an older cortex) committed first: look again.
                 if exc.sqlstate not in CREATE_RACE or attempt == 9:
                     raise
                 time.sleep(random.uniform(0.01, 0.05))

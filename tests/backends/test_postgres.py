@@ -129,6 +129,31 @@ def test_opening_a_new_database_at_once_both_succeed(pg_url):
         s.objects.add(_headline(1))
 
 
+def test_openers_of_a_new_database_create_its_tables_one_at_a_time(pg_url):
+    # A cortex creator halfway through (lock held, one table made, uncommitted): another opener waits for
+    # the lock rather than meeting it in the catalog's unique indexes (which can fail on the row type).
+    creator = psycopg.connect(pg_url)
+    creator.execute("SELECT pg_advisory_xact_lock(%s)", (postgres.CREATE_LOCK,))
+    creator.execute("CREATE TABLE cortex_objects (k bytea PRIMARY KEY, v bytea NOT NULL)")
+    opened: list = []
+    opener = threading.Thread(target=lambda: opened.append(open_store(pg_url)))
+    opener.start()
+    waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+    try:
+        with psycopg.connect(pg_url, autocommit=True) as look:
+            for _ in range(1000):
+                if look.execute(waiting).fetchone()[0]:
+                    break
+                time.sleep(0.01)
+            assert look.execute(waiting).fetchone()[0] == 1
+    finally:
+        creator.commit()
+        creator.close()
+        opener.join(timeout=10)
+    with opened[0] as s:
+        assert s.engine.verify() == []
+
+
 def test_close_is_idempotent_and_final(pg_url):
     s = open_store(pg_url)
     s.close()
