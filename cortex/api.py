@@ -20,13 +20,14 @@ from pathlib import Path
 from . import history, ingest as ingesting, query
 from .bounded import BoundedDict
 from .files import EDIT_ATTEMPTS, ChangedMeanwhile, holds, read_or_none, write_atomically
-from .backends import Store, is_database_url, open_store
+from .backends import NoStore, Store, is_database_url, open_store
 from .backends.base import TABLES
 from .errors import NotFound, UserError, located
 from .hashing import Oid
 from .history import Change, DirtyWorkingFiles, LogEntry, RollbackReport, Version, proposals as reviews
 from .ingest import IngestReport
 from .lazy import lazy_names
+from .location import NotACopy, copy_around, default_store_path
 from .objects import Headline, Snapshot, Tree
 from .org.blocks import DEFINITIONS_MARKER
 from .query import Node
@@ -76,31 +77,22 @@ def convert_brace_file(path: str | os.PathLike, output: str | os.PathLike | None
     return converted
 
 
-def default_store_path() -> str | Path:
-    """`CORTEX_STORE` (a folder, or a postgresql:// URL), else `snapshots/` when run from the repository,
-    else the per-user data folder."""
-    if location := os.environ.get("CORTEX_STORE"):
-        return location if is_database_url(location) else Path(location)
-    if Path("snapshots").is_dir() and Path("org").is_dir():
-        return Path("snapshots")
-    data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(data_home) / "cortex" / "store"
-
-
 def open(store: str | os.PathLike | None = None, org_root: str | os.PathLike | None = None,
          in_memory: bool = False, *, folder: bool = True, read_only: bool = False,
-         review: bool = False) -> "Cortex":  # noqa: A001
-    """Open a store (default: `default_store_path()`): a folder, or a postgresql://user@host/db URL for a shared
-    one; it tracks an Org folder (default: the one it tracked, else `org/`). With `folder=False` there is no
+         review: bool = False, create: bool = True) -> "Cortex":  # noqa: A001
+    """Open a store (default: `default_store_path(org_root)`): a folder, or a postgresql://user@host/db URL for a
+    shared one; it tracks an Org folder (default: the one it tracked, else `org/`). With `folder=False` there is no
     Org folder on this machine: writes commit to the store's working state directly. `read_only`: nothing is
-    written to the store or beside it (every write is refused; what a read would cache stays in memory), and a
-    store that does not exist is not made. `review`: every agent-memory write of this handle waits for a
-    person's review, as a proposal (`cortex review`); without it, those the definitions' `:review` names do."""
-    location = None if in_memory else (store or default_store_path())
-    if read_only and location is not None and not is_database_url(location) \
-            and not (Path(location).expanduser() / "data.mdb").is_file():
-        raise NotFound(f"{store_name(location)}: no store here to open read-only")
-    backend = open_store(location, read_only)
+    written to the store or beside it (every write is refused; what a read would cache stays in memory).
+    Where there is no store, one is made unless `create` is False or `read_only` (NoStore, saying how to make
+    one). `review`: every agent-memory write of this handle waits for a person's review, as a proposal
+    (`cortex review`); without it, those the definitions' `:review` names do."""
+    location = None if in_memory else (store or default_store_path(org_root))
+    try:
+        backend = open_store(location, read_only, **({} if create and not read_only else {"create": False}))
+    except NoStore as exc:
+        raise NoStore(f"{exc}; make one by ingesting an Org folder (`cortex ingest DIR`) or by importing an "
+                      "export (`cortex import FILE`), or name another (--store, CORTEX_STORE)") from None
     try:
         return Cortex(backend, org_root, location, folder=folder, review=review)
     except BaseException:
@@ -136,6 +128,14 @@ class Cortex:
     def root(self) -> Path | None:
         """The Org folder this machine has of the store (None: none, --no-org)."""
         return self.workspace.root
+
+    def _copy_here(self) -> Path | None:
+        """The working copy of this store the current folder is in (None: none, another store's, no Org folder)."""
+        try:
+            around = copy_around() if self.root is not None else None
+        except NotACopy:  # an unreadable record: its own sync says so
+            return None
+        return around[0] if around is not None and around[1].store == self.store.id else None
 
     def _folder(self, what: str) -> Path:
         """The Org root, or a UserError saying that `what` needs one when this session has none."""
@@ -360,10 +360,12 @@ class Cortex:
         return history.check_out(self.store, folder)
 
     def sync(self, folder: str | os.PathLike | None = None) -> "history.SyncReport":
-        """Merge a working copy's edits and the store's changes both ways (default folder: the Org folder).
+        """Merge a working copy's edits and the store's changes both ways (default folder: the copy the current
+        folder is in, else the Org folder).
 
         The Org folder this store tracks is a working copy too: syncing it ingests it.
         """
+        folder = folder if folder is not None else self._copy_here()
         folder = Path(os.path.abspath(folder)) if folder is not None else self._folder("sync with no folder named")
         if folder != self.root:
             return history.sync(self.store, folder)
@@ -378,7 +380,10 @@ class Cortex:
         return history.forget_copy(self.store, copy_id)
 
     def conflicts(self, folder: str | os.PathLike | None = None) -> list["history.conflicts.Conflict"]:
-        """Conflicts a sync left unresolved: in a working copy's files, or (no folder) in the working state."""
+        """Conflicts a sync left unresolved: in a working copy's files (default: the copy the current folder is
+        in, if not the Org folder), or in the working state."""
+        if folder is None and (here := self._copy_here()) != self.root:
+            folder = here
         return history.conflicts(self.store, folder)
 
     def diff(self, a: str | int | None = "HEAD", b: str | int | None = None, *,

@@ -39,7 +39,7 @@ from .query import render_file
 from .scan import relative_path
 from .reads import ORG_FILE, read_bounded
 
-__all__ = ["CONFIG", "Current", "Changed", "Edit", "FolderWorkspace", "LITERATE", "StoreWorkspace", "UNCHANGED",
+__all__ = ["AnotherFolder", "CONFIG", "Current", "Changed", "Edit", "FolderWorkspace", "LITERATE", "StoreWorkspace", "UNCHANGED",
            "Workspace", "open_workspace"]
 
 CONFIG = "config"
@@ -404,6 +404,10 @@ def open_workspace(store: Store, org_root: str | os.PathLike | None, *, folder: 
     return FolderWorkspace(store, settle_root(store, org_root), marker)
 
 
+class AnotherFolder(UserError):
+    """A store asked to track an Org folder other than the one it tracks."""
+
+
 def settle_root(store: Store, requested: str | os.PathLike | None) -> Path:
     """The Org folder a store tracks: `requested`, recorded as the store's if it tracks none yet (a store
     tracks one folder), else the recorded one, else `org/`."""
@@ -413,8 +417,8 @@ def settle_root(store: Store, requested: str | os.PathLike | None) -> Path:
         return Path(recorded.decode()) if recorded else Path(os.path.abspath("org"))
     root = Path(os.path.abspath(requested))
     if recorded and Path(recorded.decode()) != root and store.refs.get(ingesting.WORKING):
-        raise UserError(f"this store tracks the Org folder {recorded.decode()}, not {root}; "
-                        "use another --store for another folder")
+        raise AnotherFolder(f"this store tracks the Org folder {recorded.decode()}, not {root}; open that folder, "
+                            "or give this one a store of its own (--store DIR)")
     if recorded != str(root).encode() and not store.read_only:
         config[ORG_ROOT_KEY] = str(root).encode()
     return root

@@ -15,7 +15,7 @@ LAYERS = [
               "listen", "lazy"]),
     ("org", ["org"]),
     ("backends", ["backends"]),
-    ("store", ["files", "scan", "ingest", "query", "history"]),
+    ("store", ["files", "scan", "location", "ingest", "query", "history"]),
     ("workspace", ["workspace", "review"]),
     ("language", ["dsl"]),
     ("memory", ["memory"]),

@@ -1,6 +1,6 @@
 """Where bytes live: key-value engines (memory, LMDB) under one object/ref/table layer."""
 
-from .base import (Engine, ObjectStore, ReadOnlyStore, RefLogEntry, RefStore, Store, StoreBusy, StoreDamaged,
+from .base import (Engine, NoStore, ObjectStore, ReadOnlyStore, RefLogEntry, RefStore, Store, StoreBusy, StoreDamaged,
                    StoreFull, StoreLocked, StoreUnreachable, Table)
 from .memory import MemoryEngine
 
@@ -15,7 +15,8 @@ def is_database_url(location) -> bool:
 
 def open_store(location=None, read_only: bool = False, **options) -> Store:
     """Open a store: in memory when `location` is None, a PostgreSQL database for a postgresql:// URL,
-    else an LMDB store in that folder; `read_only`: every write is refused (see `Store`)."""
+    else an LMDB store in that folder; `read_only`: every write is refused (see `Store`); `create=False`: where
+    there is no store, NoStore rather than a new one."""
     if location is None:
         return Store(MemoryEngine(), read_only)
     if is_database_url(location):
@@ -28,6 +29,6 @@ def open_store(location=None, read_only: bool = False, **options) -> Store:
 
 
 __all__ = [
-    "Engine", "MemoryEngine", "ObjectStore", "ReadOnlyStore", "RefLogEntry", "RefStore", "Store", "StoreBusy", "StoreDamaged",
+    "Engine", "MemoryEngine", "NoStore", "ObjectStore", "ReadOnlyStore", "RefLogEntry", "RefStore", "Store", "StoreBusy", "StoreDamaged",
     "StoreFull", "StoreLocked", "StoreUnreachable", "Table", "is_database_url", "open_store",
 ]

@@ -43,6 +43,10 @@ class StoreBusy(StoreLocked):
         self.pids = pids
 
 
+class NoStore(NotFound):
+    """No store where one was to be opened, and none is made there (a read, a read-only store)."""
+
+
 class StoreUnreachable(UserError):
     """The database server holding the store cannot be reached (down, wrong address or credentials, no database)."""
 
@@ -68,6 +72,7 @@ class Engine(ABC):
 
     remote = False  # reads cross a network, so a batch costs about what one read does
     read_only = False  # set on a store opened read-only: `transact` refuses every write
+    location: str | None = None  # where the store is, as it is opened again (no password); None: in memory
 
     def check_writable(self) -> None:
         """Raise ReadOnlyStore when this engine may not write (each engine's `transact` asks first)."""

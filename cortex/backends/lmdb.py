@@ -26,7 +26,7 @@ from typing import TypeVar
 
 import lmdb
 
-from .base import ENGINE_TABLES, Engine, StoreBusy, StoreDamaged, StoreFull, StoreLocked
+from .base import ENGINE_TABLES, Engine, NoStore, StoreBusy, StoreDamaged, StoreFull, StoreLocked
 from .group import GroupCommit, Member
 
 T = TypeVar("T")
@@ -57,9 +57,12 @@ __all__ = ["LmdbEngine", "StoreBusy", "StoreDamaged", "StoreFull", "StoreLocked"
 class LmdbEngine(Engine):
     """Tables as LMDB sub-databases; writes go through `transact`, which grows the map when full."""
 
-    def __init__(self, location, map_size: int = INITIAL_MAP_SIZE):
+    def __init__(self, location, map_size: int = INITIAL_MAP_SIZE, create: bool = True):
         self.path = Path(location).expanduser().resolve()
+        self.location = str(self.path)
         self._closed = True  # until everything below is open
+        if not create and not (self.path / "data.mdb").is_file():
+            raise NoStore(f"{self.path}: no store here")
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

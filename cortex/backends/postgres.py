@@ -50,7 +50,7 @@ from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from ..errors import UserError
-from .base import ENGINE_TABLES, Engine, StoreBusy, StoreDamaged, StoreFull, StoreLocked, StoreUnreachable
+from .base import ENGINE_TABLES, Engine, NoStore, StoreBusy, StoreDamaged, StoreFull, StoreLocked, StoreUnreachable
 from .group import GroupCommit, Member
 
 T = TypeVar("T")
@@ -135,10 +135,11 @@ class PostgresEngine(Engine):
 
     remote = True
 
-    def __init__(self, url: str, pool_size: int = POOL_SIZE, connect_timeout: int = CONNECT_TIMEOUT):
+    def __init__(self, url: str, pool_size: int = POOL_SIZE, connect_timeout: int = CONNECT_TIMEOUT,
+                 create: bool = True):
         self.url = url
         self._closed = True  # until everything below is open
-        self._where = redact(url)
+        self._where = self.location = redact(url)
         try:
             params = conninfo_to_dict(url)
         except psycopg.Error as exc:
@@ -152,7 +153,7 @@ class PostgresEngine(Engine):
         self._sql = {name: _Sql.for_table(name) for name in ENGINE_TABLES}
         conn = self._connect()  # a clear error now, rather than a pool retrying in the background
         try:
-            self._create_tables(conn)
+            self._create_tables(conn, create)
         except psycopg.Error as exc:
             raise self._failure(exc, "nothing was written") from None
         finally:
@@ -177,14 +178,17 @@ class PostgresEngine(Engine):
         except psycopg.Error as exc:
             raise self._unreachable(exc, outcome) from None
 
-    def _create_tables(self, conn: psycopg.Connection) -> None:
-        """Create the tables if missing; processes opening a new database at once all succeed."""
+    def _create_tables(self, conn: psycopg.Connection, create: bool = True) -> None:
+        """Create the tables if missing (NoStore instead unless `create`); processes opening a new database at
+        once all succeed."""
         names = [TABLE_PREFIX + name for name in ENGINE_TABLES]
         for attempt in range(10):
             # Look first: a user who may read and write the tables need not be allowed to create any.
             present = conn.execute("SELECT count(to_regclass(t)) FROM unnest(%s::text[]) t", (names,)).fetchone()
             if present[0] == len(names):
                 return
+            if not create:
+                raise NoStore(f"{self._where}: no cortex store in this database (it has none of its tables)")
             try:
                 # IF NOT EXISTS looks before it writes to the catalog, so two creators can both look, then
                 # collide on its unique indexes (the table's name, its row type): one cortex creator at a time.

@@ -81,24 +81,28 @@ def cortex_options(fn):
     return store_option(org_option(no_org_option(fn)))
 
 
-def open_cortex(store, org_root, no_org):
-    """The `Cortex` that --store, --org and --no-org name, to open with `with`.
+def open_cortex(store, org_root, no_org, *, create: bool = False):
+    """The `Cortex` that --store, --org and --no-org name, to open with `with`; where there is no store, one is
+    made only if `create` (a command that writes), else NoStore says how to make one.
 
     With --no-org this machine has no Org folder: memory writes (and webhook routing) commit to the
     store's working state directly; what needs a folder (ingest, rollback of files) is refused.
     """
     from .. import api
 
-    return api.open(store, org_root, folder=not no_org)
+    return api.open(store, org_root, folder=not no_org, create=create)
 
 
-def with_cortex(fn):
-    """Add --store, --org and --no-org to a command and pass it an open `Cortex` as its first argument."""
+def with_cortex(fn=None, *, create: bool = False):
+    """Add --store, --org and --no-org to a command and pass it an open `Cortex` as its first argument;
+    `@with_cortex(create=True)` for a command that writes, which may make the store."""
+    if fn is None:
+        return functools.partial(with_cortex, create=create)
 
     @cortex_options
     @functools.wraps(fn)
     def wrapper(store, org_root, no_org, **kwargs):
-        with open_cortex(store, org_root, no_org) as cx:
+        with open_cortex(store, org_root, no_org, create=create) as cx:
             return fn(cx, **kwargs)
 
     return wrapper

@@ -16,7 +16,7 @@ KIND_STYLE = {"added": "green", "removed": "red", "changed": "yellow", "moved": 
 
 @click.command()
 @click.option("-m", "--message", default="", help="What this state is.")
-@with_cortex
+@with_cortex(create=True)
 def snapshot(cx, message):
     """Record the working state as a snapshot (O(1)), the Org folder's edits first, and move HEAD to it (nothing
     when nothing changed since HEAD)."""
@@ -158,7 +158,7 @@ def export(cx, ref, file):
 
 @click.command(name="import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@with_cortex
+@with_cortex(create=True)
 def import_(cx, file):
     """Verify and add a snapshot exported by `cortex export` (HEAD does not move)."""
     snap = cx.import_(file)
@@ -167,7 +167,7 @@ def import_(cx, file):
 
 @click.command()
 @click.argument("folder", type=click.Path(file_okay=False))
-@with_cortex
+@with_cortex(create=True)
 def checkout(cx, folder):
     """Write the working state into a new (or empty) FOLDER, a working copy that `cortex sync` keeps in step."""
     report = cx.checkout(folder)

@@ -62,7 +62,7 @@ def search(cx, agent, query, limit, valid_at, all_):
 @memory_group.command()
 @click.argument("agent")
 @click.option("--max-age", help="Delete daily logs older than this (e.g. 90d, 12w); default 90d.")
-@with_cortex
+@with_cortex(create=True)
 def compact(cx, agent, max_age):
     """Move items marked in AGENT's daily logs into memory.org and delete old logs.
 
@@ -85,7 +85,7 @@ def compact(cx, agent, max_age):
 @click.option("--apply", "apply_", is_flag=True, help="Apply the suggestions: all, or those NUMBERS name.")
 @click.option("--base", metavar="VERSION",
               help="Apply only while memory.org is at VERSION, the one the suggestions were listed for.")
-@with_cortex
+@with_cortex(create=True)
 def consolidate(cx, agent, numbers, apply_, base):
     """Suggest merging AGENT's duplicate items and superseding items by their likely successors.
 
@@ -103,7 +103,7 @@ def consolidate(cx, agent, numbers, apply_, base):
 @click.argument("agent")
 @click.option("--hard", is_flag=True, help="Also remove it from every snapshot and from the store file.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@with_cortex
+@with_cortex(create=True)
 def purge(cx, agent, hard, yes):
     """Remove AGENT's files and its items from the working state (--hard: from history too).
 
@@ -129,7 +129,7 @@ def purge(cx, agent, hard, yes):
 @click.option("--hard", is_flag=True, help="Also remove it from every snapshot and from the store file.")
 @click.option("--chain", is_flag=True, help="Also the items it replaced and that replaced it, in turn.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@with_cortex
+@with_cortex(create=True)
 def forget(cx, agent, item, hard, chain, yes):
     """Remove ITEM (its :ID:, key or text) from AGENT's memory.org and logs (--hard: from history too).
 
@@ -175,7 +175,7 @@ def list_(cx):
 @click.option("--title", help="The title of the session's entry, if these turns start one (default Conversation).")
 @click.option("--file", "file_", type=click.File("r", encoding="utf-8"),
               help='Turns as JSON lines, {"speaker": ..., "text": ..., "at": ...} each; - reads stdin.')
-@with_cortex
+@with_cortex(create=True)
 def turn(cx, agent, text, session, speaker, at, title, file_):
     """Log a turn of a conversation in AGENT's daily log: TEXT said by --speaker, or the turns of --file.
 
@@ -220,7 +220,7 @@ def _json_line(name: str, n: int, line: str):
 @click.option("--source", default="cli", show_default=True, help="Where the item comes from.")
 @click.option("--supersedes", metavar="ITEM", help="The item (:ID:, key or text) this one replaces: it stops holding.")
 @click.option("--valid-from", metavar="DATE", help="When it became true (2026-11-01, 2026-11-01 14:00); default: now.")
-@with_cortex
+@with_cortex(create=True)
 def add(cx, agent, text, type_, source, supersedes, valid_from):
     """Add TEXT to AGENT's memory as a fact, procedure or pattern (once: the same text is not added again).
 
@@ -241,7 +241,7 @@ def add(cx, agent, text, type_, source, supersedes, valid_from):
 @click.argument("agent")
 @click.argument("item")
 @click.option("--at", metavar="DATE", help="When it stopped being true (2026-11-01, 2026-11-01 14:00); default: now.")
-@with_cortex
+@with_cortex(create=True)
 def retire(cx, agent, item, at):
     """Say that ITEM (its :ID:, key or text) of AGENT stopped being true, with no successor.
 

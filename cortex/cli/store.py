@@ -13,7 +13,7 @@ from .common import (chain_lines, console, err_console, holding, literal, print_
 
 @click.command()
 @click.argument("path", required=False, type=click.Path(exists=True))
-@with_cortex
+@with_cortex(create=True)
 def ingest(cx, path):
     """Ingest an Org file or folder (default: the Org root) into the working state, then embed its items for
     search (Ctrl-C keeps what is embedded; the next ingest, or search, goes on from there)."""

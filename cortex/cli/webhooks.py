@@ -59,7 +59,7 @@ def add(store, org_root, no_org, name, **options):
         if err.option is None:
             raise click.UsageError(err.message) from None
         raise click.BadParameter(err.message, param_hint=[err.option]) from None
-    with open_cortex(store, org_root, no_org) as cx:
+    with open_cortex(store, org_root, no_org, create=True) as cx:
         target = cx.add_webhook(definition)
     if definition.secret and not definition.secret.startswith("secret://"):
         err_console.print(resolve_secret(definition.secret, name).warning, style="yellow", markup=False)
@@ -88,7 +88,7 @@ def list_(cx):
 @click.option("--stale", is_flag=True, help="Sign an hour ago: timestamped schemes must reject it.")
 @click.option("--private-key", type=click.Path(exists=True, dir_okay=False),
               help="jwt with RS/ES/PS/EdDSA algorithms: the PEM private key to sign the token with.")
-@with_cortex
+@with_cortex(create=True)
 def test(cx, name, payload, event, url, tamper, stale, private_key):
     """Sign PAYLOAD with webhook NAME's real scheme and secret and deliver it; show what happened.
 
@@ -110,7 +110,7 @@ def test(cx, name, payload, event, url, tamper, stale, private_key):
 
 @webhook_group.command()
 @click.argument("name")
-@with_cortex
+@with_cortex(create=True)
 def remove(cx, name):
     """Remove webhook NAME from the definitions file, leaving the rest of it as it is."""
     target = cx.remove_webhook(name)
@@ -137,7 +137,7 @@ def logs(cx, name, tail):
 
 @webhook_group.command()
 @click.argument("age")
-@with_cortex
+@with_cortex(create=True)
 def prune(cx, age):
     """Remove logged deliveries older than AGE (7d, 12h, ...), with their kept bodies."""
     removed = cx.prune_webhook_logs(duration(age, "AGE"))
@@ -146,7 +146,7 @@ def prune(cx, age):
 
 @webhook_group.command()
 @click.argument("delivery_id", metavar="ID")
-@with_cortex
+@with_cortex(create=True)
 def redeliver(cx, delivery_id):
     """Run logged delivery ID through filtering and routing again (not verification: its signature may be stale)."""
     delivery = cx.webhook_redeliver(delivery_id)
@@ -163,7 +163,7 @@ def redeliver(cx, delivery_id):
 @click.option("--max-body", type=click.IntRange(1, 1 << 30), default=1 << 20, show_default=True,
               help="Largest body accepted, in bytes; larger ones get 413.")
 @click.option("--keep-logs", default="30d", show_default=True, help="How long logged deliveries are kept.")
-@with_cortex
+@with_cortex(create=True)
 def serve_command(cx, host, port, max_body, keep_logs):
     """Receive webhook deliveries over HTTP at the paths the definitions declare."""
     service, server = cx.webhook_server(host, port, max_body, duration(keep_logs, "--keep-logs"))

@@ -35,6 +35,7 @@ from ..backends import Store
 from ..codec import decode, encode
 from ..errors import UserError
 from ..files import ChangedMeanwhile, Staged, remove_under, write_atomically
+from ..location import RECORD, RECORD_BYTES, CopyRecord, NotACopy, read_record
 from ..locks import folder_lock
 from ..hashing import OID_SIZE, Oid, hash_bytes
 from ..ingest import INGESTED_WHOLE, SYNCED, WORKING, FolderRead, IngestReport, Progress, ReadCollected, note_written, \
@@ -52,19 +53,13 @@ from .siblings import Getter
 __all__ = ["BASE", "COPIES", "NEXT", "READS", "RECORD", "RECORD_BYTES", "REF_PREFIX", "SYNC_WAIT", "Copy", "CopyBusy",
            "NotACopy", "SyncReport", "check_out", "conflicts", "forget_copy", "is_copy", "sync", "working_copies"]
 
-RECORD = Path(".cortex") / "copy"
 BASE = Path(".cortex") / "base"
-RECORD_BYTES = 4096  # the most a copy's record or base file holds: a larger one is not read
 REF_PREFIX = "copies/"
 NEXT = "/next"  # with a copy's ref: the base its last sync made, trusted once the folder's record names it
 COPIES = "history.copies"  # copy id -> [folder, host, time made]
 READS = 3  # reads of the folder a sync makes while a gc keeps collecting what the last one reused
 _settling: dict[tuple[int, Path], Future] = {}  # (process, folder) -> its last sync there, settling (`_settle`)
 SYNC_WAIT = 300.0  # seconds a sync waits for another sync of its folder (a first checkout of a big store is long)
-
-
-class NotACopy(UserError):
-    """A folder that is not a working copy of this store."""
 
 
 class CopyBusy(UserError):
@@ -180,7 +175,8 @@ def forget_copy(store: Store, copy_id: str) -> Copy:
 def _write_record(store: Store, folder: Path, copy_id: str, joined: bool) -> None:
     """Name in `folder` the working copy it is of `store`; `joined`: the store knows it (before that, the
     copy's first sync registers it in its commit)."""
-    record = {"copy": copy_id, "host": socket.gethostname(), "store": store.id, "joined": joined}
+    record = {"copy": copy_id, "host": socket.gethostname(), "store": store.id, "joined": joined,
+              "location": store.engine.location}
     try:
         write_atomically(folder / RECORD, json.dumps(record).encode())
         if not (ignored := folder / RECORD.parent / ".gitignore").exists():  # a notes repository never takes the key
@@ -588,36 +584,10 @@ def _keep_base(agreed: dict[str, Oid], rel: str, was: Oid | None) -> None:
         agreed[rel] = was
 
 
-@dataclass(frozen=True)
-class _Record:
-    """What a folder's `.cortex/copy` says: the copy's id, its store's, whether the store knows it yet."""
-
-    copy: str
-    store: str | None  # None: written before copies named their store
-    joined: bool
-
-
-def _read_record(folder: Path) -> _Record | None:
-    """The folder's copy record (None: there is none); NotACopy if it cannot be read."""
-    try:
-        found = json.loads(read_bounded(folder / RECORD, RECORD_BYTES, "a working copy's record"))
-        record = _Record(found["copy"], found.get("store"), found.get("joined", True))
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise NotACopy(f"{brief(str(folder / RECORD), 80)}: unreadable ({exc.strerror}); check the folder out "
-                       "again") from None
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise NotACopy(f"{folder / RECORD}: unreadable ({exc}); check the folder out again") from None
-    if not isinstance(record.copy, str) or not isinstance(record.joined, bool):
-        raise NotACopy(f"{folder / RECORD}: not a working copy record; check the folder out again")
-    return record
-
-
-def _record_of(store: Store, folder: Path) -> _Record | None:
+def _record_of(store: Store, folder: Path) -> CopyRecord | None:
     """The folder's record if it names a copy of `store` that `store` knows or is to register (None: no
     record, or one of a copy this store has forgotten); NotACopy for another store's copy."""
-    record = _read_record(folder)
+    record = read_record(folder)
     if record is None:
         return None
     if record.store is not None and record.store != store.id:

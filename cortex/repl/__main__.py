@@ -7,7 +7,7 @@ import os
 import sys
 
 from ..errors import UserError
-from . import eval_source, piped_forms, run
+from . import check_folder, eval_source, piped_forms, run
 
 __all__ = ["main"]
 
@@ -37,12 +37,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cortex: {exc}", file=sys.stderr)
             return 1
         return eval_source(source, **where, filename="<stdin>")
+    try:
+        check_folder(**where)  # before the banner: a REPL whose every form would fail never opens
+    except UserError as exc:
+        print(f"cortex: {exc}", file=sys.stderr)
+        return 1
     if not sys.stdout.isatty():
-        return run(**where)
+        return run(**where, checked=True)
     from .early import EarlyPrompt
 
     with EarlyPrompt(sys.stdin.fileno(), sys.stdout.fileno()) as early:
-        return run(**where, early=early)
+        return run(**where, early=early, checked=True)
 
 
 if __name__ == "__main__":

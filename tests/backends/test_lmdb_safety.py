@@ -401,7 +401,7 @@ def test_a_new_store_on_a_full_disk_is_one_line(small_disk, tmp_path):
         while True:
             os.write(fd, b"\1" * PSIZE)
     os.close(fd)
-    line = _one_line(_cortex("stats", "--store", small_disk / "new", "--org", _org(tmp_path / "org", 1, 1)))
+    line = _one_line(_cortex("ingest", "--store", small_disk / "new", "--org", _org(tmp_path / "org", 1, 1)))
     assert "disk holding the store is full" in line
 
 

@@ -66,6 +66,8 @@ def test_snapshot_diff_rollback_log(run, org):
 
 
 def test_user_errors_are_one_line_without_traceback(tmp_path, org, capsys):
+    main(["ingest", "--store", str(tmp_path / "s"), "--org", str(org)])
+    capsys.readouterr()
     with pytest.raises(SystemExit) as exit_:
         main(["show", "--store", str(tmp_path / "s"), "--org", str(org), "no-such-id"])
     assert exit_.value.code == 1
@@ -175,6 +177,7 @@ def test_narrow_tables_keep_ids_and_names_whole_and_every_column(width):
 
 
 def test_commands_that_find_nothing_say_no_results_without_an_empty_table(run):
+    run("ingest")
     for command in (("find", "no such words anywhere"), ("query", '(heading "no such words anywhere")')):
         result = run(*command)
         assert result.stdout == "" and result.stderr == "no results\n", result.output

@@ -17,6 +17,7 @@ from cortex.errors import NotFound
 def run(tmp_path, org):
     """Invoke `cortex memory ...` against a store in tmp_path tracking the copied Org folder."""
     runner = CliRunner()
+    main(["ingest", "--store", str(tmp_path / "store"), "--org", str(org)])
 
     def invoke(*args, input=None):
         command, *rest = args

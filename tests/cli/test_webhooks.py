@@ -225,7 +225,10 @@ def test_prune_removes_old_deliveries_and_refuses_a_bad_age(run):
     assert failed.exit_code == 2 and "Invalid value for AGE" in failed.output
 
 
-def test_logs_of_an_empty_store_say_so(run):
+def test_logs_of_an_empty_store_say_so(run, tmp_path, org):
+    missing = run("logs", "--name", "x", ok=False)  # and a missing one: reading it made none
+    assert missing.exit_code == 1 and "no store here; make one by ingesting" in str(missing.exception)
+    cx.open(tmp_path / "store", org).close()
     assert "no deliveries for webhook x" in run("logs", "--name", "x").output
 
 

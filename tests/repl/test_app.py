@@ -20,6 +20,7 @@ from prompt_toolkit.output import DummyOutput
 
 import cortex.repl
 from cortex.repl.early import BANNER, PROMPT, EarlyPrompt
+from cortex.workspace import AnotherFolder
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECTS = "notes/projects.org"
@@ -103,13 +104,21 @@ def test_tab_completes_an_id(tmp_path, org):
 
 
 def test_a_store_that_cannot_open_is_explained_and_hy_still_works(tmp_path, org):
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "data.mdb").write_bytes(b"")  # lost its contents
+    status, shown = drive(tmp_path / "store", org, "(stats)" + ENTER + "(+ 1 2)" + ENTER + CTRL_D)
+    assert status == 0
+    assert shown.splitlines()[1].startswith(f"error: {tmp_path / 'store'}: store damaged: its data file")
+    assert shown.splitlines()[2:] == ["3"]
+
+
+def test_a_store_tracking_another_folder_is_refused_before_the_prompt(tmp_path, org):
     other = tmp_path / "other"
     shutil.copytree(org, other)
     assert drive(tmp_path / "store", org, CTRL_D)[0] == 0
-    status, shown = drive(tmp_path / "store", other, "(stats)" + ENTER + "(+ 1 2)" + ENTER + CTRL_D)
-    assert status == 0
-    assert shown.splitlines()[1].startswith(f"error: this store tracks the Org folder {org}, not {other}")
-    assert shown.splitlines()[2:] == ["3"]
+    with pytest.raises(AnotherFolder, match=f"tracks the Org folder {org}, not {other}; open that folder, or give"):
+        drive(tmp_path / "store", other, "(stats)" + ENTER + CTRL_D)
+    assert drive(tmp_path / "store", org, CTRL_D)[0] == 0  # its own folder opens at once: its copy names the store
 
 
 # --- the prompt drawn before prompt-toolkit loads ---------------------------------------------------
