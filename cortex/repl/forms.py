@@ -76,13 +76,13 @@ def ingest(session, path=None):
 
 
 @form
-def lookup(session, org_id, *, ref=None):
-    """The headline with this :ID:, in the working state or a snapshot: (lookup "task-parse-org" :ref "HEAD~1")."""
-    return session.cortex.lookup(org_id, ref=snapshot_ref(ref))
+def lookup(session, org_id, *, as_of=None):
+    """The headline with this :ID:, in the working state or a snapshot: (lookup "task-parse-org" :as-of "HEAD~1")."""
+    return session.cortex.lookup(org_id, ref=snapshot_ref(as_of))
 
 
 @form
-def find(session, *, todo=None, tag=None, prop=None, text=None, ref=None, valid_at=None,
+def find(session, *, todo=None, tag=None, prop=None, text=None, as_of=None, valid_at=None,
          all=False):  # noqa: A002 - what the user writes
     """Headlines matching every criterion given.
 
@@ -90,10 +90,10 @@ def find(session, *, todo=None, tag=None, prop=None, text=None, ref=None, valid_
     (find :tag "ops")            by one of their own tags
     (find :prop "OWNER=dana")    by property, with or without a value
     (find :text "deploy")        by title text, ignoring case
-    :ref "HEAD~1" searches a snapshot instead of the working state. Only the headlines that hold now and that
+    :as-of "HEAD~1" searches a snapshot instead of the working state. Only the headlines that hold now and that
     nothing replaced, unless :valid-at "2026-11-01" (those that held then) or :all True.
     """
-    return session.cortex.find(todo=todo, tag=tag, prop=prop, text=text, ref=snapshot_ref(ref), valid_at=valid_at,
+    return session.cortex.find(todo=todo, tag=tag, prop=prop, text=text, ref=snapshot_ref(as_of), valid_at=valid_at,
                                all=all)
 
 
