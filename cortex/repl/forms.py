@@ -248,12 +248,13 @@ def log(session, limit=None):
 
 
 @form
-def gc(session, *, keep_last=20, max_age=None):
+def gc(session, *, keep_last=20, max_age=None, compact=False):
     """Drop snapshots beyond the newest `keep-last` unless younger than `max-age`, then delete unreachable objects.
 
-    (gc :keep-last 10 :max-age "30d"); HEAD is always kept.
+    (gc :keep-last 10 :max-age "30d"); HEAD is always kept. :compact True then rewrites the data file without
+    the freed pages (the store alone: close other cortex processes), as `cortex gc --keep-last 10 --compact`.
     """
-    dropped, deleted = session.cortex.gc(keep_last, duration(max_age, "max-age"))
+    dropped, deleted = session.cortex.gc(keep_last, duration(max_age, "max-age"), compact=compact)
     return {"snapshots dropped": dropped, "objects deleted": deleted}
 
 

@@ -242,7 +242,7 @@ def test_snapshot_edit_diff_rollback_history_log(repl, org):
 
 def test_gc_reports_counts_and_rejects_a_bad_duration(repl):
     repl('(snapshot "a")')
-    rows = dict(line.rsplit(None, 1) for line in repl("(gc :keep-last 1)").splitlines())
+    rows = dict(line.rsplit(None, 1) for line in repl("(gc :keep-last 1 :compact True)").splitlines())
     assert rows == {"snapshots dropped": "0", "objects deleted": "0"}
     assert "max-age 'soon'" in repl('(gc :max-age "soon")') and not repl.ok
 
