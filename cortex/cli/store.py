@@ -47,7 +47,8 @@ def show(cx, target, ref):
 
 @click.command()
 @click.option("--todo", help="TODO keyword, e.g. TODO or DONE.")
-@click.option("--tag", help="An own tag of the headline.")
+@click.option("--tag", help="A tag the headline carries or inherits (from a heading above it or #+FILETAGS), as "
+                             "Org's match strings read tags; `cortex query '(tags-local ...)'` for own tags only.")
 @click.option("--prop", help="A property: NAME or NAME=VALUE.")
 @click.option("--as-of", "ref", help="Search a snapshot instead of the working state.")
 @click.argument("text", required=False)

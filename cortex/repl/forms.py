@@ -87,7 +87,8 @@ def find(session, *, todo=None, tag=None, prop=None, text=None, as_of=None, vali
     """Headlines matching every criterion given.
 
     (find :todo "TODO")          by TODO keyword
-    (find :tag "ops")            by one of their own tags
+    (find :tag "ops")            by a tag, their own or inherited (from a heading above, #+FILETAGS), as Org
+                                 reads tags; (query (tags-local "ops")) for own tags only
     (find :prop "OWNER=dana")    by property, with or without a value
     (find :text "deploy")        by title text, ignoring case
     :as-of "HEAD~1" searches a snapshot instead of the working state. Only the headlines that hold now and that
