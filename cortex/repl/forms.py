@@ -11,7 +11,7 @@ import inspect
 
 from ..errors import UserError
 from ..words import quoted, shown_stats, unsaved_note
-from .registry import FORMS, form, prelude
+from .registry import FORMS, closest, form, prelude
 from .values import FileEntry, Help, HelpEntry, Message, OrgText, Outline
 
 __all__ = ["duration", "snapshot_ref"]  # for the other forms modules; the forms register themselves (`form`)
@@ -271,6 +271,7 @@ def help(session, topic=None):  # noqa: A001 - `help` is what a REPL user types
     if entry is not None:
         return Help([HelpEntry(entry.name, entry.usage, entry.doc)])
     if isinstance(topic, str):
-        raise UserError(f"no form named {topic}; (help) lists them")
+        close = closest(topic, list(FORMS))
+        raise UserError(f"no form named {topic}; " + (f"did you mean {close}? " if close else "") + "(help) lists them")
     name = getattr(topic, "__name__", str(topic))
     return Help([HelpEntry(name, "", inspect.getdoc(topic) or f"no documentation for {name}")])

@@ -257,6 +257,8 @@ def test_help_lists_every_form_and_explains_one(repl):
     assert ":keep True" in one
     assert repl('(help "find")').startswith("(find [:todo None] [:tag None]")
     assert repl('(help "nothing-here")') == "error: no form named nothing-here; (help) lists them\n"
+    assert repl('(help "memory-serch")') == ("error: no form named memory-serch; did you mean memory-search? "
+                                            "(help) lists them\n")
 
 
 def test_one_definition_adds_a_form(tmp_path, org):
