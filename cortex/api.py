@@ -184,10 +184,10 @@ class Cortex:
 
     def find(self, *, todo=None, tag=None, prop=None, text=None, ref=None, valid_at=None,
              all: bool = False) -> list[Node]:  # noqa: A002 - what the user asks for
-        """Headlines by TODO keyword, tag, property (NAME or (NAME, VALUE)) and title text: those that hold now
-        and that nothing replaced (`cortex.memory.validity`; a headline that says nothing of it always holds),
-        those that held at `valid_at` (a date, a datetime or text: "2026-11-01", "-30d", "2026-11-01 14:00"), or
-        `all` of them."""
+        """Headlines by TODO keyword, tag (own or inherited: `query.tagged`), property (NAME or (NAME, VALUE)) and
+        title text: those that hold now and that nothing replaced (`cortex.memory.validity`; a headline that says
+        nothing of it always holds), those that held at `valid_at` (a date, a datetime or text: "2026-11-01", "-30d",
+        "2026-11-01 14:00"), or `all` of them."""
         from .orgquery.index import headline_validity
 
         keep, at = _holding(valid_at, all)
@@ -607,7 +607,8 @@ class Cortex:
         (a date, a datetime or text: "2026-11-01", "-30d", "2026-11-01 14:00"), or `all` items; each as the
         state searched says (a snapshot's properties for `as_of`), before the `limit` best are taken.
 
-        `path` is a prefix of the files' paths; `speaker` keeps the turns one person said; `since` and `until`
+        `path` is a prefix of the files' paths; `tag` keeps the items whose headline carries or inherits it (as
+        `find` reads tags); `speaker` keeps the turns one person said; `since` and `until`
         keep the items dated within those days (a daily log's day, a dated heading's, an active timestamp's;
         dates or text: "2023-05-01", "today", "-7d"), and a period the query itself names ("in May 2023",
         "last week", relative to `today`) raises the items dated within it. `context` brings each result that

@@ -118,14 +118,13 @@ class FileIdNotHeadline(NotFound):
 
 def find(store: Store, tree: Tree, *, todo: str | None = None, tag: str | None = None,
          prop: tuple[str, str | None] | None = None, text: str | None = None) -> list[Node]:
-    """Headlines matching every given criterion: TODO keyword, own tag, property (value optional), title text."""
+    """Headlines matching every given criterion: TODO keyword, tag (its own or inherited, as `tagged` reads them),
+    property (value optional), title text."""
     needle = text.casefold() if text else None
     found = []
-    for node in walk(store, tree):
+    for node in walk(store, tree) if tag is None else tagged(store, tree, tag):
         h = node.headline
         if todo is not None and h.todo != todo:
-            continue
-        if tag is not None and tag not in h.tags:
             continue
         if prop is not None:
             value = h.get(prop[0])
@@ -135,6 +134,19 @@ def find(store: Store, tree: Tree, *, todo: str | None = None, tag: str | None =
             continue
         found.append(node)
     return found
+
+
+def tagged(store: Store, tree: Tree, tag: str) -> Iterator[Node]:
+    """The headlines that carry `tag` as Org's match strings and org-ql's `tags` read tags: their own, those of the
+    headings above them and the file's (#+FILETAGS)."""
+    for path in sorted(tree.entries):
+        doc: Document = store.objects[tree.entries[path]]
+        inherited = {0: org.file_tags(doc.preamble)}  # the tags of each level's headline, by depth
+        for node in walk_document(store, path, doc):
+            depth = len(node.position)
+            inherited[depth] = inherited[depth - 1] + node.headline.tags
+            if tag in inherited[depth]:
+                yield node
 
 
 def file_id(doc: Document) -> str | None:

@@ -125,23 +125,24 @@ def history_(cx, org_id):
 
 
 @click.command()
-@click.option("--keep", "keep_last", type=click.IntRange(min=0), default=20, show_default=True,
+@click.option("--keep-last", type=click.IntRange(min=0), default=20, show_default=True,
               help="Keep the newest N snapshots.")
+@click.option("--keep", "kept_before", type=click.IntRange(min=0), hidden=True)  # --keep-last's old name, for a release
 @click.option("--max-age", help="Also keep snapshots younger than this (e.g. 30d, 2w).")
 @click.option("--compact", is_flag=True, help="Then rewrite the data file without the freed pages "
                                               "(needs the store alone: close other cortex processes).")
 @with_cortex
-def gc(cx, keep_last, max_age, compact):
-    """Drop snapshots beyond retention and delete objects nothing reaches.
+def gc(cx, keep_last, kept_before, max_age, compact):
+    """Drop snapshots beyond retention and delete objects nothing reaches (the REPL's (gc :keep-last N)).
 
-    Kept: the snapshots retention keeps (the newest --keep, those younger than --max-age, and
+    Kept: the snapshots retention keeps (the newest --keep-last, those younger than --max-age, and
     HEAD), what refs point at (HEAD, the working state), and what the reflog entries within
     that retention name: HEAD's entries that name a kept snapshot, and the working state's
     entries no older than the oldest kept snapshot. Everything else is deleted, but its bytes
     stay in the data file's free pages until --compact (or a hard purge) rewrites the file.
     """
     age = duration(max_age, "--max-age") if max_age is not None else None
-    dropped, deleted = cx.gc(keep_last, age, compact=compact)
+    dropped, deleted = cx.gc(keep_last if kept_before is None else kept_before, age, compact=compact)
     console.print(f"dropped {counted(dropped, 'snapshot')}, deleted {counted(deleted, 'object')}"
                   + (", compacted" if compact else ""))
 

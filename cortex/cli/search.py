@@ -17,7 +17,8 @@ from .common import console, err_console, holding, progress_bar, table, validity
               help="Only this memory type.")
 @click.option("--source", type=click.Choice(["memory", "notes"]), help="Agent memory files or other Org files.")
 @click.option("--path", help="Only files whose path starts so (from the Org root): notes/, agents/a/logs/2023-05.")
-@click.option("--tag", help="Only headlines with this tag.")
+@click.option("--tag", help="Only headlines with this tag, their own or inherited (from a heading above or "
+                             "#+FILETAGS), as `cortex find --tag` and `cortex query` read tags.")
 @click.option("--todo", help="Only headlines with this TODO keyword.")
 @click.option("--speaker", help="Only the turns this person said in conversations.")
 @click.option("--since", help="Only items dated on or after this day: 2023-05-01, today, -7d.")

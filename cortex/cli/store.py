@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import click
 from rich.markup import escape
-from rich.text import Text
 
 from ..words import counted, shown_stats
-from .common import (chain_lines, console, err_console, holding, literal, print_nodes, progress_bar, table,
-                     validity_options, with_cortex)
+from .common import (chain_lines, console, err_console, holding, print_nodes, progress_bar, table, validity_options,
+                     with_cortex)
 
 
 @click.command()
@@ -48,7 +47,8 @@ def show(cx, target, ref):
 
 @click.command()
 @click.option("--todo", help="TODO keyword, e.g. TODO or DONE.")
-@click.option("--tag", help="An own tag of the headline.")
+@click.option("--tag", help="A tag the headline carries or inherits (from a heading above it or #+FILETAGS), as "
+                             "Org's match strings read tags; `cortex query '(tags-local ...)'` for own tags only.")
 @click.option("--prop", help="A property: NAME or NAME=VALUE.")
 @click.option("--as-of", "ref", help="Search a snapshot instead of the working state.")
 @click.argument("text", required=False)
@@ -64,21 +64,19 @@ def find(cx, todo, tag, prop, ref, text, valid_at, all_):
 @click.argument("path", required=False)
 @with_cortex
 def ls(cx, path):
-    """The files of the working state with their counts, or the outline of one file (as the REPL's (ls))."""
+    """The files of the working state with their counts, or the outline of one file: each headline's file:line and
+    first line as the file has it (TODO keyword, priority, cookies, tags), as the REPL's (ls) shows them."""
     if path is None:
         t = table("file", "headlines", "ids")
         for file, (headlines, ids) in cx.files().items():
             t.add_row(file, str(headlines), str(ids))
         console.print(t)
         return
-    for node in cx.outline(path):
-        line = Text("  " * (len(node.position) - 1))
-        if node.headline.todo:
-            line.append(f"{node.headline.todo} ", style="magenta")
-        line.append(literal(node.title))
-        if node.headline.tags:
-            line.append(literal(f"  :{':'.join(node.headline.tags)}:"), style="cyan")
-        console.print(line)
+    from types import SimpleNamespace
+
+    from ..repl.render import Renderer  # the REPL's outline, so that both show one file alike
+
+    console.print(Renderer(SimpleNamespace(cortex=cx)).outline(cx.outline(path)))
 
 
 @click.command()

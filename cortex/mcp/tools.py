@@ -99,11 +99,11 @@ class Tools:
         return self.session.render(self.session.target(target, as_of), as_of)
 
     def find(self, todo: Annotated[str | None, Field(description="A TODO keyword: TODO, NEXT, DONE...")] = None,
-             tag: Annotated[str | None, Field(description="A tag the headline itself carries")] = None,
+             tag: Annotated[str | None, Field(description="A tag the headline carries or inherits from a heading above it or #+FILETAGS, as in Org; query (tags-local ...) for its own only")] = None,
              prop: Annotated[str | None, Field(description="A property NAME, or NAME=VALUE")] = None,
              text: Annotated[str | None, Field(description="Words in the title")] = None,
              limit: Limit = 50, valid_at: ValidAt = None, all: All = False) -> Json:  # noqa: A002
-        """Headlines by TODO keyword, own tag, property and title words (all given must match), in file order;
+        """Headlines by TODO keyword, tag (own or inherited), property and title words (all given must match), in file order;
         the current ones (not superseded or retired) unless `valid_at` or `all`."""
         if not any(value and value.strip() for value in (todo, tag, prop, text)):
             raise UserError("find needs at least one of todo, tag, prop or text")

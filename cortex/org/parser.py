@@ -29,7 +29,7 @@ import blake3
 from ..codec import encode
 from ..hashing import Oid
 from ..objects import Document, Headline, OrgObject
-from .blocks import keywords
+from .blocks import keyword, keywords
 from .syntax import OPTION, Section, content_start, file_drawer, headline_tags, heading, is_crlf, headline_starts
 
 __all__ = ["PARSER_VERSION", "Cached", "Getter", "Parsed", "Setup", "build_subtrees", "child_keys", "file_properties",
@@ -293,6 +293,15 @@ def _strip_key(word: str) -> str:
     """`TODO(t)` -> `TODO`: the fast-access key and logging spec are not part of the name."""
     cut = word.find("(")
     return word[:cut] if cut >= 0 and word.endswith(")") else word
+
+
+_FILETAGS = keyword("FILETAGS")
+
+
+def file_tags(preamble: str) -> tuple[str, ...]:
+    """The tags `#+FILETAGS:` gives every headline of a file (its text before the first headline), once each."""
+    found = (tag for _, value in keywords(preamble, _FILETAGS) for word in value.split() for tag in word.split(":"))
+    return tuple(dict.fromkeys(tag for tag in found if tag))
 
 
 def file_properties(preamble: str) -> tuple[tuple[str, str], ...]:

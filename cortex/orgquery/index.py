@@ -45,7 +45,7 @@ from ..bounded import BoundedDict
 from ..hashing import Oid
 from ..memory.validity import Validity
 from ..objects import EMPTY_TREE, Document, Headline, Tree
-from ..org import file_properties
+from ..org import file_properties, file_tags
 from ..org.blocks import keyword, keywords
 from ..org.syntax import PRIORITY_COOKIE
 from ..query import Node
@@ -57,7 +57,7 @@ __all__ = ["DAY_KINDS", "KEYS", "Index", "Row", "headline_validity", "scan"]
 
 # org-priority-regexp, matched from the start of the headline as Emacs's `looking-at` does (ignoring case)
 _PRIORITY_COOKIE = re.compile(rf"\*++.*{PRIORITY_COOKIE}", re.I)  # `.*` alone gives back: no retry per star
-_KEYWORD = keyword("FILETAGS", "CATEGORY", "PROPERTY")
+_KEYWORD = keyword("CATEGORY", "PROPERTY")
 
 
 @dataclass(frozen=True)
@@ -74,13 +74,10 @@ class FileInfo:
     @classmethod
     def of(cls, path: str, document: Document) -> "FileInfo":
         """A file's setup as Emacs reads its keywords (in the text before the first headline)."""
-        tags: list[str] = []
         category = posixpath.splitext(posixpath.basename(path))[0]
         properties: dict[str, str] = {}
         for name, value in keywords(document.preamble, _KEYWORD):
-            if name == "FILETAGS":
-                tags += [t for word in value.split() for t in word.split(":") if t]
-            elif name == "CATEGORY":
+            if name == "CATEGORY":
                 category = value
             elif " " in value or "\t" in value:
                 key, rest = value.split(None, 1)
@@ -89,7 +86,7 @@ class FileInfo:
             properties[key.upper()] = value
             if key.upper() == "CATEGORY":
                 category = value
-        return cls(path, frozenset(document.done_keywords), tuple(dict.fromkeys(tags)), category,
+        return cls(path, frozenset(document.done_keywords), file_tags(document.preamble), category,
                    tuple(properties.items()))
 
 

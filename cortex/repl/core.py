@@ -21,7 +21,7 @@ import hy
 from ..errors import CortexError, located
 from ..words import brief, counted, quoted
 from .printer import Printer
-from .registry import macro_words, namespace
+from .registry import closest, macro_words, namespace
 from .watch import Watcher
 
 __all__ = ["Session", "describe_error", "is_complete"]
@@ -181,7 +181,7 @@ class Session:
                 self.printer.show(self.eval_form(form))
         except (Exception, KeyboardInterrupt) as exc:
             setattr(self.module, hy.mangle(ERROR_NAME), exc)
-            self.printer.error(describe_error(exc, text, self.filename))
+            self.printer.error(describe_error(exc, text, self.filename, self.names()))
             return False
         return True
 
@@ -237,8 +237,9 @@ def _pointed(line: str, column: int, width: int = 80) -> str:
     return f"\n  {shown}\n  {' ' * (column - start + bool(start))}^"
 
 
-def describe_error(exc: BaseException, source: str, filename: str = "<input>") -> str:
-    """An error as one located message: `file:line:column: what`, with the line and a caret when known."""
+def describe_error(exc: BaseException, source: str, filename: str = "<input>", names: list[str] = ()) -> str:
+    """An error as one located message: `file:line:column: what`, with the line and a caret when known; a name
+    that is not defined gets the closest of `names` (the forms and the session's own) as a suggestion."""
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted"
     if isinstance(exc, CortexError):
@@ -251,7 +252,9 @@ def describe_error(exc: BaseException, source: str, filename: str = "<input>") -
         return message
     what = f"{type(exc).__name__}: {brief(exc, 200)}"  # Python's own message may quote a whole value
     if isinstance(exc, NameError) and exc.name:
-        what = f"NameError: {quoted(hy.unmangle(exc.name))} is not defined"
+        name = hy.unmangle(exc.name)
+        close = closest(name, names)
+        what = f"NameError: {quoted(name)} is not defined" + (f"; did you mean {close}?" if close else "")
     here = [frame for frame in traceback.extract_tb(exc.__traceback__) if frame.filename == filename]
     if not here:
         return what

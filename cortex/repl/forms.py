@@ -11,7 +11,7 @@ import inspect
 
 from ..errors import UserError
 from ..words import quoted, shown_stats, unsaved_note
-from .registry import FORMS, form, prelude
+from .registry import FORMS, closest, form, prelude
 from .values import FileEntry, Help, HelpEntry, Message, OrgText, Outline
 
 __all__ = ["duration", "snapshot_ref"]  # for the other forms modules; the forms register themselves (`form`)
@@ -76,24 +76,25 @@ def ingest(session, path=None):
 
 
 @form
-def lookup(session, org_id, *, ref=None):
-    """The headline with this :ID:, in the working state or a snapshot: (lookup "task-parse-org" :ref "HEAD~1")."""
-    return session.cortex.lookup(org_id, ref=snapshot_ref(ref))
+def lookup(session, org_id, *, as_of=None):
+    """The headline with this :ID:, in the working state or a snapshot: (lookup "task-parse-org" :as-of "HEAD~1")."""
+    return session.cortex.lookup(org_id, ref=snapshot_ref(as_of))
 
 
 @form
-def find(session, *, todo=None, tag=None, prop=None, text=None, ref=None, valid_at=None,
+def find(session, *, todo=None, tag=None, prop=None, text=None, as_of=None, valid_at=None,
          all=False):  # noqa: A002 - what the user writes
     """Headlines matching every criterion given.
 
     (find :todo "TODO")          by TODO keyword
-    (find :tag "ops")            by one of their own tags
+    (find :tag "ops")            by a tag, their own or inherited (from a heading above, #+FILETAGS), as Org
+                                 reads tags; (query (tags-local "ops")) for own tags only
     (find :prop "OWNER=dana")    by property, with or without a value
     (find :text "deploy")        by title text, ignoring case
-    :ref "HEAD~1" searches a snapshot instead of the working state. Only the headlines that hold now and that
+    :as-of "HEAD~1" searches a snapshot instead of the working state. Only the headlines that hold now and that
     nothing replaced, unless :valid-at "2026-11-01" (those that held then) or :all True.
     """
-    return session.cortex.find(todo=todo, tag=tag, prop=prop, text=text, ref=snapshot_ref(ref), valid_at=valid_at,
+    return session.cortex.find(todo=todo, tag=tag, prop=prop, text=text, ref=snapshot_ref(as_of), valid_at=valid_at,
                                all=all)
 
 
@@ -248,12 +249,13 @@ def log(session, limit=None):
 
 
 @form
-def gc(session, *, keep_last=20, max_age=None):
+def gc(session, *, keep_last=20, max_age=None, compact=False):
     """Drop snapshots beyond the newest `keep-last` unless younger than `max-age`, then delete unreachable objects.
 
-    (gc :keep-last 10 :max-age "30d"); HEAD is always kept.
+    (gc :keep-last 10 :max-age "30d"); HEAD is always kept. :compact True then rewrites the data file without
+    the freed pages (the store alone: close other cortex processes), as `cortex gc --keep-last 10 --compact`.
     """
-    dropped, deleted = session.cortex.gc(keep_last, duration(max_age, "max-age"))
+    dropped, deleted = session.cortex.gc(keep_last, duration(max_age, "max-age"), compact=compact)
     return {"snapshots dropped": dropped, "objects deleted": deleted}
 
 
@@ -269,6 +271,7 @@ def help(session, topic=None):  # noqa: A001 - `help` is what a REPL user types
     if entry is not None:
         return Help([HelpEntry(entry.name, entry.usage, entry.doc)])
     if isinstance(topic, str):
-        raise UserError(f"no form named {topic}; (help) lists them")
+        close = closest(topic, list(FORMS))
+        raise UserError(f"no form named {topic}; " + (f"did you mean {close}? " if close else "") + "(help) lists them")
     name = getattr(topic, "__name__", str(topic))
     return Help([HelpEntry(name, "", inspect.getdoc(topic) or f"no documentation for {name}")])

@@ -20,7 +20,8 @@ def search(session, query, *, limit=10, agent=None, type=None, source=None, path
 
     (search "deploy")                                   the working state
     (search "E1042" :agent "assistant" :type "fact")    one agent's memory, one type of item
-    :source "memory" or "notes", :path "notes/" (a prefix), :tag "ops", :todo "TODO" narrow it down;
+    :source "memory" or "notes", :path "notes/" (a prefix), :tag "ops" (own or inherited, as in (find)),
+    :todo "TODO" narrow it down;
     :speaker "Caroline" keeps one person's turns; :since "2023-05-01" :until "-7d" keep what is dated then
     (a period the query names, "in May 2023", "last week", raises it); :context 2 brings the turns around;
     :as-of "HEAD~1" searches a snapshot; :fusion "rrf" ranks by reciprocal rank fusion;

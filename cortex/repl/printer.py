@@ -1,5 +1,6 @@
-"""Values and errors as a person reads them: plain data as Hy; anything else through `render.Renderer`
-(headlines as highlighted Org, lists of records as tables, dicts as key/value tables).
+"""Values and errors as a person reads them: plain data as Hy; a form or function named without calling it as
+how to call it and what it does; anything else through `render.Renderer` (headlines as highlighted Org, lists of
+records as tables, dicts as key/value tables).
 
 Plain data prints without loading rich; the renderer, and rich with it, load on the first value that needs them.
 """
@@ -11,6 +12,7 @@ from typing import TextIO
 
 import hy
 
+from .registry import described
 from .values import Help, Message, OrgText, Outline, SearchResults
 
 __all__ = ["Printer"]
@@ -35,6 +37,8 @@ class Printer:
             self.out.write(f"{value}\n")
         elif isinstance(value, list) and not value:  # a form found nothing: said as the CLI says it
             self.out.write("no results\n")
+        elif (usage := described(value)) is not None:  # `stats` typed without parentheses
+            self.out.write(f"{usage}\n")
         elif is_plain(value):
             self.out.write(f"{hy.repr(value)}\n")
         else:

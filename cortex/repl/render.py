@@ -32,7 +32,8 @@ CHANGE_STYLES = {"added": "green", "removed": "red", "changed": "yellow", "moved
 
 
 class Renderer:
-    """Builds rich renderables for the values of one session."""
+    """Builds rich renderables for the values of one session (all it reads of it is its `cortex`, so the CLI
+    draws what it shows as the REPL does with a stand-in holding its own)."""
 
     def __init__(self, session):
         self.session = session

@@ -1,8 +1,9 @@
 """What search sees of a tree: its items (a headline's own text, or one list item of a memory section), their
-keys, dates and when they hold, and which items a document's change removes and adds.
+keys, tags, dates and when they hold, and which items a document's change removes and adds.
 
-A key names a unit of text in place (path, outline, headline oid, unit, and what tells identical siblings
-apart), so an edit changes the keys of the items it touched and of no other.
+A key names a unit of text in place (path, outline, headline oid, unit, what tells identical siblings apart,
+and the tags it inherits), so an edit changes the keys of the items it touched and of no other, and a tag
+given to a heading (or to the file, #+FILETAGS) changes those of the items below it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..hashing import Oid
 from ..memory.layout import classify
 from ..memory.validity import Validity
 from ..objects import Document, Headline, OrgObject
-from ..org import Section
+from ..org import Section, file_tags
 from ..org.syntax import BULLET
 
 __all__ = ["SOURCES", "TYPES", "Item", "Items", "changed_units", "item_date", "item_key", "span_of", "texts", "units"]
@@ -45,7 +46,7 @@ class Item:
     text: str
     agent: str | None = None
     type: str | None = None
-    tags: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()   # its own and those it inherits (#+FILETAGS, its headings')
     todo: str | None = None
     date: str | None = None      # the day it belongs to (ISO): see `item_date`
     speaker: str | None = None   # who said it, for a turn of a conversation ("** Caroline: ...")
@@ -108,10 +109,12 @@ class Items(dict):
         return [(key, self[key]) for key in self]
 
 
-def item_key(path: str, outline: tuple[str, ...], oid: bytes, unit: int, twin: tuple[int, ...] = ()) -> int:
+def item_key(path: str, outline: tuple[str, ...], oid: bytes, unit: int, twin: tuple[int, ...] = (),
+             inherited: tuple[str, ...] = ()) -> int:
     """A 64-bit key for a unit of text in place; `twin` tells identical headlines under one parent apart (for
-    it and each ancestor, how many identical headlines precede it among its siblings)."""
-    data = encode([path, list(outline), bytes(oid), unit, list(twin)])
+    it and each ancestor, how many identical headlines precede it among its siblings); `inherited`: the tags it
+    inherits."""
+    data = encode([path, list(outline), bytes(oid), unit, list(twin), *([list(inherited)] if inherited else [])])
     return int.from_bytes(blake3.blake3(data).digest()[:8], "little")
 
 
@@ -144,14 +147,15 @@ def item_date(path: str, outline: tuple[str, ...], own: str) -> str | None:
 
 
 def units(path: str, outline: tuple[str, ...], position: tuple[int, ...], h: Headline,
-          twin: tuple[int, ...] = ()) -> Iterable[Item]:
-    """The searchable units of a headline in place: its own text; a memory section's list items one by one."""
+          twin: tuple[int, ...] = (), inherited: tuple[str, ...] = ()) -> Iterable[Item]:
+    """The searchable units of a headline in place, which inherits the tags `inherited`: its own text; a memory
+    section's list items one by one."""
     tag = classify(path, outline, h)
     own, body = _own_text(h.raw)
     turn = tag is not None and tag.type == "log" and len(outline) > 1 and _SPEAKER.match(h.title)
     validity = Validity.of(h.properties) if h.properties else _ALWAYS
     common = dict(path=path, outline=outline, position=position, oid=h.oid, id=h.id,
-                  agent=tag and tag.agent, type=tag and tag.type, tags=h.tags, todo=h.todo,
+                  agent=tag and tag.agent, type=tag and tag.type, tags=_with(inherited, h.tags), todo=h.todo,
                   date=item_date(path, outline, own), speaker=turn[1].strip() if turn else None,
                   container=bool(tag and tag.type == "log" and len(outline) == 1 and h.children
                                  and not body.strip()),
@@ -161,10 +165,15 @@ def units(path: str, outline: tuple[str, ...], position: tuple[int, ...], h: Hea
     if section:
         for n, match in enumerate(_LIST_ITEM.finditer(body), 1):
             text = " ".join(match.group(1).split())
-            yield Item(item_key(path, outline, h.oid, n, twin), text=text, **common)
+            yield Item(item_key(path, outline, h.oid, n, twin, inherited), text=text, **common)
         return
     text = (h.title + "\n" + body).strip()
-    yield Item(item_key(path, outline, h.oid, 0, twin), text=text, **common)
+    yield Item(item_key(path, outline, h.oid, 0, twin, inherited), text=text, **common)
+
+
+def _with(inherited: tuple[str, ...], own: tuple[str, ...]) -> tuple[str, ...]:
+    """A headline's tags, those it inherits first, each once."""
+    return tuple(dict.fromkeys(inherited + own)) if own else inherited
 
 
 def span_of(at: date | datetime) -> tuple[str, str]:
@@ -197,28 +206,36 @@ def changed_units(get: Callable[[bytes], OrgObject], path: str, old: Document | 
 
     A subtree found on both sides among the children of the same outline, as many times on each, has the
     same units on both sides, so it is skipped whole, unless a sibling that changed has its title and
-    children: then the children of both are compared one level down, as they share an outline.
+    children: then the children of both are compared one level down, as they share an outline, if it still gives
+    them the same tags. A file whose #+FILETAGS changed has every unit changed.
     """
     gone: dict[int, Item] = {}
     came: dict[int, Item] = {}
-    levels = [((), [((), (), old.children)] if old else [], [((), (), new.children)] if new else [])]
+    tags = [file_tags(doc.preamble) if doc else () for doc in (old, new)]
+    sides = [[((), (), doc.children)] if doc else [] for doc in (old, new)]
+    if tags[0] == tags[1]:
+        levels = [((), tags[1], *sides)]
+    else:
+        levels = [((), tags[0], sides[0], []), ((), tags[1], [], sides[1])]
     while levels:
-        outline, before, after = levels.pop()
+        outline, inherited, before, after = levels.pop()
         counts = [Counter(oid for _, _, children in parents for oid in children) for parents in (before, after)]
         shared = {oid for oid, count in counts[0].items() if counts[1].get(oid) == count}
-        below: dict[str, tuple[Parents, Parents]] = {}
+        below: dict[tuple[str, tuple[str, ...]], tuple[Parents, Parents]] = {}
         for side, (parents, found) in enumerate(((before, gone), (after, came))):
             if changed := counts[side].keys() - shared:
                 for position, twin, headline in _among(get, parents, changed):
-                    found.update((u.key, u) for u in units(path, (*outline, headline.title), position, headline, twin))
+                    found.update((u.key, u) for u in units(path, (*outline, headline.title), position, headline, twin,
+                                                           inherited))
                     if headline.children:
-                        below.setdefault(headline.title, ([], []))[side].append((position, twin, headline.children))
+                        below.setdefault((headline.title, _with(inherited, headline.tags)), ([], []))[side].append(
+                            (position, twin, headline.children))
         if below:
             for side, parents in enumerate((before, after)):
                 for position, twin, headline in _among(get, parents, shared):
-                    if headline.children and headline.title in below:
-                        below[headline.title][side].append((position, twin, headline.children))
-        levels.extend(((*outline, title), b, a) for title, (b, a) in below.items())
+                    if headline.children and (key := (headline.title, _with(inherited, headline.tags))) in below:
+                        below[key][side].append((position, twin, headline.children))
+        levels.extend(((*outline, title), passed, b, a) for (title, passed), (b, a) in below.items())
     return gone, came
 
 

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["newest_purge", "restore", "save"]
 
-STATE_VERSION = 4  # 2: the state records the newest purge it was made after; 3: dates, speakers, twins, lines;
-# 4: when items hold
+STATE_VERSION = 5  # 2: the state records the newest purge it was made after; 3: dates, speakers, twins, lines;
+# 4: when items hold; 5: inherited tags
 SAVE_LOCK = "save.lock"  # held while the indexes are written (not hidden: leftovers of saves are)
 
 

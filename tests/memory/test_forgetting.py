@@ -217,7 +217,7 @@ def test_cli_forget_purge_log_and_gc_compact(tmp_path, org):
     assert "purged agent reviewer (agents/reviewer/memory.org) by" in log
     assert "purged 1 memory item of agent assistant" in log
     assert log.index("agent reviewer") < log.index("1 memory item")  # newest first
-    assert "compacted" in run("gc", "--keep", "1", "--compact")
+    assert "compacted" in run("gc", "--keep-last", "1", "--compact")
     shown = " ".join(run("gc", "--help").split())
     assert "reflog entries within that retention" in shown and "--compact" in shown
 

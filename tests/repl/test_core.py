@@ -108,6 +108,36 @@ def test_runtime_error_names_the_line_and_the_hy_name(repl):
     assert shown.startswith("<input>:1:") and "ZeroDivisionError: division by zero" in shown
 
 
+def test_a_mistyped_name_gets_the_closest_form_or_definition(repl):
+    assert repl('(fnd :todo "TODO")') == "<input>:1:2: NameError: 'fnd' is not defined; did you mean find?\n"
+    repl("(setv deploys 3)")
+    assert repl("(+ deploy 1)").endswith("'deploy' is not defined; did you mean deploys?\n")
+
+
+@pytest.mark.parametrize("entry, said", [
+    ('(find "TODO")', "find takes keywords only, 1 argument given before them; usage: (find [:todo None]"),
+    ("(lookup)", "lookup needs org-id; usage: (lookup org-id [:as-of None])"),
+    ('(lookup "a" "b")', "lookup takes 1 argument before its keywords (org-id), 2 given; usage: (lookup org-id"),
+    ('(lookup "a" :org-id "b")', "lookup got org-id twice;"),
+    ('(find :tags "ops")', "find has no :tags (did you mean :tag?); usage: (find"),
+    ("(gc :keep 3)", "gc has no :keep (did you mean :keep-last?);"),
+])
+def test_a_wrong_call_says_what_is_wrong_in_hy_words_with_the_forms_usage(repl, entry, said):
+    shown = repl(entry)
+    assert not repl.ok and shown.startswith(f"error: {said}") and shown.count("\n") == 1
+    assert "_" not in shown.partition("usage:")[2] and "positional" not in shown
+    assert not repl.session.is_open  # refused before it ran
+
+
+def test_a_form_or_function_named_without_calling_it_shows_how_to_call_it(repl):
+    assert repl("stats") == ("(stats)\nWhere the store and the Org folder are; files, headlines, :ID:s (and the "
+                             "duplicated ones), objects, refs, snapshots and the size on disk.\n")
+    assert repl("lookup").startswith("(lookup org-id [:as-of None])\nThe headline with this :ID:")
+    repl('(defn bump [n [by 1]] "Add to a number." (+ n by))')
+    assert repl("bump") == "(bump n [by 1])\nAdd to a number.\n"
+    assert "<function" not in repl("first") + repl("defmemory")
+
+
 def test_cortex_errors_print_their_message(repl):
     assert repl('(lookup "no-such-id")') == "error: no headline with :ID: no-such-id\n"
     assert repl('(rollback "yesterday")').startswith("error: 'yesterday' is not a snapshot")
@@ -212,7 +242,7 @@ def test_snapshot_edit_diff_rollback_history_log(repl, org):
 
 def test_gc_reports_counts_and_rejects_a_bad_duration(repl):
     repl('(snapshot "a")')
-    rows = dict(line.rsplit(None, 1) for line in repl("(gc :keep-last 1)").splitlines())
+    rows = dict(line.rsplit(None, 1) for line in repl("(gc :keep-last 1 :compact True)").splitlines())
     assert rows == {"snapshots dropped": "0", "objects deleted": "0"}
     assert "max-age 'soon'" in repl('(gc :max-age "soon")') and not repl.ok
 
@@ -227,6 +257,8 @@ def test_help_lists_every_form_and_explains_one(repl):
     assert ":keep True" in one
     assert repl('(help "find")').startswith("(find [:todo None] [:tag None]")
     assert repl('(help "nothing-here")') == "error: no form named nothing-here; (help) lists them\n"
+    assert repl('(help "memory-serch")') == ("error: no form named memory-serch; did you mean memory-search? "
+                                            "(help) lists them\n")
 
 
 def test_one_definition_adds_a_form(tmp_path, org):

@@ -108,7 +108,7 @@ def test_the_cli_on_postgresql(pg_url, org, tmp_path, monkeypatch, cache, capsys
     assert "added    agents/assistant/memory.org: Facts / The database is Postgres 18." in run("diff")
     run("snapshot", "-m", "second")
     monkeypatch.setenv("CORTEX_STORE", pg_url)  # the same store, named by the environment
-    assert "dropped 1 snapshot," in run("gc", "--keep", "1", where=())
+    assert "dropped 1 snapshot," in run("gc", "--keep-last", "1", where=())
     snap = tmp_path / "snap.cortex"
     assert "exported" in run("export", "HEAD", str(snap), where=())
     assert run("fsck", where=()).startswith("ok:")

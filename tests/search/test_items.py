@@ -155,3 +155,36 @@ def test_an_identical_turn_added_later_is_a_new_item(tmp_path):
         log.write_text(MAY.replace("** Melanie: ok\n", "", 1))
         c.ingest()
         assert count() == 1
+
+
+TAGGED = """#+FILETAGS: :home:
+* Deploy pipeline  :ops:
+** Staging database migration  :db:
+*** Copy the tables
+* Garden beds
+"""
+
+
+def test_items_carry_inherited_tags_and_follow_the_edits_of_a_heading_or_the_file(tmp_path):
+    from cortex.search.items import changed_units
+
+    notes = tmp_path / "org" / "notes.org"
+    notes.parent.mkdir()
+    notes.write_text(TAGGED)
+    with cx.open(tmp_path / "store", tmp_path / "org") as c:
+        c.ingest()
+        tags = lambda: {i.outline[-1]: set(i.tags) for i in items(c)}  # noqa: E731
+        found = lambda tag: sorted(r.outline[-1] for r in c.search(  # noqa: E731
+            "pipeline migration tables garden", tag=tag, fusion="keyword", budget=0))
+        assert tags() == {"Deploy pipeline": {"home", "ops"}, "Staging database migration": {"home", "ops", "db"},
+                          "Copy the tables": {"home", "ops", "db"}, "Garden beds": {"home"}}
+        assert found("ops") == ["Copy the tables", "Deploy pipeline", "Staging database migration"]
+        assert [n.title for n in c.find(tag="db")] == ["Staging database migration", "Copy the tables"]  # find alike
+        for edit in (lambda t: t.replace("  :ops:", ""), lambda t: t.replace(":home:", ":away:")):
+            notes.write_text(edit(notes.read_text()))  # only the heading's (then the file's) tags change
+            c.ingest()
+            doc = c.store.objects[c.working().entries["notes.org"]]
+            fresh = changed_units(c.store.objects.__getitem__, "notes.org", None, doc)[1]
+            assert {i.key for i in items(c)} == fresh.keys()  # followed as a fresh build reads it
+        assert found("ops") == [] and found("home") == [] and len(found("away")) == 4
+        assert tags()["Copy the tables"] == {"away", "db"}
