@@ -46,6 +46,7 @@ _PLAIN_TIME = re.compile(rf"({_CLOCK})(?:--?({_CLOCK}))?")
 _TIME_OF_DAY = re.compile(r"([012]?[0-9])(?::([0-5][0-9]))?([AaPp][Mm])?")
 _PLANNING_TIME = re.compile(r" ([012]?[0-9]:[0-9][0-9])")
 _PRIORITY = re.compile(PRIORITY_COOKIE)
+_ACTIVE_STAMP = re.compile(r"<[0-9]{4}-[0-9]{2}-[0-9]{2}(?: .*?)?>")  # org-ts-regexp, as the agenda removes it
 _CLOSING_REPEATER = re.compile(r"\+[0-9]+[hdwmy]>$")
 _TAGS = re.compile(r"(?<![ \t])[ \t]+:\S+:[ \t]*$")  # tried from the start of a run of blanks only
 _KEYWORD = keyword("FILETAGS", "CATEGORY")
@@ -312,7 +313,7 @@ def _timestamp(item: _Item, stamp: Stamp, current: date, today: date) -> AgendaE
             return None
     elif base != current:
         return None
-    return _entry(item, current, "timestamp", "", stamp.raw, 0)
+    return _entry(item, current, "timestamp", "", stamp.raw, 0, stamps_shown=False)
 
 
 def _block(item: _Item, stamp: Stamp, current: date) -> AgendaEntry | None:
@@ -330,9 +331,14 @@ def _block(item: _Item, stamp: Stamp, current: date) -> AgendaEntry | None:
     return _entry(item, current, "block", leader, dotime, 0)
 
 
-def _entry(item: _Item, current: date, kind: str, leader: str, dotime: str | None, urgency: int) -> AgendaEntry:
-    """The entry of `item` on `current`, its time of day read from `dotime` (None: none), else from its heading."""
+def _entry(item: _Item, current: date, kind: str, leader: str, dotime: str | None, urgency: int,
+           stamps_shown: bool = True) -> AgendaEntry:
+    """The entry of `item` on `current`, its time of day read from `dotime` (None: none), else from its heading;
+    without the heading's active timestamps unless `stamps_shown` (org-agenda-get-timestamps removes them)."""
     time, time_of_day, head = _time(dotime, item.head)
+    if not stamps_shown:
+        while m := _ACTIVE_STAMP.search(head):
+            head = head[:m.start()] + head[m.end():]
     return AgendaEntry(current, kind, leader, time, head, item.tags, item.category, item.node, time_of_day,
                        _priority(head) + urgency)
 

@@ -117,7 +117,8 @@ def test_the_api_lists_every_file_of_a_state(samples):
     week = samples.agenda(7, "2026-11-23", today="2026-11-25")
     assert str(week).splitlines()[0] == "Week-agenda (W48):"
     categories = {entry.category for entry in week.entries}
-    assert categories == {"bills", "deadlines", "home", "proj", "repeaters", "scheduled", "timestamps", "validity"}
+    assert categories == {"bills", "deadlines", "home", "proj", "repeaters", "scheduled", "timestamps", "unseen",
+                          "validity"}
     # Each file's entries are those of its own agenda, in the same order.
     for sample in SAMPLES:
         if settings(sample)["start"] == "2026-11-23" and settings(sample)["span"] == "7":

@@ -11,6 +11,7 @@ import pytest
 import cortex.api as cx
 from cortex.errors import UserError
 from cortex.search.dates import named_period
+from cortex.search.items import item_date
 
 LOG = "agents/pal/logs/2023-05-08.org"
 LATER = "agents/pal/logs/2023-07-02.org"
@@ -155,3 +156,8 @@ def test_an_identical_turn_added_later_is_a_new_item(tmp_path):
         log.write_text(MAY.replace("** Melanie: ok\n", "", 1))
         c.ingest()
         assert count() == 1
+
+
+def test_an_items_day_is_that_of_the_first_timestamp_org_sees():
+    assert item_date("notes/a.org", ("Idea",), "* Idea =<2023-09-01 Fri>= <2023-09-02T10:00>\n"
+                                               "  [[x][<2023-09-03 Sun>]] then <2023-09-04 Mon>") == "2023-09-04"
