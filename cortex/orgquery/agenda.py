@@ -7,7 +7,8 @@ DONE items only on their own date, date ranges listed on each day as "(k/n):", a
 subtrees left out (and, beyond Org, the subtrees of items whose validity ended: invalid from before today, or
 replaced with no end said, `cortex.memory.validity`); entries ordered by time of day, then priority (where deadlines
 and carried items gain urgency), then file order. The agenda starts on `start`, not on the week's Monday,
-and has no time grid. Diary sexps (`<%%(...)>`) are not read.
+and has no time grid. Diary sexp timestamps (`<%%(diary-float t 4 2)>`) are listed on the days they hold, read as
+data by `cortex.orgquery.diary`; diary sexp lines (`%%(...)` alone) and diary sexps in planning lines are not read.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from ..objects import Document, Headline
 from ..org.blocks import keyword, keywords as file_keywords
 from ..org.syntax import PRIORITY_COOKIE
 from ..query import Node
-from .dates import Cookie, Stamp, add_months, day_of, headline_dates, repeater, section_stamps, warning
+from .dates import (Cookie, Diary, Stamp, add_months, day_of, headline_dates, repeater, section_diaries,
+                    section_stamps, warning)
+from .diary import diary_rule
 from .index import headline_validity
 
 __all__ = ["Agenda", "AgendaDay", "AgendaEntry", "AgendaFile", "agenda"]
@@ -251,14 +254,18 @@ def _entries(item: _Item, days: list[date], today: date) -> Iterator[tuple[str, 
     headline = item.node.headline
     dates = headline_dates(headline)
     planning = dict(headline.planning)
-    stamps = [stamp for stamp in section_stamps(headline) if stamp.date.is_active()]
+    stamps: list[Stamp | Diary] = sorted([stamp for stamp in section_stamps(headline) if stamp.date.is_active()]
+                                         + list(section_diaries(headline)), key=lambda found: found.line)
     for current in days:
         if dates.deadline and (entry := _deadline(item, dates.deadline, planning["DEADLINE"], current, today)):
             yield "deadline", 0, entry
         if dates.scheduled and (entry := _scheduled(item, dates.scheduled, planning["SCHEDULED"], current, today)):
             yield "scheduled", 0, entry
         for n, stamp in enumerate(stamps):
-            if _is_range(stamp):
+            if isinstance(stamp, Diary):
+                if diary_rule(stamp.sexp, f"{item.node.path}:{item.node.line + stamp.line}")(current, "") is not None:
+                    yield "timestamp", n, _entry(item, current, "timestamp", "", stamp.raw, 0, stamps_shown=False)
+            elif _is_range(stamp):
                 if entry := _block(item, stamp, current):
                     yield "block", n, entry
             elif entry := _timestamp(item, stamp, current, today):
