@@ -18,7 +18,7 @@ from functools import lru_cache
 from ..words import quoted
 from .errors import QueryError
 
-__all__ = ["DIARY_FUNCTIONS", "diary_rule"]
+__all__ = ["DIARY_FUNCTIONS", "diary_rule", "sexp_line"]
 
 DIARY_FUNCTIONS = ("diary-anniversary", "diary-block", "diary-cyclic", "diary-date", "diary-float")
 _TOKEN = re.compile(r"""\s*(?:(?P<open>'?\()|(?P<close>\))|(?P<int>[-+]?[0-9]+)(?=[\s()]|$)"""
@@ -41,6 +41,29 @@ def diary_rule(sexp: str, where: str) -> Rule:
     if not low <= len(args) <= high:
         raise QueryError(f"{where}: diary sexp {quoted(sexp)}: {name} takes {low} to {high} arguments")
     return _RULES[name](args, sexp, where)
+
+
+def sexp_line(line: str) -> tuple[str, str] | None:
+    """A diary sexp line (`%%(diary-anniversary 3 31 2000) Arthur is %d`): its sexp and its entry text; None for
+    another line."""
+    if not line.startswith(("%%(", "&%%(")):
+        return None
+    start = line.index("(")
+    depth, quoted_, escaped = 0, False, False
+    for i in range(start, len(line)):  # forward-sexp: to the parenthesis that closes the first, strings skipped
+        c = line[i]
+        if escaped or (quoted_ and c not in '"\\'):
+            escaped = False
+            continue
+        if c == "\\":
+            escaped = True
+        elif c == '"':
+            quoted_ = not quoted_
+        elif c in "()":
+            depth += 1 if c == "(" else -1
+            if depth == 0:
+                return line[start:i + 1], line[i + 1:].strip(" \t")
+    return line[start:], ""
 
 
 def _read(sexp: str, where: str) -> tuple[str, list]:
