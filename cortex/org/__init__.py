@@ -2,6 +2,7 @@
 
 - `syntax`: the line grammar (headline, planning and property drawer lines) and the `Section` value
 - `blocks`: where blocks, drawers, LaTeX environments and footnotes open and close; keywords outside them
+- `inline`: objects within a line as org-element finds them: timestamps, bracket links
 - `parser`: Org text -> document and headlines, incremental by subtree
 - `layout`: re-parsing an edit from a parsed file's layout, and rendering an edited document as a splice
 - `rendering`: object trees -> Org text, byte for byte

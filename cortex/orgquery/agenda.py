@@ -7,14 +7,16 @@ DONE items only on their own date, date ranges listed on each day as "(k/n):", a
 subtrees left out (and, beyond Org, the subtrees of items whose validity ended: invalid from before today, or
 replaced with no end said, `cortex.memory.validity`); entries ordered by time of day, then priority (where deadlines
 and carried items gain urgency), then file order. The agenda starts on `start`, not on the week's Monday,
-and has no time grid. Diary sexps (`<%%(...)>`) are not read.
+and has no time grid. Diary sexp timestamps (`<%%(diary-float t 4 2)>`) are listed on the days they hold, read as
+data by `cortex.orgquery.diary`, and diary sexp lines (`%%(diary-anniversary 3 31 2000) %d years`) as their text
+with `%d` filled in; diary sexps in planning lines are not read.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
 from pathlib import PurePosixPath
 from typing import NamedTuple
@@ -23,7 +25,9 @@ from ..objects import Document, Headline
 from ..org.blocks import keyword, keywords as file_keywords
 from ..org.syntax import PRIORITY_COOKIE
 from ..query import Node
-from .dates import Cookie, Stamp, add_months, day_of, headline_dates, repeater, section_stamps, warning
+from .dates import (Cookie, Diary, Stamp, add_months, day_of, headline_dates, repeater, section_diaries,
+                    section_lines, section_stamps, warning)
+from .diary import diary_rule, sexp_line
 from .index import headline_validity
 
 __all__ = ["Agenda", "AgendaDay", "AgendaEntry", "AgendaFile", "agenda"]
@@ -32,7 +36,7 @@ DEADLINE_WARNING_DAYS = 14  # org-deadline-warning-days
 PAST_DAYS = 10000  # org-scheduled-past-days and org-deadline-past-days
 TAGS_COLUMN = 80  # where tags end, as in a batch Emacs's 80-column window
 _NO_TIME = 9901  # entries without a time of day sort after the others (org-agenda-sort-notime-is-late)
-_KINDS = ("deadline", "scheduled", "block", "timestamp")  # the order org-agenda gathers a file's entries in
+_KINDS = ("deadline", "scheduled", "block", "timestamp", "sexp")  # the order org-agenda gathers a file's entries in
 _DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
            "November", "December")
@@ -46,6 +50,7 @@ _PLAIN_TIME = re.compile(rf"({_CLOCK})(?:--?({_CLOCK}))?")
 _TIME_OF_DAY = re.compile(r"([012]?[0-9])(?::([0-5][0-9]))?([AaPp][Mm])?")
 _PLANNING_TIME = re.compile(r" ([012]?[0-9]:[0-9][0-9])")
 _PRIORITY = re.compile(PRIORITY_COOKIE)
+_ACTIVE_STAMP = re.compile(r"<[0-9]{4}-[0-9]{2}-[0-9]{2}(?: .*?)?>")  # org-ts-regexp, as the agenda removes it
 _CLOSING_REPEATER = re.compile(r"\+[0-9]+[hdwmy]>$")
 _TAGS = re.compile(r"(?<![ \t])[ \t]+:\S+:[ \t]*$")  # tried from the start of a run of blanks only
 _KEYWORD = keyword("FILETAGS", "CATEGORY")
@@ -63,8 +68,8 @@ class AgendaFile(NamedTuple):
 class AgendaEntry:
     """One line of a day: a headline scheduled, due or timestamped then.
 
-    `kind` is "scheduled", "past-scheduled", "deadline", "upcoming-deadline", "timestamp" or "block"
-    (a date range); `leader` is org-agenda's text before the heading ("Sched. 2x: ", "In   3 d.: ", ...),
+    `kind` is "scheduled", "past-scheduled", "deadline", "upcoming-deadline", "timestamp", "block"
+    (a date range) or "sexp" (a diary sexp line); `leader` is org-agenda's text before the heading ("Sched. 2x: ", "In   3 d.: ", ...),
     `time` its time column ("10:00......", "10:00-11:30" or empty), `text` the heading as listed
     (TODO keyword, priority, title), `tags` its tags as listed, inherited ones first (":a::b:").
     """
@@ -200,7 +205,7 @@ def _items(file: AgendaFile, today: date) -> Iterator[_Item]:
         category = headline.get("CATEGORY") or category
         skipped = skipped or "ARCHIVE" in headline.tags or _commented(headline) or _ended(headline, began)
         open_.append((depth, inherited + list(headline.tags), category, skipped))
-        if not skipped and "<" in headline.raw:
+        if not skipped and ("<" in headline.raw or "%%(" in headline.raw):
             yield _Item(node, _head(headline), category, _tag_text(inherited, headline.tags),
                         headline.todo in done_keywords)
 
@@ -250,18 +255,30 @@ def _entries(item: _Item, days: list[date], today: date) -> Iterator[tuple[str, 
     headline = item.node.headline
     dates = headline_dates(headline)
     planning = dict(headline.planning)
-    stamps = [stamp for stamp in section_stamps(headline) if stamp.date.is_active()]
+    stamps: list[Stamp | Diary] = sorted([stamp for stamp in section_stamps(headline) if stamp.date.is_active()]
+                                         + list(section_diaries(headline)), key=lambda found: found.line)
+    sexps = [(index, found) for index, line in section_lines(headline, properties=False)
+             if index and (found := sexp_line(line)) is not None]
     for current in days:
         if dates.deadline and (entry := _deadline(item, dates.deadline, planning["DEADLINE"], current, today)):
             yield "deadline", 0, entry
         if dates.scheduled and (entry := _scheduled(item, dates.scheduled, planning["SCHEDULED"], current, today)):
             yield "scheduled", 0, entry
         for n, stamp in enumerate(stamps):
-            if _is_range(stamp):
+            if isinstance(stamp, Diary):
+                if diary_rule(stamp.sexp, f"{item.node.path}:{item.node.line + stamp.line}")(current, "") is not None:
+                    yield "timestamp", n, _entry(item, current, "timestamp", "", stamp.raw, 0, stamps_shown=False)
+            elif _is_range(stamp):
                 if entry := _block(item, stamp, current):
                     yield "block", n, entry
             elif entry := _timestamp(item, stamp, current, today):
                 yield "timestamp", n, entry
+        for index, (sexp, text) in sexps:
+            found = diary_rule(sexp, f"{item.node.path}:{item.node.line + index}")(current, text)
+            if found is not None:  # org-agenda-get-sexps: the entry's own text, its time read from it; no priority
+                entry = _entry(replace(item, head=found or "SEXP entry returned empty string"), current, "sexp", "",
+                               "", 0)
+                yield "sexp", index, replace(entry, priority=0)
 
 
 def _scheduled(item: _Item, scheduled, raw: str, current: date, today: date) -> AgendaEntry | None:
@@ -312,7 +329,7 @@ def _timestamp(item: _Item, stamp: Stamp, current: date, today: date) -> AgendaE
             return None
     elif base != current:
         return None
-    return _entry(item, current, "timestamp", "", stamp.raw, 0)
+    return _entry(item, current, "timestamp", "", stamp.raw, 0, stamps_shown=False)
 
 
 def _block(item: _Item, stamp: Stamp, current: date) -> AgendaEntry | None:
@@ -330,9 +347,14 @@ def _block(item: _Item, stamp: Stamp, current: date) -> AgendaEntry | None:
     return _entry(item, current, "block", leader, dotime, 0)
 
 
-def _entry(item: _Item, current: date, kind: str, leader: str, dotime: str | None, urgency: int) -> AgendaEntry:
-    """The entry of `item` on `current`, its time of day read from `dotime` (None: none), else from its heading."""
+def _entry(item: _Item, current: date, kind: str, leader: str, dotime: str | None, urgency: int,
+           stamps_shown: bool = True) -> AgendaEntry:
+    """The entry of `item` on `current`, its time of day read from `dotime` (None: none), else from its heading;
+    without the heading's active timestamps unless `stamps_shown` (org-agenda-get-timestamps removes them)."""
     time, time_of_day, head = _time(dotime, item.head)
+    if not stamps_shown:
+        while m := _ACTIVE_STAMP.search(head):
+            head = head[:m.start()] + head[m.end():]
     return AgendaEntry(current, kind, leader, time, head, item.tags, item.category, item.node, time_of_day,
                        _priority(head) + urgency)
 

@@ -1,9 +1,10 @@
 """Dates as Emacs reads them: a headline's planning, timestamps, ranges, repeaters, delays and clocks.
 
-Timestamps are read by orgparse's date module (`orgparse.date`). Around it, as Emacs reads them:
-single-digit hours (`9:05`), which orgparse drops, and the repeater and warning-delay cookies, which
-orgparse misses when the delay comes first or is written `--2d`. Relative dates ("+7d", "tomorrow")
-are read by `parse_when`.
+Timestamps are those org-element finds (`cortex.org.inline`: not in verbatim, code or links, not a date glued
+to more text), their dates read as `org-parse-time-string` reads them (single-digit hours too) into orgparse's
+date kinds (`orgparse.date`), with the repeater and warning-delay cookies as org-element reads them. Diary sexps
+(`<%%(diary-float t 4 2)>`) are kept apart, as `Diary`. Relative dates ("+7d", "tomorrow") are read by
+`parse_when`.
 """
 
 from __future__ import annotations
@@ -15,30 +16,34 @@ from dataclasses import dataclass
 from datetime import MAXYEAR, MINYEAR, date, datetime, time, timedelta
 from typing import NamedTuple
 
-from orgparse.date import TIMESTAMP_RE, OrgDate, OrgDateClock, OrgDateClosed, OrgDateDeadline, OrgDateScheduled
+from orgparse.date import OrgDate, OrgDateClock, OrgDateClosed, OrgDateDeadline, OrgDateScheduled
 
 from ..bounded import BoundedDict
 from ..errors import UserError
 from ..memory.validity import moment_of
 from ..objects import Headline
 from ..org.blocks import BLOCK_BEGIN, BLOCK_END, VERBATIM_BLOCKS
+from ..org.inline import MAX_STAMP, timestamps
 from ..org.syntax import PLANNING_LINE, Section, file_drawer
 from ..words import quoted
 from .errors import QueryError
 
-__all__ = ["Cookie", "HeadlineDates", "Stamp", "add_months", "day_of", "headline_dates", "object_lines", "parse_moment",
-           "parse_when", "planning_date", "repeater", "section_lines", "section_stamps", "timestamps_in", "warning"]
+__all__ = ["Cookie", "Diary", "HeadlineDates", "Stamp", "add_months", "day_of", "headline_dates", "object_lines",
+           "parse_moment", "parse_when", "planning_date", "repeater", "section_diaries", "section_lines",
+           "section_stamps", "timestamps_in", "warning"]
 
 # Emacs's own cookie patterns (org-element-timestamp-parser); the first match in a timestamp counts.
 _REPEATER = re.compile(r"([.+]?\+)([0-9]+)([hdwmy])")
 _DELAY = re.compile(r"(-)?-([0-9]+)([hdwmy])")
-_SHORT_HOUR = re.compile(r"(?<=[ -])([0-9])(?=:[0-5][0-9])")
+# A timestamp's parts (org-element-timestamp-parser), and a date and time within one (org-ts-regexp0).
+_PARTS = re.compile(r"([<\[](%%)?.*?)[\]>](?:--([<\[].*?[\]>]))?")
+_DAY_TIME = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?: +[^\]+0-9>\r\n -]+)?(?: +([0-9]{1,2}):([0-9]{2}))?")
+_TIME_RANGE = re.compile(r"[012]?[0-9]:[0-5][0-9]-([012]?[0-9]):([0-5][0-9])")
+_HEADING_STARS = re.compile(r"\*+[ \t]")
 _CLOCK_LINE = re.compile(r"[ \t]*CLOCK:")
 _NO_OBJECTS = re.compile(r"[ \t]*(?:#|:)(?: |$)")  # comment and fixed-width lines
 _RELATIVE = re.compile(r"([+-])([0-9]+)([dwmy])")
 _ISO_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-_STAMP_START = re.compile(r"[<\[]\d{4}-\d{2}-\d{2}")  # where TIMESTAMP_RE can match
-MAX_STAMP = 200  # characters of a timestamp, brackets included: Org's own are at most about 50
 _PLANNING_KINDS = {"SCHEDULED": OrgDateScheduled, "DEADLINE": OrgDateDeadline, "CLOSED": OrgDateClosed}
 WHEN_FORMS = "today, tomorrow, yesterday, +7d, -2w, +1m, +1y or YYYY-MM-DD"
 MOMENT_FORMS = f"a day ({WHEN_FORMS}), now, YYYY-MM-DD HH:MM or an Org timestamp"
@@ -57,6 +62,14 @@ class Stamp(NamedTuple):
     """A timestamp (or range) as written: its date, its text, its line within the section (0: the heading)."""
 
     date: OrgDate
+    raw: str
+    line: int
+
+
+class Diary(NamedTuple):
+    """A diary sexp timestamp (`<%%(diary-float t 4 2)>`): its sexp, its text, its line within the section."""
+
+    sexp: str
     raw: str
     line: int
 
@@ -80,7 +93,7 @@ class HeadlineDates:
 
 # By headline oid: content never changes.
 _CACHE: BoundedDict = BoundedDict(200_000)
-_STAMPS: BoundedDict = BoundedDict(200_000)
+_OBJECTS: BoundedDict = BoundedDict(200_000)
 
 
 def headline_dates(headline: Headline) -> HeadlineDates:
@@ -110,38 +123,69 @@ def planning_date(keyword: str, raw: str) -> OrgDate | None:
 
 def section_stamps(headline: Headline) -> tuple[Stamp, ...]:
     """The timestamps and ranges of a headline's heading and section, in order, but for planning and CLOCK lines."""
-    found = _STAMPS.get(headline.oid)
+    return _section_objects(headline)[0]
+
+
+def section_diaries(headline: Headline) -> tuple[Diary, ...]:
+    """The diary sexp timestamps of a headline's heading and section, in order, but for planning and CLOCK lines."""
+    return _section_objects(headline)[1]
+
+
+def _section_objects(headline: Headline) -> tuple[tuple[Stamp, ...], tuple[Diary, ...]]:
+    found = _OBJECTS.get(headline.oid)
     if found is None:
-        found = _STAMPS[headline.oid] = tuple(stamp for offset, line in section_lines(headline)
-                                              if not _CLOCK_LINE.match(line) for stamp in timestamps_in(line, offset))
+        both = [found for offset, line in section_lines(headline) if not _CLOCK_LINE.match(line)
+                for found in _stamps(line, offset)]
+        found = _OBJECTS[headline.oid] = (tuple(x for x in both if isinstance(x, Stamp)),
+                                          tuple(x for x in both if isinstance(x, Diary)))
     return found
 
 
 def timestamps_in(text: str, line: int = 0) -> Iterator[Stamp]:
-    """The timestamps of one line of text, a range (`<a>--<b>`) as one."""
-    pos = 0
-    while (m := _next_stamp(text, pos)) is not None:
-        end = m.end()
-        if text.startswith("--", end) and (after := _stamp_at(text, end + 2)) is not None \
-                and text[end - 1] + after.group()[0] in ("><", "]["):
-            end = after.end()
-        raw = text[m.start():end]
-        if (first := _date(raw)) is not None:
-            yield Stamp(OrgDate(first.start, first.end, first.is_active(), _repeater(m.group()), _delay(m.group())),
-                        raw, line)
-        pos = end
+    """The timestamps of one line of text as org-element finds them, a range (`<a>--<b>`) as one."""
+    return (found for found in _stamps(text, line) if isinstance(found, Stamp))
+
+
+def _stamps(text: str, line: int) -> Iterator[Stamp | Diary]:
+    """The timestamps and diary sexps of one line (a heading's after its stars), but those no calendar holds."""
+    heading = _HEADING_STARS.match(text)
+    for span in timestamps(text, heading.end() if heading else 0):
+        raw = text[span.start:span.end]
+        if raw.startswith("<%%("):
+            yield Diary(raw[3:raw.rindex(")") + 1], raw, line)
+        elif (found := _date(raw)) is not None:
+            yield Stamp(found, raw, line)
 
 
 def _date(raw: str) -> OrgDate | None:
-    """The first date of a timestamp or range as orgparse reads it; None for none, one too long to be a timestamp
-    (see `_stamp_at`), or one no calendar holds (year 0, a month 13)."""
-    if len(raw) > 2 * MAX_STAMP + 2:
+    """A timestamp or range as org-element reads it, its dates as `org-parse-time-string` reads them; None for a
+    diary sexp, one too long to be a timestamp, or one no calendar holds (year 0, a month 13)."""
+    m = _PARTS.match(raw)
+    if m is None or m[2] or len(raw) > 2 * MAX_STAMP + 2:
+        return None
+    start = _moment(m[1])
+    end = _moment(m[3]) if m[3] else None
+    if start is None or (m[3] and end is None):
+        return None
+    if end is None and isinstance(start, datetime) and (span := _TIME_RANGE.search(m[1])):
+        try:
+            end = start.replace(hour=int(span[1]), minute=int(span[2]))
+        except ValueError:  # an hour past 23
+            return None
+    return OrgDate(start, end, raw.startswith("<"), _repeater(raw), _delay(raw))
+
+
+def _moment(text: str) -> date | datetime | None:
+    """The first date, and time if one follows, in a timestamp's text (org-ts-regexp0); None for none, or a date
+    no calendar holds."""
+    m = _DAY_TIME.search(text)
+    if m is None:
         return None
     try:
-        dates = OrgDate.list_from_str(_padded(raw))
-    except (OverflowError, ValueError):
+        day = date(int(m[1]), int(m[2]), int(m[3]))
+        return datetime(day.year, day.month, day.day, int(m[4]), int(m[5])) if m[4] else day
+    except ValueError:
         return None
-    return dates[0] if dates else None
 
 
 def _clock(line: str) -> OrgDateClock | None:
@@ -152,23 +196,6 @@ def _clock(line: str) -> OrgDateClock | None:
         return OrgDateClock.from_str(line)
     except (OverflowError, ValueError):
         return None
-
-
-def _next_stamp(text: str, pos: int) -> re.Match | None:
-    """The first timestamp at or after `pos`, as orgparse's TIMESTAMP_RE finds it."""
-    while (start := _STAMP_START.search(text, pos)) is not None:
-        if (found := _stamp_at(text, start.start())) is not None:
-            return found
-        pos = start.start() + 1
-    return None
-
-
-def _stamp_at(text: str, pos: int) -> re.Match | None:
-    """The timestamp at `pos`, matched within its brackets: TIMESTAMP_RE's parts never cross the closing one, and
-    its lazy parts take time cubic in the text they are tried on, so a timestamp is at most MAX_STAMP long."""
-    close = {"<": ">", "[": "]"}.get(text[pos:pos + 1])
-    end = -1 if close is None else text.find(close, pos + 1, pos + MAX_STAMP)
-    return None if end < 0 else TIMESTAMP_RE.match(text, pos, end + 1)
 
 
 def section_lines(headline: Headline, *, properties: bool = True) -> Iterator[tuple[int, str]]:
@@ -287,11 +314,6 @@ def _repeater(stamp: str) -> Cookie | None:
 def _delay(stamp: str) -> Cookie | None:
     m = _DELAY.search(stamp)
     return Cookie("--" if m[1] else "-", int(m[2]), m[3]) if m else None
-
-
-def _padded(raw: str) -> str:
-    """A timestamp with single-digit hours written with two digits, which orgparse needs."""
-    return _SHORT_HOUR.sub(r"0\1", raw)
 
 
 def _block_ends(lines: list[str]) -> dict[str, list[int]]:

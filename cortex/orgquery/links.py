@@ -18,6 +18,7 @@ from pathlib import Path
 from ..bounded import BoundedDict
 from ..objects import Document, Headline
 from ..org import file_properties
+from ..org.inline import bracket_link_at, link_closes
 from ..query import Node, file_id
 from .dates import object_lines, section_lines
 
@@ -32,7 +33,7 @@ _TYPES = "|".join(re.escape(t) for t in sorted(LINK_TYPES, key=len, reverse=True
 _NON_SPACE_BRACKET = r"[^\]\[ \t\n()<>]"
 _PARENS = rf"\((?:{_NON_SPACE_BRACKET}|\({_NON_SPACE_BRACKET}*\))*\)"
 _PUNCT = re.escape("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
-# org-link-angle-re and org-link-plain-re, tried in this order where no bracket link starts first (`_bracket_at`
+# org-link-angle-re and org-link-plain-re, tried in this order where no bracket link starts first (`bracket_link_at`
 # reads those: org-link-bracket-re backtracks over every split of a run of backslashes).
 _LINK = re.compile(
     rf"<(?P<angle_type>{_TYPES}):(?P<angle_path>[^>\n]*)>"
@@ -107,61 +108,11 @@ def _next_bracket(line: str, pos: int) -> tuple[int, int, str, str | None] | Non
     closes = None
     while (start := line.find("[[", pos)) >= 0:
         if closes is None:
-            closes = _closes(line)
-        if (found := _bracket_at(line, start, closes)) is not None:
+            closes = link_closes(line)
+        if (found := bracket_link_at(line, start, closes)) is not None:
             return (start, *found)
         pos = start + 1
     return None
-
-
-def _closes(line: str) -> list[int]:
-    """For each place in `line`, where the next "]]" starts (-1: nowhere)."""
-    closes, after = [-1] * (len(line) + 2), -1
-    for i in range(len(line) - 1, -1, -1):
-        if line.startswith("]]", i):
-            after = i
-        closes[i] = after
-    return closes
-
-
-def _bracket_at(line: str, start: int, closes: list[int]) -> tuple[int, str, str | None] | None:
-    """The bracket link at `start` ("[[" there) as org-link-bracket-re matches it, (end, path, description), in
-    one pass: the regexp's path is characters but brackets and backslashes, a run of backslashes before another
-    character, or an odd run before a bracket; where a run before "]" could also end the path, it tries that
-    first for an even run and last for an odd one."""
-    n, i, fallback = len(line), start + 2, None
-
-    def closed(at: int):  # the link ended by the "]" at `at`: (end, path, description), or None
-        if line.startswith("[", at + 1) and at + 3 <= n and (close := closes[at + 3]) >= 0:
-            return close + 2, line[start + 2:at], line[at + 2:close]
-        return (at + 2, line[start + 2:at], None) if line.startswith("]", at + 1) else None
-
-    while i < n:
-        c = line[i]
-        if c == "]":
-            return (closed(i) if i > start + 2 else None) or fallback
-        if c == "[":
-            break
-        if c != "\\":
-            i += 1
-            continue
-        run = i
-        while i < n and line[i] == "\\":
-            i += 1
-        if i == n:
-            break
-        if line[i] not in "[]":
-            i += 1
-            continue
-        odd = (i - run) % 2
-        if line[i] == "]" and (odd and i - run >= 3 or not odd) and (ended := closed(i)):
-            if not odd:
-                return ended
-            fallback = ended
-        if not odd and i - run < 4:
-            break
-        i += 1
-    return fallback
 
 
 def _bracket(path: str, description: str | None, line: int, raw: str) -> Link:

@@ -24,6 +24,7 @@ from ..memory.validity import Validity
 from ..objects import Document, Headline, OrgObject
 from ..org import Section, file_tags
 from ..org.syntax import BULLET
+from ..orgquery.dates import day_of, timestamps_in
 
 __all__ = ["SOURCES", "TYPES", "Item", "Items", "changed_units", "item_date", "item_key", "span_of", "texts", "units"]
 
@@ -119,7 +120,6 @@ def item_key(path: str, outline: tuple[str, ...], oid: bytes, unit: int, twin: t
 
 
 _DAY = r"(\d{4})-(\d{2})-(\d{2})"
-_ACTIVE = re.compile(rf"<{_DAY}(?:[ \t][^>\n]*)?>")  # an active Org timestamp
 _DATED_TITLE = re.compile(rf"[<\[]?{_DAY}(?:[ \t][^\]>\n]*)?[\]>]?(?:[ \t]+[^\W\d_]+)?")  # 2023-05-08 Monday
 _LOG_FILE = re.compile(rf"(?:^|/){_DAY}\.org$")
 _SPEAKER = re.compile(r"([^\s:,][^:,\n]{0,99}?):(?:[ \t]|$)")  # "Caroline: ...", a turn's speaker (orglog)
@@ -138,7 +138,8 @@ def item_date(path: str, outline: tuple[str, ...], own: str) -> str | None:
     """The day an item belongs to (ISO): that of the first active timestamp in its own text (`own`: its title,
     planning and body, drawers left out); else that of the nearest heading (itself or above) titled with a
     date (a date tree's 2023-05-08 Monday, or a timestamp); else that of its file, a daily log YYYY-MM-DD.org."""
-    found = _day(_ACTIVE.search(own))
+    found = next((day_of(stamp.date.start).isoformat() for line in own.split("\n") for stamp in timestamps_in(line)
+                  if stamp.date.is_active()), None)
     for title in reversed(outline):
         if found:
             break

@@ -117,7 +117,8 @@ def test_the_api_lists_every_file_of_a_state(samples):
     week = samples.agenda(7, "2026-11-23", today="2026-11-25")
     assert str(week).splitlines()[0] == "Week-agenda (W48):"
     categories = {entry.category for entry in week.entries}
-    assert categories == {"bills", "deadlines", "home", "proj", "repeaters", "scheduled", "timestamps", "validity"}
+    assert categories == {"bills", "deadlines", "diary", "home", "proj", "repeaters", "scheduled", "timestamps", "unseen",
+                          "validity"}
     # Each file's entries are those of its own agenda, in the same order.
     for sample in SAMPLES:
         if settings(sample)["start"] == "2026-11-23" and settings(sample)["span"] == "7":
@@ -178,3 +179,22 @@ def test_the_agenda_form(tmp_path):
         assert "(agenda [:span 7]" in repl("(help agenda)")
     finally:
         repl.session.close()
+
+
+@pytest.mark.parametrize("sexp, message", [
+    ("(org-anniversary 2000 3 31)", "notes.org:3: diary sexp '(org-anniversary 2000 3 31)': cortex reads "
+                                    "diary-anniversary, diary-block, diary-cyclic, diary-date, diary-float, "
+                                    "not 'org-anniversary'"),
+    ("(diary-block 2026 3 1 2026 3 5)", "month 2026, day 3, year 1 is no date (the order is month, day, year)"),
+    ("(diary-date (shell-command \"x\") 1 t)", "cannot read"),
+    ("(diary-cyclic 0 3 1 2026)", "the day count must be positive"),
+])
+def test_a_diary_sexp_cortex_cannot_read_says_what_and_where(sexp, message):
+    parsed = parse(f"* One\n* Two\n  <%%{sexp}>\n")
+
+    class Store:
+        objects = {o.oid: o for o in parsed.objects}
+
+    file = AgendaFile("notes.org", parsed.document, list(walk_document(Store, "notes.org", parsed.document)))
+    with pytest.raises(QueryError, match=re.escape(message)):
+        agenda([file], date(2026, 3, 1), 1, date(2026, 3, 1))

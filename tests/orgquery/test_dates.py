@@ -79,10 +79,9 @@ def test_timestamps_of_the_section_active_or_not_ranges_kept():
         (OrgDate(date(2026, 11, 1), date(2026, 11, 3), False), False),
         (OrgDate(datetime(2026, 11, 25, 9, 30)), True),
         (OrgDate(datetime(2026, 11, 25, 18, 0), active=False), False),
-        (OrgDate(date(2026, 11, 26)), True),  # brackets of two kinds make no range
-        (OrgDate(date(2026, 11, 27), active=False), False),
+        (OrgDate(date(2026, 11, 26), date(2026, 11, 27)), True),  # one range to org-element, brackets of two kinds
     )
-    assert [stamp.line for stamp in section_stamps(h)] == [0, 3, 5, 5, 6, 6, 6, 6]
+    assert [stamp.line for stamp in section_stamps(h)] == [0, 3, 5, 5, 6, 6, 6]
 
 
 def test_an_unclosed_block_hides_nothing():
@@ -173,3 +172,22 @@ def test_a_bad_moment_says_what_in_one_line(text, said):
     with pytest.raises(QueryError) as error:
         parse_moment(text, datetime(2026, 11, 25))
     assert said in str(error.value) and "\n" not in str(error.value) and len(str(error.value)) < 200
+
+
+@pytest.mark.parametrize("line, found", [  # as Emacs 28.2's org-element-map 'timestamp finds them
+    ("* Call =<2026-03-31 Tue>= and ~<2026-03-31 Tue>~", []),
+    ("see [[https://orgmode.org][due <2026-03-31 Tue>]] and [[<2026-04-01 Wed>]]", []),
+    ("glued <2026-03-31T10:00> and [2020-07-27T15:57:45.000Z log]", []),
+    ("a target <<2026-03-31 Tue>>, @@html:<2026-03-31 Tue>@@ and {{{m(<2026-03-31 Tue>)}}}", []),
+    ("*bold <2026-03-31 Tue>* and /it [2026-03-31 Tue]/", ["<2026-03-31 Tue>", "[2026-03-31 Tue]"]),
+    ("=not closed <2026-03-31 Tue>, x=y <2026-04-01 Wed>", ["<2026-03-31 Tue>", "<2026-04-01 Wed>"]),
+    ("* =v= <2026-03-31T10:00 +1w> repeats", ["<2026-03-31T10:00 +1w>"]),
+    ("<2026-11-26 Thu>--[2026-11-27 Fri] <%%(diary-float t 4 2)>", ["<2026-11-26 Thu>--[2026-11-27 Fri]"]),
+])
+def test_timestamps_are_those_org_element_sees(line, found):
+    assert [stamp.raw for stamp in timestamps_in(line)] == found
+
+
+def test_a_glued_repeating_timestamp_reads_its_day_and_repeater():
+    (stamp,) = timestamps_in("<2026-03-31T10:00 +1w>")
+    assert stamp.date == OrgDate(date(2026, 3, 31)) and repeater(stamp.date) == Cookie("+", 1, "w")

@@ -136,3 +136,13 @@ def test_a_long_match_string_reads_in_linear_time(text):
         finishes(compile_match, text)
     except QueryError as exc:
         assert len(str(exc)) < 400
+
+
+def test_timestamp_is_the_first_one_org_element_sees():
+    store = open_store(None)
+    index = Index(store)
+    index.follow(tree_of(store, {"a.org": "* Verbatim =<2026-03-31 Tue>=\n* Glued <2026-03-31T10:00>\n"
+                                          "* Link [[x][<2026-03-31 Tue>]]\n* Code ~[2026-03-31 Tue]~\n"
+                                          "* Plain\n  ~<2026-01-01 Thu>~ then <2026-03-31 Tue> [2026-03-30 Mon]\n"}))
+    assert [n.title for n in index.nodes(parse_query('TIMESTAMP="<2026-03-31 Tue>"', match=True))] == ["Plain"]
+    assert [n.title for n in index.nodes(parse_query('TIMESTAMP_IA<>""', match=True))] == ["Plain"]

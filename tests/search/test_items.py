@@ -11,6 +11,7 @@ import pytest
 import cortex.api as cx
 from cortex.errors import UserError
 from cortex.search.dates import named_period
+from cortex.search.items import item_date
 
 LOG = "agents/pal/logs/2023-05-08.org"
 LATER = "agents/pal/logs/2023-07-02.org"
@@ -188,3 +189,8 @@ def test_items_carry_inherited_tags_and_follow_the_edits_of_a_heading_or_the_fil
             assert {i.key for i in items(c)} == fresh.keys()  # followed as a fresh build reads it
         assert found("ops") == [] and found("home") == [] and len(found("away")) == 4
         assert tags()["Copy the tables"] == {"away", "db"}
+
+
+def test_an_items_day_is_that_of_the_first_timestamp_org_sees():
+    assert item_date("notes/a.org", ("Idea",), "* Idea =<2023-09-01 Fri>= <2023-09-02T10:00>\n"
+                                               "  [[x][<2023-09-03 Sun>]] then <2023-09-04 Mon>") == "2023-09-04"
