@@ -7,9 +7,11 @@ STAMP := $(VENV)/.installed
 .PHONY: run test bench setup clean examples tmux
 
 $(STAMP): pyproject.toml
+	@echo "setting up $(VENV): cortex and its libraries (the first time takes a few minutes)"
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
+	@echo "set up: $(VENV) holds everything cortex needs"
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -207,11 +207,13 @@ def test_kill_9_mid_burst_loses_and_doubles_nothing(receivers, tmp_path, org):
             time.sleep(0.01)
 
     with ThreadPoolExecutor(20) as pool:
-        for n in range(count):
+        for n in range(10):
             pool.submit(send, n)
         wait(lambda: len(answers) >= 10, "the first answers")
         # Holding the agent's lock lets a group of deliveries queue; the kill comes while it is being written.
         with held_folder(org / "agents" / "assistant"), opened(tmp_path, org) as c:
+            for n in range(10, count):  # sent once the lock is held, however slow the machine: they queue
+                pool.submit(send, n)
             log = DeliveryLog(c.store)
             wait(lambda: len(log.pending()) >= 20, "a group to queue")
         time.sleep(random.uniform(0, 0.02))
