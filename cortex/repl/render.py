@@ -22,13 +22,11 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import api
-from ..words import files, ingest_summary, literal, short, when
+from ..words import CHANGE_STYLES, files, ingest_summary, literal, patch_style, short, when
 from .orglexer import DEFAULT_DONE, DEFAULT_TODO, OrgLexer
-from .values import FileEntry, Help, OrgText, Outline, SearchResults
+from .values import FileEntry, Help, OrgText, Outline, Patch, SearchResults
 
 __all__ = ["Renderer"]
-
-CHANGE_STYLES = {"added": "green", "removed": "red", "changed": "yellow", "moved": "cyan"}
 
 
 class Renderer:
@@ -44,6 +42,7 @@ class Renderer:
             api.Headline: lambda h: self.org(self.session.cortex.show(h)),
             api.Snapshot: self.snapshot,
             OrgText: lambda text: self.org(text, text.path),
+            Patch: self.patch,
             Outline: self.outline,
             Help: self.help,
             SearchResults: self.search_results,
@@ -116,6 +115,11 @@ class Renderer:
         where = Text(f"{node.path}:{node.line}  {' / '.join(node.outline[:-1])}".rstrip(" /"), style="dim")
         held = [Text(text, style="dim")] if (text := validity_text(node.headline)) else []
         return Group(where, *held, self.org(self.session.cortex.show(node), node.path))
+
+    @staticmethod
+    def patch(text: str):
+        """Changes and their patches, line by line as they are, coloured as git colours them."""
+        return Text("\n").join(Text(literal(line), style=patch_style(line)) for line in text.split("\n"))
 
     def outline(self, nodes):
         """One highlighted headline line per node, after its file:line."""
