@@ -72,7 +72,7 @@ def rollback(cx, ref, keep, force):
 def diff(cx, a, b, patch):
     """Headline changes from A (default HEAD) to B (default: the working state); with --patch, each with its text."""
     changes = cx.diff(a, b)
-    _print_lines(cx.patch(changes).split("\n") if patch else map(str, changes))
+    _print_lines(_patch_lines(cx, changes) if patch else map(str, changes))
     if not changes:
         err_console.print("no changes")
     if b is None and (unsaved := cx.unsaved()):
@@ -91,12 +91,18 @@ def log(cx, limit, patch):
     rows = [item for _, item in sorted(rows, key=lambda row: row[0], reverse=True)[:limit]]
     if patch:
         for item in rows:
-            _print_lines(cx.patch([item]).split("\n") if hasattr(item, "snapshot") else [_purge_line(item)])
+            _print_lines(_patch_lines(cx, [item]) if hasattr(item, "snapshot") else [_purge_line(item)])
         return
     t = table("snapshot", "time", "headlines", "changes", "message")
     for item in rows:
         t.add_row(*(_snapshot_row(item) if hasattr(item, "snapshot") else _purge_row(item)))
     console.print(t)
+
+
+def _patch_lines(cx, items) -> list[str]:
+    """The lines of changes, log entries or versions with their text (`Cortex.patch`)."""
+    text = cx.patch(items)
+    return text.split("\n") if text else []
 
 
 def _print_lines(lines) -> None:
@@ -135,7 +141,7 @@ def history_(cx, org_id, patch):
 
     versions = cx.history(org_id)
     if patch:
-        _print_lines(cx.patch(versions).split("\n"))
+        _print_lines(_patch_lines(cx, versions))
     else:
         held = [validity_text(version.headline) for version in versions]
         t = table("snapshot", "time", "file", "title", "change", *(["validity"] if any(held) else []))
