@@ -46,9 +46,13 @@ class Change:
         where = f"{self.path}: {' / '.join(self.outline)}"
         if self.kind == "moved":
             where = f"{self.old_path}: {' / '.join(self.old_outline)} -> {where}"
-        detail = ", ".join(self.fields) or (counted(self.headlines, "headline") if self.headlines > 1 else "")
         ident = f" [{self.id}]" if self.id else ""
-        return f"{self.kind:8} {where}{ident}" + (f" ({detail})" if detail else "")
+        return f"{self.kind:8} {where}{ident}" + (f" ({self.detail})" if self.detail else "")
+
+    @property
+    def detail(self) -> str:
+        """Which fields changed, or how many headlines the subtree added, removed or moved holds (when not one)."""
+        return ", ".join(self.fields) or (counted(self.headlines, "headline") if self.headlines > 1 else "")
 
 
 def tree_of(store: Store, state: str | int | None) -> Tree:

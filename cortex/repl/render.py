@@ -147,9 +147,9 @@ class Renderer:
                     "message": item.message, "files": str(item.counts.get("files", "")),
                     "headlines": str(item.counts.get("headlines", ""))}
         if isinstance(item, api.Change):
-            detail = ", ".join(item.fields)
+            detail = item.detail
             if item.kind == "moved":
-                detail = f"from {item.old_path}: {' / '.join(item.old_outline)}"
+                detail = f"from {item.old_path}: {' / '.join(item.old_outline)}" + (f" ({detail})" if detail else "")
             return {"change": Text(item.kind, style=CHANGE_STYLES.get(item.kind, "")), "file": item.path,
                     "headline": " / ".join(item.outline), "id": item.id or "", "detail": detail}
         if isinstance(item, api.LogEntry):
