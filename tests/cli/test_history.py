@@ -25,14 +25,13 @@ def test_diff_log_and_history_show_each_change_with_its_text_literally_newest_fi
     notes.write_text("* TODO [/] Plan\n:PROPERTIES:\n:ID: plan\n:END:\nold [b] line\n")
     assert cortex(tmp_path, "snapshot", "-m", "first").returncode == 0
     notes.write_text("* TODO [/] Plan\n:PROPERTIES:\n:ID: plan\n:END:\nnew [bold red]x[/] line\n\x1b[31m\n")
-    assert cortex(tmp_path, "ingest").returncode == 0
-    diff = cortex(tmp_path, "diff", "--patch")
+    assert cortex(tmp_path, "snapshot", "-m", "second").returncode == 0
+    diff = cortex(tmp_path, "diff", "HEAD~1", "HEAD", "--patch")
     assert diff.returncode == 0 and "\x1b" not in diff.stdout, diff.stderr  # piped: no colour, escapes shown
     assert diff.stdout.splitlines() == ["changed  a.org: [/] Plan [plan] (text)", "--- a/a.org: [/] Plan",
                                         "+++ b/a.org: [/] Plan", "@@ -2,4 +2,5 @@", " :PROPERTIES:",
                                         " :ID: plan", " :END:",
                                         "-old [b] line", "+new [bold red]x[/] line", "+\\x1b[31m"]
-    assert cortex(tmp_path, "snapshot", "-m", "second").returncode == 0
     log = cortex(tmp_path, "log", "--patch").stdout.splitlines()
     assert log[0].startswith("snapshot ") and log[0].endswith("second [1 changed]")
     assert log[1:11] == diff.stdout.splitlines()
