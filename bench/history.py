@@ -1,5 +1,5 @@
-"""History costs as ratios measured in one run: snapshot and diff at 10k vs 100k objects,
-rollback vs a naive deep copy, and cortex vs git on the shared corpus."""
+"""History costs as ratios measured in one run: snapshot and diff at 10k vs 100k objects, a diff's patch vs
+the diff, rollback vs a naive deep copy, and cortex vs git on the shared corpus."""
 
 from __future__ import annotations
 
@@ -61,6 +61,9 @@ def main() -> None:
     diff_small = best_of(lambda: small.diff("HEAD", None), repeat=5)
     diff_large = best_of(lambda: large.diff("HEAD", None), repeat=5)
     report("diff after one edit at 100k vs at 10k", diff_large, diff_small, target="(about 1: O(changed))")
+    patched = best_of(lambda: large.patch(large.diff("HEAD", None)), repeat=5)
+    report("diff --patch after one edit at 100k vs the diff alone", patched, diff_large,
+           target="(about 1: the text of what changed only)")
 
     large.snapshot("edited")
     objects = {oid: large.store.objects.raw(oid) for oid in large.store.objects}

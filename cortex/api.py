@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -403,8 +403,13 @@ class Cortex:
         return history.log(self.store, limit)
 
     def history(self, org_id: str) -> list[Version]:
-        """Versions of one headline across snapshots."""
+        """Versions of one headline across snapshots, newest first."""
         return history.headline_history(self.store, org_id)
+
+    def patch(self, items: Iterable[Change | LogEntry | Version]) -> str:
+        """The changes (`diff`), log entries (`log`) or versions (`history`), each on its line and followed by its
+        text as a unified diff, as `git diff` and `git log --patch` show them."""
+        return "\n".join(history.patched(self.store, items))
 
     def gc(self, keep_last: int | None = 20, max_age: timedelta | None = None, *,
            compact: bool = False) -> tuple[int, int]:

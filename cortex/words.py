@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-__all__ = ["QUOTED", "brief", "counted", "files", "ingest_summary", "listed", "literal", "memory_summary", "quoted",
-           "short", "shown_stats", "similar_item", "size", "unsaved_note", "when"]
+__all__ = ["CHANGE_STYLES", "QUOTED", "brief", "counted", "files", "ingest_summary", "listed", "literal",
+           "memory_summary", "patch_style", "quoted", "short", "shown_stats", "similar_item", "size",
+           "unsaved_note", "when"]
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
@@ -122,3 +123,18 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def literal(text: str) -> str:
     """Text as a terminal shows it letter for letter: control characters (an ANSI escape) written as `\\x1b`."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+CHANGE_STYLES = {"added": "green", "removed": "red", "changed": "yellow", "moved": "cyan"}  # on a terminal
+
+
+def patch_style(line: str) -> str:
+    """The style of a line of a patch on a terminal, as git colours it (file headers bold, hunk headers cyan,
+    lines added green, removed red), and of a line naming a change, by its kind."""
+    if line.startswith(("--- ", "+++ ")):
+        return "bold"
+    if line.startswith("@@"):
+        return "cyan"
+    if line[:1] in ("+", "-"):
+        return CHANGE_STYLES["added" if line[0] == "+" else "removed"]
+    return CHANGE_STYLES.get(line.split(" ", 1)[0], "")

@@ -56,6 +56,7 @@ SESSION = {
     "object_count": None,
     "org_files": (),
     "outline": ("path",),
+    "patch": ("items",),
     "proposal": ("name",),
     "proposal_changes": ("name",),
     "proposal_patch": ("name",),

@@ -8,10 +8,11 @@ import sys
 import click
 from rich.text import Text
 
-from ..words import counted, short, unsaved_note, when
+from ..words import CHANGE_STYLES, counted, literal, patch_style, short, unsaved_note, when
 from .common import chain_lines, console, duration, err_console, table, with_cortex
 
-KIND_STYLE = {"added": "green", "removed": "red", "changed": "yellow", "moved": "cyan"}
+patch_option = click.option("-p", "--patch", is_flag=True,
+                            help="Show the text of each change too, as a unified diff (as git's --patch).")
 
 
 @click.command()
@@ -66,12 +67,12 @@ def rollback(cx, ref, keep, force):
 @click.command()
 @click.argument("a", required=False, default="HEAD")
 @click.argument("b", required=False)
+@patch_option
 @with_cortex
-def diff(cx, a, b):
-    """Headline changes from A (default HEAD) to B (default: the working state)."""
+def diff(cx, a, b, patch):
+    """Headline changes from A (default HEAD) to B (default: the working state); with --patch, each with its text."""
     changes = cx.diff(a, b)
-    for change in changes:
-        console.print(Text(str(change), style=KIND_STYLE[change.kind]))
+    _print_lines(_patch_lines(cx, changes) if patch else map(str, changes))
     if not changes:
         err_console.print("no changes")
     if b is None and (unsaved := cx.unsaved()):
@@ -80,19 +81,38 @@ def diff(cx, a, b):
 
 @click.command()
 @click.option("-n", "--limit", type=click.IntRange(min=0), help="Show only the newest N.")
+@patch_option
 @with_cortex
-def log(cx, limit):
-    """Snapshots with what changed in each, and the purges that rewrote history, newest first."""
-    t = table("snapshot", "time", "headlines", "subtrees changed", "message")
-    rows = [(entry.snapshot.time_ns, _snapshot_row(entry)) for entry in cx.log(limit)]
-    rows += [(purge.time_ns, _purge_row(purge)) for purge in cx.purges()]
-    for _, cells in sorted(rows, key=lambda row: row[0], reverse=True)[:limit]:
-        t.add_row(*cells)
+def log(cx, limit, patch):
+    """Snapshots with how many headlines each added, changed, moved or removed, and the purges that rewrote
+    history, newest first; with --patch, each snapshot's changes with their text."""
+    rows = [(entry.snapshot.time_ns, entry) for entry in cx.log(limit)]
+    rows += [(purge.time_ns, purge) for purge in cx.purges()]
+    rows = [item for _, item in sorted(rows, key=lambda row: row[0], reverse=True)[:limit]]
+    if patch:
+        for item in rows:
+            _print_lines(_patch_lines(cx, [item]) if hasattr(item, "snapshot") else [_purge_line(item)])
+        return
+    t = table("snapshot", "time", "headlines", "changes", "message")
+    for item in rows:
+        t.add_row(*(_snapshot_row(item) if hasattr(item, "snapshot") else _purge_row(item)))
     console.print(t)
 
 
+def _patch_lines(cx, items) -> list[str]:
+    """The lines of changes, log entries or versions with their text (`Cortex.patch`)."""
+    text = cx.patch(items)
+    return text.split("\n") if text else []
+
+
+def _print_lines(lines) -> None:
+    """Lines of changes and patches, each as it is, coloured on a terminal as git colours them."""
+    for line in lines:
+        console.print(Text(literal(line), style=patch_style(line)), soft_wrap=True)
+
+
 def _snapshot_row(entry) -> tuple:
-    counts = Text(" ").join(Text(f"{v} {k}", style=KIND_STYLE[k]) for k, v in sorted(entry.changes.items())) or "-"
+    counts = Text(" ").join(Text(f"{v} {k}", style=CHANGE_STYLES[k]) for k, v in sorted(entry.changes.items())) or "-"
     return (short(entry.snapshot.oid), when(entry.snapshot.time_ns), str(entry.snapshot.counts.get("headlines", "")),
             counts, entry.snapshot.message)
 
@@ -104,22 +124,31 @@ def _purge_row(purge) -> tuple:
             Text(f"purged {purge.what} ({', '.join(purge.paths)}) by {purge.by}"))
 
 
+def _purge_line(purge) -> str:
+    return (f"purge {when(purge.time_ns)} purged {purge.what} ({', '.join(purge.paths)}) by {purge.by}: rewrote "
+            f"{counted(purge.snapshots, 'snapshot')}, removed {counted(purge.objects, 'object')}")
+
+
 @click.command(name="history")
 @click.argument("org_id")
+@patch_option
 @with_cortex
-def history_(cx, org_id):
-    """Versions of the headline with :ID: ORG_ID across snapshots, and when each said it held (VALID_FROM,
-    INVALID_AT) and what it replaced or was replaced by; then what it replaced and what replaced it, as the
-    working state says."""
+def history_(cx, org_id, patch):
+    """Versions of the headline with :ID: ORG_ID across snapshots, newest first (as `log`), and when each said it
+    held (VALID_FROM, INVALID_AT) and what it replaced or was replaced by; then what it replaced and what
+    replaced it, as the working state says. With --patch, each version with its text against the one before."""
     from ..orgquery.chains import validity_text
 
     versions = cx.history(org_id)
-    held = [validity_text(version.headline) for version in versions]
-    t = table("snapshot", "time", "file", "title", "change", *(["validity"] if any(held) else []))
-    for version, validity in zip(versions, held):
-        t.add_row(short(version.snapshot.oid), when(version.snapshot.time_ns), version.path,
-                  version.headline.title, version.change, *([validity] if any(held) else []))
-    console.print(t)
+    if patch:
+        _print_lines(_patch_lines(cx, versions))
+    else:
+        held = [validity_text(version.headline) for version in versions]
+        t = table("snapshot", "time", "file", "title", "change", *(["validity"] if any(held) else []))
+        for version, validity in zip(versions, held):
+            t.add_row(short(version.snapshot.oid), when(version.snapshot.time_ns), version.path,
+                      version.headline.title, version.change, *([validity] if any(held) else []))
+        console.print(t)
     for line in chain_lines(cx, org_id):
         console.print(line, markup=False)
 

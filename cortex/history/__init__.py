@@ -8,7 +8,7 @@ the public parts of them all.
 from .checkout import DirtyWorkingFiles, RollbackReport, RollbackStopped, UnsnapshottableFiles, disk_files, rollback, \
     rollback_state, unsnapshotted_edits
 from .copies import Copy, NotACopy, SyncReport, check_out, conflicts, forget_copy, is_copy, sync, working_copies
-from .diff import Change, LogEntry, Version, diff, headline_history, log, tree_of
+from .diff import Change, LogEntry, Version, change_counts, diff, headline_history, log, patch, patched, tree_of
 from .forget import PURGES, Forgotten, Tombstone, forget, purges, rewrite_documents
 from .fsck import FsckProblem, fsck, repair
 from .gc import apply_retention, gc, reach
@@ -23,5 +23,6 @@ __all__ = [
     "snapshot_key", "snapshots", "summary", "tree_of", "unsnapshotted_edits",
     "FsckProblem", "fsck", "repair",
     "PURGES", "Tombstone", "purges", "rewrite_documents",
+    "change_counts", "patch", "patched",
     "Copy", "NotACopy", "SyncReport", "check_out", "conflicts", "forget_copy", "is_copy", "sync", "working_copies",
 ]

@@ -18,7 +18,6 @@ drops the refs; gc then collects what only the proposal held.
 
 from __future__ import annotations
 
-import difflib
 import re
 import secrets
 import time
@@ -35,7 +34,7 @@ from ..objects import EMPTY_TREE, Document, OrgObject, Snapshot, Tree
 from ..retry import retrying
 from ..words import counted, quoted, short, when
 from .conflicts import Conflict
-from .diff import Change, diff
+from .diff import Change, diff, patched, unified
 from .merge import holds, merge_trees
 from .siblings import Getter, pair
 from .snapshots import HEAD, SNAPSHOTS, snapshot_key, summary
@@ -208,40 +207,19 @@ def changes(store: Store, proposal: Proposal) -> list[Change]:
 
 
 def patch(store: Store, proposal: Proposal) -> str:
-    """The text of each change of a pending proposal, as a patch: per headline, its lines removed and added (a
-    section that only gained or lost blank lines at its end, as the one before an added sibling does, left out)."""
+    """The text of each change of a pending proposal, as a patch: what changed before a file's first headline,
+    then each change and its patch, as `cortex diff --patch` shows them."""
     base, made = trees(store, proposal)
     get = store.objects.__getitem__
     lines: list[str] = []
     for path in proposal.paths:
         a, b = base.entries.get(path), made.entries.get(path)
-        before = get(a) if a is not None else Document()
-        after = get(b) if b is not None else Document()
-        if before.preamble != after.preamble:
-            lines.append(f"changed  {path}: (the text before the first headline)")
-            lines += _hunks(before.preamble, after.preamble)
-    for change in diff(store, base, made):
-        old = None if change.old is None else get(change.old)
-        new = None if change.new is None else get(change.new)
-        if change.kind == "changed" and change.fields == ("text",) and old.raw.rstrip() == new.raw.rstrip():
-            continue
-        lines.append(str(change))
-        if change.kind == "added":
-            lines += _prefixed("+", org.render_headline(new, get))
-        elif change.kind == "removed":
-            lines += _prefixed("-", org.render_headline(old, get))
-        elif old.raw != new.raw:
-            lines += _hunks(old.raw, new.raw)
-    return "\n".join(lines)
-
-
-def _prefixed(mark: str, text: str) -> list[str]:
-    return [mark + line for line in text.splitlines()]
-
-
-def _hunks(old: str, new: str) -> list[str]:
-    """The lines that differ between two texts, as a unified diff's hunks (one line of context)."""
-    return list(difflib.unified_diff(old.splitlines(), new.splitlines(), n=1, lineterm=""))[2:]
+        before = get(a).preamble if a is not None else ""
+        after = get(b).preamble if b is not None else ""
+        if before != after:
+            name = f"{path}: (the text before the first headline)"
+            lines += [f"changed  {name}", unified(before, after, name, name)]
+    return "\n".join([*lines, *patched(store, diff(store, base, made))])
 
 
 # --- deciding --------------------------------------------------------------------------------------------

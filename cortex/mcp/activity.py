@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 import time
-from collections import Counter
 from datetime import datetime
 
 from ..api import DurationError, parse_duration
 from ..errors import NotFound, UserError
+from ..history import change_counts
 from ..words import quoted
 from . import shapes
 from .session import Session
@@ -39,9 +39,9 @@ def log(session: Session, limit: int, after_ns: int | None = None) -> list[dict]
         if len(found) >= limit or (after_ns is not None and snap.time_ns <= after_ns):
             break
         parent = _parent(session, snap)
-        counts = Counter(c.kind for c in changes(session, parent, snap.oid.hex()))
+        counts = change_counts(changes(session, parent, snap.oid.hex()))
         if counts:
-            shaped = shapes.snapshot(snap, dict(counts))
+            shaped = shapes.snapshot(snap, counts)
             if not _only_within(session, parent, snap):
                 shaped["message"] = None
             found.append(shaped)

@@ -50,6 +50,8 @@ def change(c) -> dict:
         shaped["fields"] = list(c.fields)
     if c.kind == "moved":
         shaped["from"] = f"{c.old_path}: {' / '.join(c.old_outline)}"
+    if c.headlines > 1:  # a subtree added, removed or moved whole
+        shaped["headlines"] = c.headlines
     return shaped
 
 

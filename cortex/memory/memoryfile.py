@@ -22,7 +22,7 @@ from ..bounded import BoundedDict
 from ..errors import UserError, located
 from ..objects import Document, Headline
 from .. import org
-from ..org import parse, render_headline
+from ..org import parse, render_headline, split_blank_end
 from ..org.syntax import BULLET
 from .items import MemoryItem, item_from_headline, make_id, normalise, render_item
 from .layout import ITEM_TYPES, SECTION_TITLES, section_type
@@ -131,7 +131,7 @@ class MemoryFile:
         texts = [self.preamble or ""]
         for section in self.sections:
             pieces = (*section.head, *section.children)
-            texts += [p.text if p.key not in keys else _split_blanks(p.text)[1] if n == len(pieces) - 1 else ""
+            texts += [p.text if p.key not in keys else split_blank_end(p.text)[1] if n == len(pieces) - 1 else ""
                       for n, p in enumerate(pieces)]
         return "".join(texts).encode("utf-8")
 
@@ -158,7 +158,7 @@ class MemoryFile:
         kind, old = self.entries[key]
         if new is None:
             return ""
-        return render_item(new[1], self.newline) + _split_blanks(text)[1] if _fits(kind, old, new) else None
+        return render_item(new[1], self.newline) + split_blank_end(text)[1] if _fits(kind, old, new) else None
 
     def rewrite(self, changed: dict[str, Typed | None], added: list[Typed],
                 title: str) -> tuple[bytes, MemoryFile | None]:
@@ -347,13 +347,13 @@ class _Writer:
             if piece.key not in edits:
                 out.append(piece)
             elif (new := edits[piece.key]) is not None:
-                out.append(self._piece(kind, new, _split_blanks(piece.text)[1]))
+                out.append(self._piece(kind, new, split_blank_end(piece.text)[1]))
         return tuple(out)
 
     def _appended(self, kind: str, head: tuple, children: tuple, items: list[MemoryItem]) -> tuple[tuple, tuple]:
         """New headline items after the section's last line of text, before the blank lines that end it."""
         if children:
-            body, blanks = _split_blanks(children[-1].text)
+            body, blanks = split_blank_end(children[-1].text)
             children = (*children[:-1], Piece(self._line_ended(body), children[-1].key))
         else:
             end = len(head)
@@ -494,12 +494,6 @@ def _first_line_crlf(doc: Document, get: Getter) -> bool:
 
 def _render_all(items: list[MemoryItem], nl: str) -> str:
     return "".join(render_item(item, nl) for item in items)
-
-
-def _split_blanks(text: str) -> tuple[str, str]:
-    """`text` cut before the blank lines that end it."""
-    cut = text.find("\n", len(text.rstrip(" \t\r\n"))) + 1 or len(text)
-    return text[:cut], text[cut:]
 
 
 def _separator(data: bytes, nl: str) -> str:

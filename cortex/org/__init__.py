@@ -13,8 +13,8 @@ from .escape import escape_block, escape_text, unescape_block, unescape_text
 from .layout import Layout, Splice, common_children, common_ends, reparse
 from .parser import PARSER_VERSION, Cached, Getter, Parsed, file_properties, file_tags, parse
 from .rendering import render, render_headline
-from .syntax import Section
+from .syntax import Section, split_blank_end
 
 __all__ = ["PARSER_VERSION", "Cached", "Getter", "Layout", "Parsed", "Section", "Splice", "common_children",
-           "common_ends", "escape_block", "escape_text", "file_properties", "file_tags", "parse", "render", "render_headline",
-           "reparse", "unescape_block", "unescape_text"]
+           "common_ends", "escape_block", "escape_text", "file_properties", "file_tags", "parse", "render",
+           "render_headline", "reparse", "split_blank_end", "unescape_block", "unescape_text"]

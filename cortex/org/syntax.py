@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 __all__ = ["BULLET", "COMMENT_LINE", "DRAWER_END", "DRAWER_START", "LONGER_KEY", "NONWS", "OPTION", "OPTION_BYTES",
            "PLANNING_LINE", "PRIORITY_COOKIE", "PROPERTY", "WS", "Entries", "Section", "content_start", "file_drawer",
-           "heading", "headline_line", "headline_starts", "headline_tags", "is_crlf", "planning"]
+           "heading", "headline_line", "headline_starts", "headline_tags", "is_crlf", "planning", "split_blank_end"]
 
 BOM, BOM_BYTES = "\ufeff", b"\xef\xbb\xbf"
 
@@ -70,6 +70,13 @@ def is_crlf(text: str | bytes) -> bool:
     """Whether Emacs reads `text` with "\\r\\n" line ends: every "\\n" follows a "\\r"."""
     cr, nl, crnl = ("\r", "\n", "\r\n") if isinstance(text, str) else (b"\r", b"\n", b"\r\n")
     return cr in text and 0 < text.count(crnl) == text.count(nl)
+
+
+def split_blank_end(text: str) -> tuple[str, str]:
+    """`text` cut before the blank lines that end it: what Org calls a section's post-blank, the layout between
+    it and the next headline rather than its content."""
+    cut = text.find("\n", len(text.rstrip(" \t\r\n"))) + 1 or len(text)
+    return text[:cut], text[cut:]
 
 
 def headline_starts(text: str | bytes, lo: int = 0, hi: int | None = None) -> tuple[list[int], list[int]]:

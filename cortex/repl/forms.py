@@ -12,7 +12,7 @@ import inspect
 from ..errors import UserError
 from ..words import quoted, shown_stats, unsaved_note
 from .registry import FORMS, closest, form, prelude
-from .values import FileEntry, Help, HelpEntry, Message, OrgText, Outline
+from .values import FileEntry, Help, HelpEntry, Message, OrgText, Outline, Patch
 
 __all__ = ["duration", "snapshot_ref"]  # for the other forms modules; the forms register themselves (`form`)
 
@@ -219,33 +219,42 @@ def conflicts(session, folder=None):
 
 
 @form
-def diff(session, a="HEAD", b=None):
-    """Headline changes from snapshot `a` (default HEAD) to `b` (default: the working state): (diff "HEAD~1" "HEAD").
+def diff(session, a="HEAD", b=None, *, patch=False):
+    """Headline changes from snapshot `a` (default HEAD) to `b` (default: the working state): (diff "HEAD~1" "HEAD");
+    :patch True shows each with its text, as a unified diff.
 
     Org files edited since they were last ingested are named: (ingest) includes their edits."""
     changes = session.cortex.diff(snapshot_ref(a), snapshot_ref(b))
     if b is None and (unsaved := session.cortex.unsaved()):
         session.notify(unsaved_note(unsaved, "(ingest)"))
-    return changes
+    return _patched(session, changes) if patch else changes
 
 
 @form
-def history(session, headline):
-    """Versions of one headline (an :ID: or a node) across the kept snapshots, oldest first, each with when it
-    said it held; then what it replaced and what replaced it, as the working state says."""
+def history(session, headline, *, patch=False):
+    """Versions of one headline (an :ID: or a node) across the kept snapshots, newest first (as (log)), each with
+    when it said it held; then what it replaced and what replaced it, as the working state says. :patch True
+    shows each version's text against the one before it."""
     from ..orgquery.chains import named
 
     versions = session.cortex.history(id_of(headline))
     if (node := _node(session, id_of(headline))) is not None and named(node.headline):
         for line in session.cortex.chain(node).lines():
             session.notify(line)
-    return versions
+    return _patched(session, versions) if patch else versions
 
 
 @form
-def log(session, limit=None):
-    """Snapshots, newest first, with how many headlines each added, changed, moved or removed: (log 5)."""
-    return session.cortex.log(limit)
+def log(session, limit=None, *, patch=False):
+    """Snapshots, newest first, with how many headlines each added, changed, moved or removed: (log 5); :patch True
+    shows each snapshot's changes with their text."""
+    entries = session.cortex.log(limit)
+    return _patched(session, entries) if patch else entries
+
+
+def _patched(session, items) -> Patch:
+    """Changes, log entries or versions with their text (`Cortex.patch`), or "no changes"."""
+    return Patch(session.cortex.patch(items) or "no changes")
 
 
 @form

@@ -22,13 +22,11 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import api
-from ..words import files, ingest_summary, literal, short, when
+from ..words import CHANGE_STYLES, files, ingest_summary, literal, patch_style, short, when
 from .orglexer import DEFAULT_DONE, DEFAULT_TODO, OrgLexer
-from .values import FileEntry, Help, OrgText, Outline, SearchResults
+from .values import FileEntry, Help, OrgText, Outline, Patch, SearchResults
 
 __all__ = ["Renderer"]
-
-CHANGE_STYLES = {"added": "green", "removed": "red", "changed": "yellow", "moved": "cyan"}
 
 
 class Renderer:
@@ -45,6 +43,7 @@ class Renderer:
             api.Headline: lambda h: self.org(self.session.cortex.show(h)),
             api.Snapshot: self.snapshot,
             OrgText: lambda text: self.org(text, text.path),
+            Patch: self.patch,
             Outline: self.outline,
             Help: self.help,
             SearchResults: self.search_results,
@@ -118,6 +117,11 @@ class Renderer:
         held = [Text(text, style="dim")] if (text := validity_text(node.headline)) else []
         return Group(where, *held, self.org(self.session.cortex.show(node), node.path))
 
+    @staticmethod
+    def patch(text: str):
+        """Changes and their patches, line by line as they are, coloured as git colours them."""
+        return Text("\n").join(Text(literal(line), style=patch_style(line)) for line in text.split("\n"))
+
     def outline(self, nodes):
         """One highlighted headline line per node, after its file:line."""
         grid = Table.grid(padding=(0, 2))
@@ -144,9 +148,9 @@ class Renderer:
                     "message": item.message, "files": str(item.counts.get("files", "")),
                     "headlines": str(item.counts.get("headlines", ""))}
         if isinstance(item, api.Change):
-            detail = ", ".join(item.fields)
+            detail = item.detail
             if item.kind == "moved":
-                detail = f"from {item.old_path}: {' / '.join(item.old_outline)}"
+                detail = f"from {item.old_path}: {' / '.join(item.old_outline)}" + (f" ({detail})" if detail else "")
             return {"change": Text(item.kind, style=CHANGE_STYLES.get(item.kind, "")), "file": item.path,
                     "headline": " / ".join(item.outline), "id": item.id or "", "detail": detail}
         if isinstance(item, api.LogEntry):

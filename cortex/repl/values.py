@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["FileEntry", "Help", "HelpEntry", "Message", "OrgText", "Outline", "SearchResults"]
+__all__ = ["FileEntry", "Help", "HelpEntry", "Message", "OrgText", "Outline", "Patch", "SearchResults"]
 
 
 class OrgText(str):
@@ -20,6 +20,10 @@ class OrgText(str):
 
 class Message(str):
     """A status line, printed as plain text rather than as a quoted string."""
+
+
+class Patch(str):
+    """Changes with their text as unified diffs (`Cortex.patch`), printed as they are, coloured as git colours them."""
 
 
 class SearchResults(list):

@@ -232,7 +232,7 @@ def test_snapshot_edit_diff_rollback_history_log(repl, org):
     assert repl.ok and file.read_bytes() == original
     assert "your edits were kept in snapshot" in shown and f"wrote 1 file: {PROJECTS}" in shown
     versions = repl('(history "task-rotate-secrets")').splitlines()
-    assert [v.split()[4] for v in versions[1:]] == ["added", "title"]
+    assert [v.split()[4] for v in versions[1:]] == ["title", "added"]  # newest first, as (log)
     log = repl("(log)").splitlines()
     assert log[0].split() == ["#", "snapshot", "time", "message", "changes"]
     assert "before rollback to" in log[1] and "1 changed" in log[1]

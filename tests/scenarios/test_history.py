@@ -160,7 +160,7 @@ def test_log_and_headline_history(cortex, org):
     assert entries[0].changes == {"changed": 1}
     versions = cortex.history("task-staging-migration")
     assert [(v.snapshot.message, v.headline.todo, v.change) for v in versions] == [
-        ("first", "WAITING", "added"), ("second", "DONE", "todo")]
+        ("second", "DONE", "todo"), ("first", "WAITING", "added")]  # newest first, as the log
 
 
 def test_retention_and_gc_keep_what_is_reachable(cortex, org):

@@ -120,7 +120,7 @@ def test_diff_and_rollback(tour):
     assert "on disk: Blocked on the schema review." in output(nb, "rollback-keep")
     assert "on disk: Unblocked: the schema review passed." in output(nb, "rollback-undo")
     history = output(nb, "log").split("\n\n")[1].splitlines()
-    assert [line.split()[1] for line in history] == ["added", "text"]
+    assert [line.split()[1] for line in history] == ["text", "added"]  # newest first, as the log
 
 
 def test_search(tour):
