@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from datetime import datetime
 
-__all__ = ["QUOTED", "brief", "counted", "files", "ingest_summary", "listed", "literal", "memory_summary", "quoted",
-           "short", "shown_stats", "similar_item", "size", "unsaved_note", "when"]
+__all__ = ["QUOTED", "brief", "counted", "files", "ingest_summary", "listed", "literal", "memory_summary", "prose",
+           "quoted", "short", "shown_stats", "similar_item", "size", "summary", "unsaved_note", "when"]
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
@@ -122,3 +123,14 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def literal(text: str) -> str:
     """Text as a terminal shows it letter for letter: control characters (an ANSI escape) written as `\\x1b`."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def prose(doc: str | None) -> str:
+    """A docstring as a reader sees it: its source indentation gone, each paragraph one line (blank lines apart)."""
+    paragraphs = inspect.cleandoc(doc or "").split("\n\n")
+    return "\n\n".join(" ".join(paragraph.split()) for paragraph in paragraphs if paragraph.strip())
+
+
+def summary(doc: str | None) -> str:
+    """What a list of commands or forms shows of one: its docstring's first paragraph, whole, on one line."""
+    return prose(doc).partition("\n\n")[0]

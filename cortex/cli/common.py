@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import UserError
-from ..words import counted, literal
+from ..words import counted, literal, summary
 
 SHOW_AFTER = 0.5  # seconds a step goes on before its progress bar shows
 class LiteralConsole(Console):
@@ -62,14 +62,15 @@ no_org_option = click.option(
 
 
 class Commands(click.Group):
-    """A group whose list of commands shows each one's first sentence whole, wrapped to the terminal, never cut."""
+    """A group whose list of commands shows each one's first paragraph whole, wrapped to the terminal, never cut
+    (click's own short help ends at the first word that ends in a full stop, such as `...`)."""
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         commands = [(name, command) for name in self.list_commands(ctx)
                     if (command := self.get_command(ctx, name)) is not None and not command.hidden]
         if commands:
             with formatter.section("Commands"):
-                formatter.write_dl([(name, command.get_short_help_str(limit=1 << 16)) for name, command in commands])
+                formatter.write_dl([(name, command.short_help or summary(command.help)) for name, command in commands])
 
 
 org_option = click.option("--org", "org_root", type=click.Path(file_okay=False),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import hy
 
 from ..errors import UserError
+from ..words import summary
 
 __all__ = ["FORMS", "PRELUDE", "form", "macro", "macro_words", "namespace", "prelude"]
 
@@ -41,8 +42,8 @@ class Form:
 
     @property
     def summary(self) -> str:
-        """The first line of the docstring."""
-        return self.doc.partition("\n")[0]
+        """The docstring's first paragraph, on one line (its first line may end mid-sentence)."""
+        return summary(self.doc)
 
     @property
     def usage(self) -> str:
