@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from datetime import datetime
 
 __all__ = ["CHANGE_STYLES", "QUOTED", "brief", "counted", "files", "ingest_summary", "listed", "literal",
-           "memory_summary", "patch_style", "quoted", "short", "shown_stats", "similar_item", "size",
-           "unsaved_note", "when"]
+           "memory_summary", "patch_style", "prose", "quoted", "short", "shown_stats", "similar_item", "size",
+           "summary", "unsaved_note", "when"]
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
@@ -138,3 +139,14 @@ def patch_style(line: str) -> str:
     if line[:1] in ("+", "-"):
         return CHANGE_STYLES["added" if line[0] == "+" else "removed"]
     return CHANGE_STYLES.get(line.split(" ", 1)[0], "")
+
+
+def prose(doc: str | None) -> str:
+    """A docstring as a reader sees it: its source indentation gone, each paragraph one line (blank lines apart)."""
+    paragraphs = inspect.cleandoc(doc or "").split("\n\n")
+    return "\n\n".join(" ".join(paragraph.split()) for paragraph in paragraphs if paragraph.strip())
+
+
+def summary(doc: str | None) -> str:
+    """What a list of commands or forms shows of one: its docstring's first paragraph, whole, on one line."""
+    return prose(doc).partition("\n\n")[0]

@@ -9,10 +9,10 @@ from contextlib import contextmanager
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from ..errors import UserError
-from ..words import counted, literal
+from ..words import counted, literal, summary
+from .tables import table
 
 SHOW_AFTER = 0.5  # seconds a step goes on before its progress bar shows
 class LiteralConsole(Console):
@@ -22,13 +22,6 @@ class LiteralConsole(Console):
 
     def print(self, *objects, **options) -> None:
         super().print(*(literal(o) if isinstance(o, str) else o for o in objects), **options)
-
-
-class LiteralTable(Table):
-    """A table whose text cells are shown as they are (see LiteralConsole)."""
-
-    def add_row(self, *cells, **options) -> None:
-        super().add_row(*(literal(c) if isinstance(c, str) else c for c in cells), **options)
 
 
 # Piped output is read by scripts and people alike: don't fold it at 80 columns.
@@ -62,14 +55,15 @@ no_org_option = click.option(
 
 
 class Commands(click.Group):
-    """A group whose list of commands shows each one's first sentence whole, wrapped to the terminal, never cut."""
+    """A group whose list of commands shows each one's first paragraph whole, wrapped to the terminal, never cut
+    (click's own short help ends at the first word that ends in a full stop, such as `...`)."""
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         commands = [(name, command) for name in self.list_commands(ctx)
                     if (command := self.get_command(ctx, name)) is not None and not command.hidden]
         if commands:
             with formatter.section("Commands"):
-                formatter.write_dl([(name, command.get_short_help_str(limit=1 << 16)) for name, command in commands])
+                formatter.write_dl([(name, command.short_help or summary(command.help)) for name, command in commands])
 
 
 org_option = click.option("--org", "org_root", type=click.Path(file_okay=False),
@@ -129,25 +123,6 @@ def progress_bar(label: str):
         showing.cancel()
         showing.join()
         bar.stop()
-
-
-# Columns of names, ids and numbers, which a person copies or compares: each kept whole on one line. The
-# others (outlines, paths, messages) wrap, at word boundaries where they can, when the terminal is narrow.
-WHOLE_COLUMNS = {"#", "id", "name", "snapshot", "delivery", "webhook", "agent", "todo", "score", "time", "made",
-                 "machine", "provider", "event", "answer", "trigger", "ms", "files", "headlines", "items", "logs",
-                 "bytes", "what", "kind", "path"}
-WRAPPED_MIN_WIDTH = 12  # a wrapped column never shrinks below this, so it does not vanish
-
-
-def table(*columns: str, title: str | None = None) -> Table:
-    """A plain table with the given column headers (see WHOLE_COLUMNS for what never wraps)."""
-    t = LiteralTable(title=title, show_edge=False, header_style="bold", pad_edge=False)
-    for column in columns:
-        if column in WHOLE_COLUMNS:
-            t.add_column(column, no_wrap=True)
-        else:
-            t.add_column(column, overflow="fold", min_width=min(WRAPPED_MIN_WIDTH, len(column)))
-    return t
 
 
 @contextmanager

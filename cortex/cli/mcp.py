@@ -38,8 +38,8 @@ def mcp_command(store, org_root, no_org, agent, tenants, read_only, allow_rollba
     """Serve this store to AI agents over MCP: stdio (what desktop clients start) or, with --http, streamable HTTP.
 
     Tools search, show, query and write agent memory; every write is a commit that `cortex diff` shows and
-    `cortex rollback` undoes. Resources are cortex:// URIs: agents/NAME/memory, files/PATH, ids/ID,
-    snapshots/REF/files/PATH.
+    `cortex rollback` undoes. Resources are cortex:// URIs: agents/NAME/memory, agents/NAME/logs/DAY,
+    files/PATH, ids/ID, snapshots/REF/files/PATH and snapshots/REF/ids/ID.
     """
     from .. import api
     from ..mcp import serve

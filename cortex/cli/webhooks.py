@@ -73,9 +73,10 @@ def add(store, org_root, no_org, name, **options):
 def list_(cx):
     """The webhooks in force, with where each is defined (secrets stay hidden)."""
     t = table("name", "path", "provider", "agent", "filter", "secret", "defined at")
+    inside = f"{cx.root}/" if cx.root is not None else None  # a file of the Org folder is named from it
     for w in cx.definitions().webhooks:
         t.add_row(w.name, w.path, w.provider.value, w.agent or "-", _filter_text(w.filter), _secret_text(w),
-                  str(w.location or "session"))
+                  str(w.location).removeprefix(inside) if w.location and inside else str(w.location or "session"))
     console.print(t)
 
 
@@ -129,7 +130,6 @@ def logs(cx, name, tail):
         return
     rows = [d.row() for d in deliveries]
     t = table(*rows[0])
-    t.columns[1].no_wrap = True  # an id is copied whole into `redeliver`
     for row in rows:
         t.add_row(*row.values())
     console.print(t)
@@ -148,9 +148,10 @@ def prune(cx, age):
 @click.argument("delivery_id", metavar="ID")
 @with_cortex(create=True)
 def redeliver(cx, delivery_id):
-    """Run logged delivery ID through filtering and routing again (not verification: its signature may be stale)."""
+    """Run logged delivery ID (or a unique prefix of it) through filtering and routing again (not verification: its
+    signature may be stale)."""
     delivery = cx.webhook_redeliver(delivery_id)
-    console.print(f"redelivered {delivery_id} as {delivery.id}: {delivery.status} {delivery.outcome}"
+    console.print(f"redelivered {delivery.redelivery_of} as {delivery.id}: {delivery.status} {delivery.outcome}"
                   + (f" to agent {delivery.agent}" if delivery.outcome == "routed" else "")
                   + (f" ({delivery.detail or delivery.filter_reason})" if delivery.outcome != "routed" else ""),
                   markup=False)

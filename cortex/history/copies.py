@@ -41,9 +41,10 @@ from ..hashing import OID_SIZE, Oid, hash_bytes
 from ..ingest import INGESTED_WHOLE, SYNCED, WORKING, FolderRead, IngestReport, Progress, ReadCollected, note_written, \
     read_folder, scope_test, working_tree
 from ..objects import EMPTY_TREE, Document, Tree
+from ..prefixes import unique
 from ..retry import retrying
 from ..reads import ORG_FILE, TooLarge, read_bounded
-from ..words import brief, counted, quoted
+from ..words import brief, counted
 from . import erasures
 from .checkout import holds, holds_bytes
 from .conflicts import Conflict, conflicts_in
@@ -156,20 +157,18 @@ def working_copies(store: Store) -> list[Copy]:
 
 def forget_copy(store: Store, copy_id: str) -> Copy:
     """Forget a working copy (its folder was deleted, say): it syncs no more, and gc may collect its base."""
-    found = [c for c in working_copies(store) if c.id.startswith(copy_id)] if copy_id else []
-    if len(found) != 1:
-        raise UserError(f"{quoted(copy_id)} names {'no' if not found else 'more than one'} working copy of this store; "
-                        "`cortex copies` lists them")
+    known = {c.id: c for c in working_copies(store)}
+    copy = known[unique(copy_id, known, "working copy", "; `cortex copies` lists them")]
 
     def drop() -> None:
-        for ref in (_ref(found[0].id), _ref(found[0].id) + NEXT):
+        for ref in (_ref(copy.id), _ref(copy.id) + NEXT):
             if (base := store.refs.get(ref)) is not None:
                 store.refs.set_if_equals(ref, None, base, "forgot the working copy")
-        del store.table(COPIES)[found[0].id.encode()]
-        erasures.drop(store, found[0].id)
+        del store.table(COPIES)[copy.id.encode()]
+        erasures.drop(store, copy.id)
 
     store.transact(drop)
-    return found[0]
+    return copy
 
 
 def _write_record(store: Store, folder: Path, copy_id: str, joined: bool) -> None:

@@ -31,6 +31,7 @@ from ..errors import NotFound, UserError
 from ..hashing import Oid
 from ..ingest import WORKING, working_tree
 from ..objects import EMPTY_TREE, Document, OrgObject, Snapshot, Tree
+from ..prefixes import unique
 from ..retry import retrying
 from ..words import counted, quoted, short, when
 from .conflicts import Conflict
@@ -50,6 +51,7 @@ PENDING_STATUS, ACCEPTED, REJECTED = "pending", "accepted", "rejected"
 STATUSES = (PENDING_STATUS, ACCEPTED, REJECTED)
 ID_BYTES = 4  # an id is this many random bytes in hex: 8 characters, a prefix of them names one too
 MAX_REASON = 2000  # characters of a reason for a rejection
+LISTING = "; `cortex review` lists the pending ones"
 _ID = re.compile(r"[0-9a-f]{1,%d}" % (2 * ID_BYTES))
 
 
@@ -180,17 +182,10 @@ def find(store: Store, name: str) -> Proposal:
     """The proposal `name` names: its id or a unique prefix of it."""
     text = str(name).strip().lower()
     if not _ID.fullmatch(text):
-        raise UserError(f"{quoted(name)} is not a proposal id (up to {2 * ID_BYTES} hex digits); "
-                        "`cortex review` lists the pending ones")
-    table = store.table(PROPOSALS)
-    exact = table.get(text.encode())
-    if exact is not None:
-        return Proposal.decoded(text, exact)
-    found = table.items(text.encode())
-    if len(found) != 1:
-        raise NotFound(f"{quoted(name)} names {'no' if not found else 'more than one'} proposal; "
-                       "`cortex review` lists the pending ones")
-    return Proposal.decoded(found[0][0].decode(), found[0][1])
+        raise UserError(f"{quoted(name)} is not a proposal id (up to {2 * ID_BYTES} hex digits); {LISTING[2:]}")
+    found = dict(store.table(PROPOSALS).items(text.encode()))
+    ident = unique(text, (key.decode() for key in found), "proposal", LISTING)
+    return Proposal.decoded(ident, found[ident.encode()])
 
 
 def trees(store: Store, proposal: Proposal) -> tuple[Tree, Tree]:

@@ -16,8 +16,9 @@ from ..codec import decode, encode
 from ..errors import NotFound, UserError
 from ..ingest import WORKING, working_tree
 from ..objects import EMPTY_TREE, Snapshot, Tree
+from ..prefixes import unique
 from ..retry import retrying
-from ..words import brief, counted, quoted
+from ..words import counted, quoted
 
 __all__ = ["DEFAULT_KEEP", "HEAD", "SNAPSHOTS", "SUMMARIES", "head", "not_negative", "resolve", "snapshot",
            "snapshot_key", "snapshots", "summary"]
@@ -130,14 +131,12 @@ def _from_head(store: Store, text: str, back: int, moves: int) -> Snapshot:
 
 
 def _from_prefix(store: Store, prefix: str) -> Snapshot:
-    matches = {oid for _, oid in store.table(SNAPSHOTS).items() if oid.hex().startswith(prefix)}
-    if not matches and len(prefix) == 64 and bytes.fromhex(prefix) in store.objects:
-        matches = {bytes.fromhex(prefix)}
-    if not matches:
-        raise NotFound(f"no snapshot {brief(prefix)}")
-    if len(matches) > 1:
-        raise UserError(f"snapshot prefix {brief(prefix)} is ambiguous: {', '.join(sorted(m.hex()[:12] for m in matches))}")
-    obj = store.objects[matches.pop()]
+    kept = [oid.hex() for _, oid in store.table(SNAPSHOTS).items()]
+    if len(prefix) == 64 and prefix not in kept and bytes.fromhex(prefix) in store.objects:
+        oid = prefix  # a whole oid that names an object of another kind, said below
+    else:
+        oid = unique(prefix, kept, "snapshot")
+    obj = store.objects[bytes.fromhex(oid)]
     if not isinstance(obj, Snapshot):
         raise UserError(f"{prefix} is a {obj.kind}, not a snapshot")
     return obj

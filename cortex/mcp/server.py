@@ -16,11 +16,12 @@ import anyio.to_thread
 from mcp.server.mcpserver import MCPServer, ResourceSecurity
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp_types import Resource, ToolAnnotations
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ..api import Cortex
 from ..errors import CortexError, UserError
 from ..listen import listen
+from ..words import prose, quoted
 from .http import MAX_SESSIONS, BearerAuth, Policy
 from .resources import ORG, TEMPLATES, Resources
 from .session import Session
@@ -57,20 +58,20 @@ class CortexServer(MCPServer):
         self.refused: dict[str, str] = {}
         tools, self.resources = Tools(session), Resources(session)
         for name in (*READ, *WRITE, "rollback"):
+            method = getattr(tools, name)
+            described = prose(method.__doc__)  # as a model reads it: no source indentation, paragraphs whole
             if (refusal := _refusal(session, name)) is not None:
                 self.refused[name] = refusal
             elif name in READ:  # show answers Org text alone: the same text again as structured content is no use
-                self.add_tool(self._guarded(getattr(tools, name)), name=name, structured_output=name != "show",
+                self.add_tool(self._guarded(method), name=name, description=described, structured_output=name != "show",
                               annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
             elif name in COMMITS and name != "rollback" and self._proposed() is not None:
-                method = getattr(tools, name)
                 told = PROPOSES if session.cx.review else POLICY
-                self.add_tool(self._guarded(self._proposing(method)), name=name, description=f"{method.__doc__} {told}",
+                self.add_tool(self._guarded(self._proposing(method)), name=name, description=f"{described} {told}",
                               annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False))
             else:
-                method = getattr(tools, name)
                 self.add_tool(self._guarded(method), name=name,
-                              description=f"{method.__doc__} {UNDONE}" if name in COMMITS else method.__doc__,
+                              description=f"{described} {UNDONE}" if name in COMMITS else described,
                               annotations=ToolAnnotations(destructive_hint=name in ("memory_forget", "rollback"),
                                                           idempotent_hint=name == "memory_add",
                                                           open_world_hint=False))
@@ -85,10 +86,15 @@ class CortexServer(MCPServer):
                                             self._lowlevel_server.create_initialization_options())
 
     async def call_tool(self, name, arguments, context=None):
-        """Run a tool, or say why this server does not offer it."""
+        """Run a tool, or say why this server does not offer it, or what is wrong with its arguments."""
         if name in self.refused:
             raise ToolError(self.refused[name])
-        return await super().call_tool(name, arguments, context)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(f"{name}: {_arguments_problem(exc.__cause__)}") from None
+            raise
 
     async def list_resources(self) -> list[Resource]:
         """Every file of the working state in scope, by its cortex:// URI."""
@@ -131,6 +137,19 @@ class CortexServer(MCPServer):
                     raise (ResourceError if resource else ToolError)(str(exc)) from None
 
         return run
+
+
+def _arguments_problem(error: ValidationError) -> str:
+    """What is wrong with a tool's arguments, in one sentence naming each (not pydantic's report)."""
+    problems = []
+    for problem in error.errors(include_url=False):
+        where = ".".join(str(part) for part in problem["loc"]) or "the arguments"
+        if problem["type"] == "missing":
+            problems.append(f"argument {where} is required")
+        else:
+            message = problem["msg"][:1].lower() + problem["msg"][1:]
+            problems.append(f"argument {where}: {message}, not {quoted(problem['input'])}")
+    return "; ".join(problems)
 
 
 def _not_text(value) -> str | None:

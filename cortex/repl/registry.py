@@ -19,6 +19,7 @@ from functools import cached_property
 import hy
 
 from ..errors import UserError
+from ..words import summary
 
 __all__ = ["FORMS", "PRELUDE", "closest", "described", "form", "macro", "macro_words", "namespace", "prelude", "usage"]
 
@@ -45,8 +46,8 @@ class Form:
 
     @property
     def summary(self) -> str:
-        """The first paragraph of the docstring, on one line."""
-        return paragraph(self.doc)
+        """The docstring's first paragraph, on one line (its first line may end mid-sentence)."""
+        return summary(self.doc)
 
     @property
     def usage(self) -> str:
@@ -128,12 +129,7 @@ def described(value) -> str | None:
         parameters = list(inspect.signature(value).parameters.values())
     except ValueError:  # a builtin that does not say
         return None
-    return f"{usage(hy.unmangle(value.__name__), parameters)}\n{paragraph(inspect.getdoc(value) or '')}".rstrip("\n")
-
-
-def paragraph(doc: str) -> str:
-    """The first paragraph of a docstring, on one line."""
-    return " ".join(doc.partition("\n\n")[0].split())
+    return f"{usage(hy.unmangle(value.__name__), parameters)}\n{summary(inspect.getdoc(value))}".rstrip("\n")
 
 
 FORMS: dict[str, Form] = {}

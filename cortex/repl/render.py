@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import api
+from ..cli.tables import table
 from ..words import CHANGE_STYLES, files, ingest_summary, literal, patch_style, short, when
 from .orglexer import DEFAULT_DONE, DEFAULT_TODO, OrgLexer
 from .values import FileEntry, Help, OrgText, Outline, Patch, SearchResults
@@ -80,13 +81,12 @@ class Renderer:
         return path.removeprefix(f"{self.session.cortex.root}/")
 
     def records(self, rows: list[dict]):
-        """A table of rows that share their column names (cells are text, or rich text)."""
-        table = Table(show_edge=False, header_style="bold", pad_edge=False, box=None)
-        for column in rows[0]:
-            table.add_column(column, overflow="fold", justify="right" if column == "#" else "left")
+        """A table of rows that share their column names (cells are text, or rich text), as the CLI's: names,
+        ids and paths whole, no word broken."""
+        shown = table(*rows[0], box=None)
         for row in rows:
-            table.add_row(*(literal(value) if isinstance(value, str) else value for value in row.values()))
-        return table
+            shown.add_row(*row.values())
+        return shown
 
     def key_values(self, pairs):
         """A two-column table: keys in bold, values as cells."""
@@ -231,12 +231,11 @@ class Renderer:
         if len(entries) == 1:
             entry = entries[0]
             return Group(Text(entry.usage or entry.name, style="bold"), Text(entry.doc))
-        table = Table(show_edge=False, header_style="bold", pad_edge=False, box=None)
-        table.add_column("form", style="bold", no_wrap=True)
-        table.add_column("what it does", overflow="fold")
+        shown = table("form", "what it does", box=None)
+        shown.columns[0].style = "bold"
         for entry in entries:
-            table.add_row(entry.name, entry.doc)
-        return table
+            shown.add_row(entry.name, entry.doc)
+        return shown
 
 
 def cell(value) -> str:

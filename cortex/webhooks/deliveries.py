@@ -17,6 +17,7 @@ found, still pending, by the next receiver to start.
 from __future__ import annotations
 
 import os
+import re
 import struct
 import time
 from dataclasses import dataclass, field, fields
@@ -26,8 +27,9 @@ from itertools import takewhile
 from cortex.backends import Store
 from cortex.codec import decode, encode
 from cortex.errors import NotFound, UserError
+from cortex.prefixes import unique
 from cortex.webhooks.seen import SeenKey, SeenKeys
-from cortex.words import brief, quoted, when
+from cortex.words import quoted, when
 
 __all__ = ["BODIES", "DELIVERIES", "ID_SIZE", "KEEP_FOR", "TRIGGERS", "Delivery", "DeliveryLog", "Outcome",
            "id_time_ns", "new_id", "span_ns"]
@@ -37,6 +39,7 @@ BODIES = "webhooks.bodies"
 TRIGGERS = ("live", "test", "redeliver")
 ID_SIZE = 12  # 8 bytes of time in ns, 4 random bytes
 KEEP_FOR = timedelta(days=30)
+_PREFIX = re.compile(r"[0-9a-f]{1,%d}" % (2 * ID_SIZE))
 
 
 class Outcome:
@@ -220,18 +223,21 @@ class DeliveryLog:
         return len(old)
 
     def get(self, delivery_id: str) -> Delivery:
-        """The delivery with this id (NotFound when there is none)."""
-        data = self._records.get(_key(delivery_id))
-        if data is None:
-            raise NotFound(f"no webhook delivery {brief(delivery_id)}")
-        return _delivery(_key(delivery_id), data)
+        """The delivery with this id, or the one whose id starts with it (NotFound when none does)."""
+        prefix = str(delivery_id).strip().lower()
+        if not _PREFIX.fullmatch(prefix):
+            raise UserError(f"{quoted(delivery_id)} is not a delivery id ({2 * ID_SIZE} hex digits, or a prefix of "
+                            "them, as `cortex webhook logs` shows)")
+        found = dict(self._records.items(bytes.fromhex(prefix[:len(prefix) // 2 * 2])))
+        ident = unique(prefix, (key.hex() for key in found), "webhook delivery", "; `cortex webhook logs` lists them")
+        return _delivery(bytes.fromhex(ident), found[bytes.fromhex(ident)])
 
     def body(self, delivery_id: str) -> bytes:
         """The kept body of a delivery (NotFound when it was rejected or too large, so none was kept)."""
         delivery = self.get(delivery_id)
-        body = self._bodies.get(_key(delivery_id))
+        body = self._bodies.get(bytes.fromhex(delivery.id))
         if body is None:
-            raise NotFound(f"webhook delivery {delivery_id} kept no body: it was {delivery.outcome.replace('_', ' ')}")
+            raise NotFound(f"webhook delivery {delivery.id} kept no body: it was {delivery.outcome.replace('_', ' ')}")
         return body
 
     def deliveries(self, webhook: str | None = None, tail: int | None = None) -> list[Delivery]:

@@ -236,8 +236,8 @@ class WebhookService:
         headers redacted), and the delivery was verified when it first arrived. The webhook's
         current definition decides the filter and the agent.
         """
-        original = self.log.get(delivery_id)
-        body = self.log.body(delivery_id)
+        original = self.log.get(delivery_id)  # its id, or a unique prefix of it
+        body = self.log.body(original.id)
         return self.deliver(self.endpoint(original.webhook), original.headers, body, trigger="redeliver",
                             redelivery_of=original.id)
 

@@ -82,7 +82,7 @@ def test_accept_only_one_headline_of_a_proposal(tmp_path, org, run):
 @pytest.mark.parametrize("args, says", [
     (("show", "zzz"), "cortex: 'zzz' is not a proposal id (up to 8 hex digits); `cortex review` lists the pending "
                       "ones\n"),
-    (("accept", "1234"), "cortex: '1234' names no proposal; `cortex review` lists the pending ones\n"),
+    (("accept", "1234"), "cortex: no proposal 1234; `cortex review` lists the pending ones\n"),
     (("reject", "abc", "--reason", "x" * 3000), "cortex: a reason is text of at most 2,000 characters; got "
                                                 "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'… (3,000 characters)\n"),
 ])

@@ -524,7 +524,7 @@ def test_copies_are_listed_and_a_forgotten_one_syncs_no_more(store, tmp_path):
     check_out(store, a), check_out(store, b)
     known = listed(store)
     assert [c.folder for c in known] == [str(a), str(b)]
-    with pytest.raises(UserError, match="names no working copy"):
+    with pytest.raises(UserError, match="no working copy"):
         forget_copy(store, "not-an-id")
     assert forget_copy(store, known[0].id[:8]).folder == str(a)
     assert [c.folder for c in listed(store)] == [str(b)]

@@ -144,7 +144,7 @@ def test_rejecting_keeps_the_record_and_reason_and_never_reaches_the_working_sta
 
 
 @pytest.mark.parametrize("name, says", [("", "is not a proposal id"), ("xyz", "is not a proposal id"),
-                                        ("0" * 9, "is not a proposal id"), ("abc", "names no proposal")])
+                                        ("0" * 9, "is not a proposal id"), ("abc", "no proposal abc;")])
 def test_a_bad_proposal_id_is_one_line(memory_store, name, says):
     with pytest.raises(UserError, match=says) as raised:
         find(memory_store, name)

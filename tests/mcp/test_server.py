@@ -126,6 +126,40 @@ def test_user_mistakes_are_tool_errors_that_say_what_and_where(full):
         assert named in answer and "Traceback" not in answer, (tool, answer)
 
 
+
+def test_missing_or_wrong_arguments_are_one_sentence_naming_the_argument(full):
+    missing = full.call("show")
+    assert missing == "show: argument target is required", missing
+    wrong = full.call("search", query="deploy", limit="many")
+    assert wrong.startswith("search: argument limit: input should be a valid integer") and "'many'" in wrong, wrong
+    nested = full.call("memory_turns", session="s-1", turns=[{"text": "hello"}])
+    assert nested == "memory_turns: argument turns.0.speaker is required", nested
+    for answer in (missing, wrong, nested):
+        assert "\n" not in answer and "validation error" not in answer and "pydantic" not in answer
+
+
+def test_tool_descriptions_read_as_prose_without_source_indentation(full):
+    for tool in full.portal.call(full.session.list_tools).tools:
+        assert "\n " not in tool.description and "  " not in tool.description, (tool.name, tool.description)
+    search = next(t for t in full.portal.call(full.session.list_tools).tools if t.name == "search")
+    assert "and oid; pass the :ID:" in search.description  # a line break of the source joined with one space
+
+
+def test_mcp_help_names_every_kind_of_resource():
+    from click.testing import CliRunner
+
+    from cortex.cli.mcp import mcp_command
+    from cortex.mcp.resources import TEMPLATES
+
+    shown = " ".join(CliRunner().invoke(mcp_command, ["--help"], terminal_width=80).output.split())
+    for uri, _ in TEMPLATES.values():
+        named = uri.removeprefix("cortex://").split("{?")[0]
+        for name, placeholder in (("{agent}", "NAME"), ("{day}", "DAY"), ("{+path}", "PATH"), ("{id}", "ID"),
+                                  ("{ref}", "REF")):
+            named = named.replace(name, placeholder)
+        assert named in shown, (named, shown)
+
+
 # --- writing -------------------------------------------------------------------------------
 
 

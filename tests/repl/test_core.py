@@ -1,5 +1,6 @@
 """The REPL core without a terminal: reading, evaluating, forms, printing, errors, watch, completion."""
 
+import inspect
 import io
 import re
 import subprocess
@@ -259,6 +260,13 @@ def test_help_lists_every_form_and_explains_one(repl):
     assert repl('(help "nothing-here")') == "error: no form named nothing-here; (help) lists them\n"
     assert repl('(help "memory-serch")') == ("error: no form named memory-serch; did you mean memory-search? "
                                             "(help) lists them\n")
+
+
+def test_help_rows_give_each_form_its_first_paragraph_whole(repl):
+    listed = " ".join(repl("(help)").split())
+    for name, entry in FORMS.items():
+        first = " ".join(inspect.cleandoc(entry.doc).split("\n\n")[0].split())
+        assert first in listed, (name, first)
 
 
 def test_one_definition_adds_a_form(tmp_path, org):

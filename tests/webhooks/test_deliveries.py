@@ -58,7 +58,9 @@ def test_listing_is_oldest_first_by_webhook_and_tail(log):
 def test_unknown_and_malformed_ids_say_what_is_wrong(log):
     with pytest.raises(NotFound, match="no webhook delivery"):
         log.get(new_id())
-    for bad in ("12", "zz" * 12, "", "0" * 26):
+    with pytest.raises(NotFound, match="no webhook delivery 12;"):  # a prefix no id starts with
+        log.get("12")
+    for bad in ("zz" * 12, "", "0" * 26, "12 34"):
         with pytest.raises(UserError, match="is not a delivery id"):
             log.get(bad)
 
