@@ -7,14 +7,37 @@ the engine).
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 
 FAST = ("repl", "eval")
 REPL_OPTIONS = ("--store", "--no-org")
 
+# Set by Ctrl-C. A library may turn the KeyboardInterrupt into another error (an import cut halfway fails as
+# ImportError, then again as "cannot load module more than once"): a command's end asks this, not the exception.
+interrupted = threading.Event()
+
+
+def _on_ctrl_c(signum, frame) -> None:
+    interrupted.set()
+    signal.default_int_handler(signum, frame)
+
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the `cortex` console script."""
+    """Entry point of the `cortex` console script: Ctrl-C at any moment ends it with one line, `interrupted`."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _on_ctrl_c)
+    try:
+        _main(argv)
+    except BaseException as exc:
+        if not interrupted.is_set() or isinstance(exc, SystemExit):
+            raise
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+
+
+def _main(argv: list[str] | None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
     for n, arg in enumerate(args, 1):
         if (problem := _not_text(arg)) is not None:

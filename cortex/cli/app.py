@@ -12,10 +12,11 @@ from rich.markup import escape
 
 from ..errors import CortexError
 from ..words import QUOTED, quoted
+from . import interrupted
 from .agenda import agenda_commands
 from .mcp import mcp_command
 from .query import query
-from .common import Commands, err_console, no_org_option, store_option
+from .common import Commands, Interrupted, err_console, no_org_option, store_option
 from .dsl import dsl_group
 from .memory import memory_group
 from .review import review_group
@@ -95,11 +96,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        err_console.print("aborted")
-        sys.exit(130)
-    except KeyboardInterrupt:
-        err_console.print("interrupted")
+    except (click.exceptions.Abort, KeyboardInterrupt, Interrupted):
+        err_console.print("interrupted" if interrupted.is_set() else "aborted")
         sys.exit(130)
     except CortexError as exc:
         err_console.print(f"[bold red]cortex:[/] {escape(str(exc))}", markup=True)

@@ -54,9 +54,19 @@ no_org_option = click.option(
     help="No Org folder on this machine: write to the store's working state directly.")
 
 
+class Interrupted(Exception):
+    """Ctrl-C during a command, carried past click (which would print a blank line first)."""
+
+
 class Commands(click.Group):
     """A group whose list of commands shows each one's first paragraph whole, wrapped to the terminal, never cut
     (click's own short help ends at the first word that ends in a full stop, such as `...`)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         commands = [(name, command) for name in self.list_commands(ctx)
@@ -109,9 +119,16 @@ def progress_bar(label: str):
     if not sys.stderr.isatty():
         yield lambda *told: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
+    from rich.text import Text
 
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+    class Count(ProgressColumn):
+        """Done of total; nothing while the total is unknown (not a frozen 0/?)."""
+
+        def render(self, task) -> Text:
+            return Text("" if task.total is None else f"{task.completed:.0f}/{task.total:.0f}")
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), Count(), TimeRemainingColumn(),
                    console=err_console, transient=True)
     task = bar.add_task(label, total=None)
     showing = threading.Timer(SHOW_AFTER, bar.start)

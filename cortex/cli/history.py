@@ -4,10 +4,12 @@ copies: checkout, sync, conflicts."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 from rich.text import Text
 
+from ..location import RECORD
 from ..words import CHANGE_STYLES, counted, literal, patch_style, short, unsaved_note, when
 from .common import chain_lines, console, duration, err_console, table, with_cortex
 
@@ -200,8 +202,12 @@ def import_(cx, file):
 @with_cortex(create=True)
 def checkout(cx, folder):
     """Write the working state into a new (or empty) FOLDER, a working copy that `cortex sync` keeps in step."""
+    again = (Path(folder) / RECORD).exists()
     report = cx.checkout(folder)
-    console.print(f"checked out {counted(len(report.received), 'file')} into {report.folder}")
+    if again:
+        console.print(f"a working copy already, synced: {report}")
+    else:
+        console.print(f"checked out {counted(len(report.received), 'file')} into {report.folder}")
 
 
 @click.command()

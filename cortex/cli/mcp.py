@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import sys
 from contextlib import nullcontext
+from pathlib import Path
 
 import click
 
@@ -30,11 +35,14 @@ from .common import err_console, no_org_option, org_option, stopped_by_ctrl_c, s
               help="HTTP: an Origin a browser request may come from (repeatable), such as https://app.example.com.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="The HTTP port (0: a free one); the address is printed on stderr.")
+@click.option("--config", is_flag=True,
+              help="Serve nothing: print the block a desktop client's configuration takes to start this server as "
+                   "given (absolute paths of this installation), and where the common clients keep it.")
 @store_option
 @org_option
 @no_org_option
 def mcp_command(store, org_root, no_org, agent, tenants, read_only, allow_rollback, review, http, host, token_file,
-                allow_hosts, allow_origins, port):
+                allow_hosts, allow_origins, port, config):
     """Serve this store to AI agents over MCP: stdio (what desktop clients start) or, with --http, streamable HTTP.
 
     Tools search, show, query and write agent memory; every write is a commit that `cortex diff` shows and
@@ -45,6 +53,17 @@ def mcp_command(store, org_root, no_org, agent, tenants, read_only, allow_rollba
     from ..mcp import serve
     from ..mcp.http import policy, read_token
 
+    if config:
+        if http:
+            raise click.UsageError("--config writes how a client starts a stdio server; an HTTP client connects to "
+                                   "the address `cortex mcp --http` prints")
+        flags = [("--read-only", read_only), ("--allow-rollback", allow_rollback), ("--review", review),
+                 ("--no-org", no_org)]
+        options = [*(["--agent", agent] if agent else []), *(w for t in tenants for w in ("--tenant", t)),
+                   *(flag for flag, on in flags if on)]
+        print(json.dumps(client_config(store, org_root, no_org, options, agent), indent=2))
+        err_console.print(CLIENT_FILES, markup=False)
+        return
     rules = None
     if http:
         token, made = read_token(token_file)
@@ -55,3 +74,33 @@ def mcp_command(store, org_root, no_org, agent, tenants, read_only, allow_rollba
             stopped_by_ctrl_c() if http else nullcontext():
         serve(cx, agent=agent, read_only=read_only, allow_rollback=allow_rollback,
               tenants=frozenset(tenants) if tenants else None, http=rules, host=host, port=port)
+
+
+CLIENT_FILES = ("add it under \"mcpServers\" in your client's configuration: Claude Desktop "
+                "~/.config/Claude/claude_desktop_config.json (macOS: ~/Library/Application Support/Claude/"
+                "claude_desktop_config.json; Windows: %APPDATA%\\Claude\\claude_desktop_config.json), Cursor "
+                "~/.cursor/mcp.json, Claude Code .mcp.json at a project's root; then restart the client")
+
+
+def client_config(store, org_root, no_org: bool, options: list[str], agent: str | None) -> dict:
+    """The `mcpServers` block that starts `cortex mcp OPTIONS` on this store and Org folder from any folder, with
+    no PATH: the installed command and every path absolute (a database URL as given)."""
+    from .. import api
+    from ..backends import NoStore, is_database_url
+    from ..location import default_store_path
+
+    where = store or default_store_path(org_root)
+    where = where if is_database_url(where) else os.path.abspath(Path(where).expanduser())
+    args = ["mcp", "--store", str(where)]
+    if not no_org:
+        try:  # the folder the store tracks, unless named: a client starts the server in a folder of its own
+            with api.open(where, org_root, read_only=True) as cx:
+                folder = cx.root
+        except NoStore:
+            folder = Path(os.path.abspath(org_root or "org"))
+        args += ["--org", str(folder)]
+    installed = Path(sys.executable).with_name("cortex")
+    command = str(installed) if installed.is_file() else shutil.which("cortex")
+    if command is None:
+        command, args = sys.executable, ["-c", "from cortex.cli import main; main()", *args]
+    return {"mcpServers": {f"cortex-{agent}" if agent else "cortex": {"command": command, "args": args + options}}}

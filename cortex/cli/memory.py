@@ -112,15 +112,25 @@ def purge(cx, agent, hard, yes):
     """
     what = "files and every trace in history (this cannot be undone)" if hard else "files (history keeps them)"
     if not hard and agent not in cx.memory.list_agent_contexts():
-        raise NotFound(f"agent {quoted(agent)} has no memory here; `cortex memory list` lists the agents")
+        return _nothing_to("purge", f"agent {quoted(agent)} has no memory here")
     if not yes and not click.confirm(f"purge {agent}'s {what}?"):
         err_console.print(f"nothing purged: {agent}'s memory is as it was")
         raise SystemExit(1)
-    report = cx.memory.purge(agent, hard=hard)
+    from ..memory.forgetting import NothingThere
+
+    try:
+        report = cx.memory.purge(agent, hard=hard)
+    except NothingThere as exc:
+        return _nothing_to("purge", str(exc))
     for path in report.files:
         console.print(f"  removed  {path}", markup=False)
     _print_history(report.history)
     console.print(f"purged {agent}", markup=False)
+
+
+def _nothing_to(doing: str, why: str) -> None:
+    """What a purge or forget of what is not there says: not an error (run twice, the second finds it done)."""
+    console.print(f"nothing to {doing}: {why}", markup=False)
 
 
 @memory_group.command()
@@ -140,7 +150,12 @@ def forget(cx, agent, item, hard, chain, yes):
             f"erase this item of {agent} from the files and every snapshot? This cannot be undone."):
         err_console.print(f"nothing forgotten: {agent}'s memory is as it was")
         raise SystemExit(1)
-    report = cx.memory.forget(agent, item, hard=hard, chain=chain)
+    from ..memory.forgetting import NothingThere
+
+    try:
+        report = cx.memory.forget(agent, item, hard=hard, chain=chain)
+    except NothingThere as exc:
+        return _nothing_to("forget", str(exc))
     for path in report.files:
         console.print(f"  rewrote  {path}", markup=False)
     _print_history(report.history)

@@ -121,10 +121,14 @@ def _first_base(store: Store) -> Oid | None:
 
 
 def check_out(store: Store, folder: str | os.PathLike) -> SyncReport:
-    """Write the store's working state into a new (or empty) folder and make it a working copy."""
+    """Write the store's working state into a new (or empty) folder and make it a working copy; a folder that is
+    one already is synced (checking out again brings it up to date)."""
     folder = Path(os.path.abspath(folder))
     if (folder / RECORD).exists():
-        raise UserError(f"{folder}: already a working copy; run `cortex sync {folder}`")
+        if _record_of(store, folder) is None:
+            raise NotACopy(f"{folder}: a working copy this store has forgotten; remove {folder / RECORD.parent} "
+                           "to check it out again")
+        return sync(store, folder)
     if folder.exists() and any(folder.iterdir()):
         raise UserError(f"{folder}: not empty; check out into a new or empty folder")
     real, here = Path(os.path.realpath(folder)), socket.gethostname()

@@ -45,7 +45,7 @@ from .layout import AGENTS, ITEM_TYPES, check_agent_id, log_path, logs_in, memor
 from .compaction import CompactionReport
 from .consolidation import Consolidation
 from .forgetting import ForgetReport, PurgeReport
-from .memoryfile import MemoryFile, with_unique_id
+from .memoryfile import MemoryFile, Typed, with_unique_id
 from .retention import RetentionPolicy
 from .similar import Embed, similar_to
 from .validity import VALID_FROM, moment, moment_of, org_timestamp, parse_timestamp, shown
@@ -206,6 +206,10 @@ class AgentMemory:
         retired = {}
 
         def edit(model: MemoryFile) -> dict:
+            if (done := _done_already(model, item, lambda old: old.validity.end == end
+                                      and not old.validity.replaced_by)) is not None:
+                retired[done[0]] = done[1]  # retired so already (said twice): nothing to write
+                return {}
             key, kind, old = _current_item(agent, model, item, "retire")
             _check_end(old, end, "its end")
             retired[kind] = self._with_id(agent, kind, old, model).retired(end, minute(now))
@@ -222,15 +226,24 @@ class AgentMemory:
         added = []
 
         def edit(model: MemoryFile) -> dict:
+            def successor(old: MemoryItem) -> MemoryItem | None:  # the current item of this text that replaced it
+                return next((entry[1] for i in old.validity.replaced_by if (entry := model.entries.get(i))
+                             and entry[0] == kind and entry[1].current and entry[1].normalised == item.normalised), None)
+
+            if (done := _done_already(model, name, successor)) is not None:
+                added.append(successor(done[1]))  # replaced so already (said twice): nothing to write
+                return {}
             key, old_kind, old = _current_item(agent, model, name, "supersede")
-            if same := model.current_with_text(kind, item.normalised):
-                raise UserError(f"{_named(item)} is already in the memory of {agent} as {same.id or same.key(kind)}:"
-                                f" a successor says something new")
+            same = model.current_with_text(kind, item.normalised)
+            if same is not None and same.key(kind) == key:
+                raise UserError(f"{_named(item)} cannot replace itself: a successor says something new")
             _check_end(old, end, "its successor's start")
             old = self._with_id(agent, old_kind, old, model)
-            new = self._with_id(agent, kind, item, model, taken={old.id}).superseding(old.id, start)
+            successor = item if same is None else same  # already there: it replaces `old` as it stands
+            new = self._with_id(agent, kind, successor, model, taken={old.id}).superseding(old.id, start)
             added.append(new)
-            return {key: (old_kind, old.superseded_by(new.id, end, item.added)), new.id: (kind, new)}
+            return {key: (old_kind, old.superseded_by(new.id, end, item.added)),
+                    (new.id if same is None else same.key(kind)): (kind, new)}
 
         saved = self._group(check_agent_id(agent)).run(lambda: Save({}, edit, operation="supersede"))
         return saved.entries.get(added[-1].id, (kind, added[-1]))[1]
@@ -462,11 +475,21 @@ class AgentMemory:
         return Oid(known.hasher.digest()) if known is not None and known.data is data else None
 
 
+def _done_already(model: MemoryFile, name: str, done: Callable[[MemoryItem], object]) -> Typed | None:
+    """The item `name` names alone, if it no longer holds and `done` says the change asked of it is made already."""
+    found = model.named(name)
+    if len(found) == 1 and not (typed := found[0][1])[1].current and done(typed[1]):
+        return typed
+    return None
+
+
 def _current_item(agent: str, model: MemoryFile, name: str, doing: str) -> tuple[str, str, MemoryItem]:
     """The one current item of memory.org (`model`) that `name` names: its key, type and item."""
     found = model.named(name)
     if not found:
         raise NotFound(f"agent {agent!r} has no memory item {quoted(name)} to {doing}")
+    if len(found) > 1 and len(holding := [entry for entry in found if entry[1][1].current]) == 1:
+        found = holding  # the text of an item that a later one replaced, added again: the one that holds
     if len(found) > 1:
         listed = ", ".join(item.id or key for key, (_, item) in found[:5])
         raise UserError(f"{quoted(name)} names {len(found)} items of {agent} ({listed}): name one by its :ID:")

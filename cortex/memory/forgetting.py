@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ..hashing import Oid
     from .agents import AgentMemory
 
-__all__ = ["ForgetReport", "PurgeReport", "forget", "purge"]
+__all__ = ["ForgetReport", "NothingThere", "PurgeReport", "forget", "purge"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,11 @@ def _erased(forgotten: Forgotten | None) -> list[str]:
     return [f"rewrote {counted(forgotten.snapshots, 'snapshot')}, collected {counted(forgotten.objects, 'object')}"]
 
 
+class NothingThere(NotFound):
+    """What a purge or forget names is not there (for a hard one, nor in history): nothing to do, as when it is
+    run twice."""
+
+
 def purge(memory: AgentMemory, agent: str, hard: bool = False) -> PurgeReport:
     """Remove the agent's files and its items from the working state; `hard` also from every snapshot."""
     workspace, folder = memory.workspace, memory.folder(agent)
@@ -78,14 +83,14 @@ def purge(memory: AgentMemory, agent: str, hard: bool = False) -> PurgeReport:
             workspace.refresh(folder)
             present = any(paths_under(workspace.working(), folder + "/"))
             if not present and not hard:
-                raise NotFound(f"agent {agent!r} has no memory {workspace.where(AGENTS)}")
+                raise NothingThere(f"agent {agent!r} has no memory {workspace.where(AGENTS)}")
             if present and not hard:
                 memory.checkpoint(agent, f"before purging the memory of {agent}")
             files = workspace.remove(folder, f"purged the memory of {agent}")
             memory.forget_known(files)
         forgotten = workspace.erase(_without_files(folder + "/"), f"agent {agent}") if hard else None
     if not files and forgotten is None:
-        raise NotFound(f"agent {agent!r} has no memory here or in any kept snapshot")
+        raise NothingThere(f"agent {agent!r} has no memory here or in any kept snapshot")
     return PurgeReport(sorted(files), forgotten)
 
 
@@ -100,7 +105,7 @@ def forget(memory: AgentMemory, agent: str, item: str, hard: bool = False, chain
         with workspace.held(folder):
             named = _named(memory, agent, item, chain)
             if not named.found and not hard:
-                raise NotFound(f"agent {agent!r} has no memory item {quoted(item)}")
+                raise NothingThere(f"agent {agent!r} has no memory item {quoted(item)}")
             before = None if hard else memory.checkpoint(agent, f"before forgetting an item of {agent}")
 
             def without(current: Current):
@@ -118,7 +123,7 @@ def forget(memory: AgentMemory, agent: str, item: str, hard: bool = False, chain
         forgotten = workspace.erase(rewrite_documents(_document_without(memory, agent, named)),
                                     f"{named.label} of agent {agent}") if hard else None
     if not files and forgotten is None:
-        raise NotFound(f"agent {agent!r} has no memory item {quoted(item)} here or in any kept snapshot")
+        raise NothingThere(f"agent {agent!r} has no memory item {quoted(item)} here or in any kept snapshot")
     return ForgetReport(list(named.ids), files, before, forgotten)
 
 

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 HISTORY_FILE = "repl_history"
 HISTORY_ENTRY_CHARS = 8192  # longer entries (a pasted document) are recalled in this session only
+CLOSE_NOTICE = 0.5  # seconds the REPL may take to close before it says why it is still there
+CLOSING = "closing: finishing the batch being embedded for search and saving the index (what is embedded is kept)"
 
 
 def run(store=None, org_root=None, *, ingest: bool = True, folder: bool = True,
@@ -79,7 +81,12 @@ def run(store=None, org_root=None, *, ingest: bool = True, folder: bool = True,
         try:
             return loop(startup, prompt)
         finally:
-            startup.close()
+            said = threading.Timer(CLOSE_NOTICE, lambda: print(CLOSING, file=out, flush=True))
+            said.start()
+            try:
+                startup.close()
+            finally:
+                said.cancel()
 
 
 class Startup:

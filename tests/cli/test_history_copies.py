@@ -30,6 +30,8 @@ def test_commands_in_a_working_copy_use_its_store_and_sync_it(store_at, tmp_path
     synced = cortex(laptop, home, "sync")  # no --store, no folder: the copy and its store
     assert synced.returncode == 0 and "1 sent" in synced.stdout, synced.stdout + synced.stderr
     assert cortex(laptop / "deep" / "er", home, "conflicts").stdout == "no conflicts\n"
+    again = cortex(laptop, home, "checkout", str(laptop))  # checking out again brings it up to date
+    assert again.returncode == 0 and again.stdout.startswith(f"a working copy already, synced: {laptop}: 0 sent")
     shown = cortex(laptop / "deep", home, "show", "a.org")
     assert "edited on the laptop" in shown.stdout, shown.stderr
     assert not (home / ".local").exists()  # no other store was made

@@ -118,14 +118,18 @@ def test_purge_asks_first(run, org, tmp_path):
     assert declined.returncode == 1 and "purge reviewer's files (history keeps them)?" in declined.stdout
     assert "nothing purged: reviewer's memory is as it was" in declined.stderr
     assert (org / "agents/reviewer/memory.org").exists()
-    with pytest.raises(NotFound, match="agent 'nobody' has no memory here"):  # before asking anything
-        run("purge", "nobody")
+    nobody = run("purge", "nobody")  # said before asking anything; nothing to do is no error (as run twice)
+    assert nobody.exit_code == 0 and nobody.output == "nothing to purge: agent 'nobody' has no memory here\n"
     accepted = run("purge", "reviewer", "--hard", input="y\n")
     assert accepted.exit_code == 0 and "removed  agents/reviewer/memory.org" in accepted.output
     assert "every trace in history" in accepted.output and not (org / "agents/reviewer").exists()
     again = run("add", "reviewer", "x")
     assert again.exit_code == 0
     assert run("purge", "reviewer", "--yes").output.endswith("purged reviewer\n")
+    assert run("purge", "reviewer", "--hard", "--yes").output.endswith("purged reviewer\n")  # then from history
+    twice = [run(*args, "--hard", "--yes").output for args in (("purge", "reviewer"), ("forget", "reviewer", "x"))]
+    assert twice == ["nothing to purge: agent 'reviewer' has no memory here or in any kept snapshot\n",
+                     "nothing to forget: agent 'reviewer' has no memory item 'x' here or in any kept snapshot\n"]
 
 
 def test_turn_logs_a_conversation_in_the_daily_log(run, org, tmp_path):

@@ -77,8 +77,8 @@ def test_mistakes_say_what_and_write_nothing(cortex, org):
          "has no memory item 'no such item' to supersede"),
         (lambda: cortex.memory.add_item("assistant", "fact", "x", valid_from="soon"), UserError, "not a date"),
         (lambda: cortex.memory.retire("assistant", RATE, at="2026-13-45"), UserError, "retired at '2026-13-45'"),
-        (lambda: cortex.memory.add_item("assistant", "fact", "User prefers dark mode in every app.", supersedes=RATE),
-         UserError, "already in the memory of assistant as mem-assistant-dark-mode"),
+        (lambda: cortex.memory.add_item("assistant", "fact", "The API rate limit is 100 requests per minute.",
+                                        supersedes=RATE), UserError, "cannot replace itself"),
     ]
     for call, kind, message in mistakes:
         with pytest.raises(kind, match=message):
@@ -105,6 +105,34 @@ def test_two_items_one_name_asks_for_an_id(cortex, org):
     path.write_text(path.read_text().replace("* Procedures\n", "** User prefers dark mode in every app.\n* Procedures\n"))
     with pytest.raises(UserError, match=r"names 2 items of assistant \(mem-assistant-dark-mode, key-"):
         cortex.memory.retire("assistant", "User prefers dark mode in every app.")
+
+
+def test_saying_a_change_again_links_what_is_there_and_names_the_item_that_holds(cortex, org):
+    old_text, new_text = "The API rate limit is 100 requests per minute.", "The API rate limit is 120 requests per minute."
+    first = cortex.memory.add_item("assistant", "fact", new_text, supersedes=RATE, now=NOW)
+    again = cortex.memory.add_item("assistant", "fact", old_text, now=NOW)  # its text, true again
+    assert again.current and again.id != RATE
+    # the text names the replaced item and the one added again: the one that holds is meant
+    linked = cortex.memory.add_item("assistant", "fact", new_text, supersedes=old_text, now=NOW)
+    assert linked.id == first.id and set(linked.validity.replaces) == {RATE, again.id}
+    now = items(cortex)
+    assert not now[again.id].current and now[again.id].validity.replaced_by == (first.id,)
+    assert (org / MEMORY).read_text().count(new_text) == 1
+    with pytest.raises(UserError, match="cannot replace itself"):
+        cortex.memory.add_item("assistant", "fact", new_text, supersedes=first.id, now=NOW)
+
+
+def test_a_change_said_twice_is_made_once(cortex, org):
+    new_text = "The API rate limit is 120 requests per minute."
+    first = cortex.memory.add_item("assistant", "fact", new_text, supersedes=RATE, valid_from="2026-11-20", now=NOW)
+    retired = cortex.memory.retire("assistant", "User prefers dark mode in every app.", at="2026-11-21 09:30")
+    text, commits = (org / MEMORY).read_text(), len(cortex.store.refs.reflog(WORKING))
+    again = cortex.memory.add_item("assistant", "fact", new_text, supersedes=RATE, valid_from="2026-11-20", now=NOW)
+    assert again.id == first.id and again.current
+    assert cortex.memory.retire("assistant", "User prefers dark mode in every app.", at="2026-11-21 09:30") == retired
+    assert (org / MEMORY).read_text() == text and len(cortex.store.refs.reflog(WORKING)) == commits
+    with pytest.raises(UserError, match="only a current item can be retired"):  # another end is another change
+        cortex.memory.retire("assistant", "User prefers dark mode in every app.", at="2026-11-22")
 
 
 def test_a_person_who_changed_the_old_item_meanwhile_is_not_overwritten(cortex, org, monkeypatch):

@@ -61,6 +61,15 @@ def test_the_store_is_ready_for_the_first_form_and_ctrl_d_leaves(tmp_path, org):
     assert files == "5"
 
 
+def test_a_slow_close_says_why_the_repl_is_still_there(tmp_path, org, monkeypatch):
+    from cortex import api
+
+    close = api.Cortex.close
+    monkeypatch.setattr(api.Cortex, "close", lambda self: (time.sleep(1.5), close(self)))  # a batch being embedded
+    status, shown = drive(tmp_path / "store", org, '(get (stats) "files")' + ENTER + CTRL_D)
+    assert status == 0 and shown.splitlines()[-1] == cortex.repl.app.CLOSING
+
+
 def test_a_multi_line_form_is_read_until_complete_and_kept_in_history(tmp_path, org):
     status, shown = drive(tmp_path / "store", org, "(+ 1" + ENTER + "   2)" + ENTER + CTRL_D)
     assert status == 0 and shown.splitlines()[1:] == ["3"]

@@ -69,7 +69,8 @@ def walk(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_the_tour_runs_form_by_form(walk):
+def tour(walk: Path) -> str:
+    """Run the tour's Hy forms in order, making the edit it asks for; what they printed."""
     out, err = io.StringIO(), io.StringIO()
     session = Session(str(walk / "store"), str(walk / "org"), out=out, err=err)
     try:
@@ -80,19 +81,24 @@ def test_the_tour_runs_form_by_form(walk):
                     file.write("* An idea from the tour\n")
     finally:
         session.close()
-    shown = out.getvalue()
-    assert "Rotate the webhook secrets" in shown and "signature_mismatch" in shown
-    assert "** assistant: Tuesday, after the standup." in shown  # (memory-turn ...) showed the session's entry
-    assert len(re.findall(r"truncation: 1 turn, .*\n.*\n0 .*Is the fix for E1042 out\?", shown)) == 2  # and turns
-    assert re.search(r"added\s+notes/projects\.org\s+An idea from the tour", shown)  # (diff) showed the edit
-    assert (walk / "org" / "notes" / "projects.org").read_text().endswith("* An idea from the tour\n")  # undone back
+    return out.getvalue()
 
 
-def test_every_command_line_runs(walk, capsys, monkeypatch):
+def test_the_tour_runs_form_by_form_and_again_where_it_ran(walk):
+    for turns in ("1 turn", "2 turns"):  # the tour leaves the folder and the store able to take it again
+        shown = tour(walk)
+        assert "Rotate the webhook secrets" in shown and "signature_mismatch" in shown
+        assert "** assistant: Tuesday, after the standup." in shown  # (memory-turn ...) showed the session's entry
+        assert len(re.findall(rf"truncation: {turns}, .*\n.*\n0 .*Is the fix for E1042 out\?", shown)) == 2
+        assert re.search(r"added\s+notes/projects\.org\s+An idea from the tour", shown)  # (diff) showed the edit
+        assert (walk / "org" / "notes" / "projects.org").read_text().endswith("* An idea from the tour\n")
+
+
+def test_every_command_line_runs_and_again_where_it_ran(walk, capsys, monkeypatch):
     lines = [line for block in blocks("sh") for line in command_lines(block)]
     assert len(lines) > 30 and {line[0] for line in lines} == {"cortex", "export"}
-    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n" * len(lines)))  # a newcomer answers yes
-    for line in lines:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n" * len(lines) * 2))  # a newcomer answers yes
+    for line in lines * 2:
         if line[0] == "export":
             monkeypatch.setenv(*line[1].split("=", 1))
             continue

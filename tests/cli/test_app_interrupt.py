@@ -1,0 +1,29 @@
+"""Ctrl-C at any moment of a command ends it with one line: while Python loads, while a library loads (an import
+cut halfway cannot be imported again, so what runs after it must not try), while the store is written."""
+
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import EXAMPLES
+
+
+@pytest.mark.parametrize("after", [0.0, 0.15, 0.3, 0.5, 0.8, 1.2, 1.8])
+def test_ctrl_c_at_any_moment_of_an_ingest_ends_in_one_line(tmp_path, after):
+    shutil.copytree(EXAMPLES, tmp_path / "org")
+    ingest = subprocess.Popen([sys.executable, "-c", "from cortex.cli import main; main()", "ingest",
+                               "--store", str(tmp_path / "store"), "--org", str(tmp_path / "org")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(after)
+    ingest.send_signal(signal.SIGINT)
+    out, err = ingest.communicate(timeout=120)
+    if ingest.returncode == 0:  # it finished first
+        assert err == "" and "parsed" in out
+    elif ingest.returncode == -signal.SIGINT:  # before Python listens for Ctrl-C, or once the command is done
+        assert err == ""
+    else:
+        assert ingest.returncode == 130 and err.startswith("interrupted") and err.count("\n") == 1, err
