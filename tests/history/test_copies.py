@@ -55,10 +55,14 @@ def stored(store, rel):
     return render_file(store, working_tree(store), rel)
 
 
-def test_checkout_writes_the_working_state_and_refuses_a_used_folder(store, tmp_path):
+def test_checkout_writes_the_working_state_syncs_a_copy_and_refuses_a_used_folder(store, tmp_path):
     report = check_out(store, tmp_path / "a")
     assert (tmp_path / "a" / "plan.org").read_text() == PLAN and report.received == ["plan.org", "team/ann.org"]
-    with pytest.raises(UserError, match="already a working copy"):
+    edit(tmp_path / "a", "plan.org", "Ship on Monday.", "Ship on Tuesday.")
+    again = check_out(store, tmp_path / "a")  # a copy already: brought up to date, its edit kept and sent
+    assert again.sent == ["plan.org"] and "Ship on Tuesday." in stored(store, "plan.org")
+    copies.forget_copy(store, copies.working_copies(store)[0].id)
+    with pytest.raises(NotACopy, match="a working copy this store has forgotten; remove .*/a/.cortex to check"):
         check_out(store, tmp_path / "a")
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "mine.org").write_text("* mine\n")
