@@ -6,10 +6,12 @@ old one's mode (and owner, where the process may set it), and a symbolic link is
 through, to its target. Writes under an Org root resolve the real folder first and refuse one
 that leaves the root; the folders are then opened one by one without following links, so a
 folder swapped for a link meanwhile is refused too. A caller can have the target compared
-with what it expects, so an edit saved meanwhile is never overwritten: where the system can
-(renameat2 on Linux), the new file and the old are exchanged in one step, and the one taken out
-is compared and put back if it is not as expected, so a save landing at any moment stays; elsewhere
-the target is compared right before the rename.
+with what it expects, so an edit saved meanwhile is never overwritten: a target that differs is
+left untouched (its path never shows the new bytes, which an editor reading it then would take
+for the file's); where the system can (renameat2 on Linux), one that holds what is expected is
+exchanged with the new file in one step, and the one taken out compared again and put back if a
+save landed in between, so a save landing at any moment stays; elsewhere the target is compared
+right before the rename.
 
 Temporary files are named `.NAME.PID.RANDOM.tmp`: one left by a killed process is found and
 removed by the next scan of its folder (`is_leftover`).
@@ -290,9 +292,12 @@ def _in_its_agent_folder(root: Path, rel: str) -> None:
 
 
 def _take_away(folder: int, target: Path, unchanged: Check) -> None:
-    """Remove `target` from the open `folder` if `unchanged` says it may: renamed away first (one step),
-    then checked there and put back unless it is as expected, so that a save landing meanwhile is never
-    removed (and a file saved in its place meanwhile, newer, stays)."""
+    """Remove `target` from the open `folder` if `unchanged` says it may: checked in place (one that already
+    differs is never moved: it never seems gone to a reader), then renamed away (one step), checked there
+    again and put back unless it is as expected, so that a save landing meanwhile is never removed (and a
+    file saved in its place meanwhile, newer, stays)."""
+    if not unchanged(target):
+        raise ChangedMeanwhile(target)
     taken = _temporary_name(target.name)
     try:
         os.rename(target.name, taken, src_dir_fd=folder, dst_dir_fd=folder)
@@ -527,14 +532,19 @@ def _rename_over(folder: int, temporary: str, target: Path, unchanged: Check | N
     (ChangedMeanwhile otherwise, the temporary file removed). Returns the name the replaced file goes by
     now, if it still has one (always when `keep_old` and there was one): the caller frees it.
 
-    Where the system can, the two files are exchanged (one atomic step) and the one that comes out is
-    checked, then put back if it is not as expected: so an editor's save that lands while the check
-    reads is never unlinked by the rename, as it would be by checking first, then renaming over."""
+    The target is checked first: one that already differs is left as it is, its path never showing the
+    new bytes (an editor reading it while they were there would save its next edit over them, and the
+    put-back file would look unchanged to it). Then, where the system can, the two files are exchanged
+    (one atomic step) and the one that comes out is checked again, then put back if it is not as
+    expected: so an editor's save that lands while the check reads is never unlinked by the rename,
+    as it would be by checking first, then renaming over."""
     with _or_removed(temporary, folder, target):
         if unchanged is None and not keep_old:
             os.replace(temporary, target.name, src_dir_fd=folder, dst_dir_fd=folder)
             old = None
         else:
+            if unchanged is not None and not unchanged(target):
+                raise ChangedMeanwhile(target)
             exchanged, old = _exchange(folder, temporary, target, unchanged)
             if not exchanged:
                 old = _check_and_rename(folder, temporary, target, unchanged, keep_old)

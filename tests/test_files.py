@@ -252,20 +252,40 @@ def _save(path: Path, text: str) -> None:
     os.replace(path.with_name(".#" + path.name), path)
 
 
-@exchanging
-def test_a_file_failing_its_check_is_put_back_with_nothing_left_beside_it(tmp_path):
+def test_a_file_already_changed_is_left_as_it_is_its_path_never_showing_the_new_bytes(tmp_path):
     target = tmp_path / "f.org"
     target.write_text("* saved\n")
     seen = []
 
-    def check(path):  # the file that came out of the exchange, under the new file's name
-        seen.append((path.name, path.read_text(), target.read_text()))
+    def check(path):  # what a reader of the file sees while it is checked (an editor reading it to save next)
+        seen.append((path.name, target.read_text(), target.stat().st_ino))
         return False
+
+    inode = target.stat().st_ino
+    with pytest.raises(ChangedMeanwhile):
+        Staged(tmp_path, "f.org", b"* new\n").put(check, free_later=True)
+    assert seen == [("f.org", "* saved\n", inode)]
+    assert os.listdir(tmp_path) == ["f.org"] and target.read_text() == "* saved\n"
+
+
+@exchanging
+def test_a_save_landing_between_the_check_and_the_exchange_is_put_back_with_nothing_left_beside_it(tmp_path):
+    target = tmp_path / "f.org"
+    target.write_text("* as read\n")
+    seen = []
+
+    def check(path):  # as expected; then a save lands before the exchange, and comes out of it
+        seen.append((path.name, path.read_text(), target.read_text()))
+        if len(seen) == 1:
+            _save(target, "* saved\n")
+            return True
+        return path.read_text() == "* as read\n"
 
     with pytest.raises(ChangedMeanwhile):
         Staged(tmp_path, "f.org", b"* new\n").put(check)
-    [(name, came_out, in_place)] = seen
-    assert name != "f.org" and came_out == "* saved\n" and in_place == "* new\n"
+    [(name, checked, _), (taken_out, came_out, in_place)] = seen
+    assert (name, checked) == ("f.org", "* as read\n")
+    assert taken_out != "f.org" and came_out == "* saved\n" and in_place == "* new\n"
     assert os.listdir(tmp_path) == ["f.org"] and target.read_text() == "* saved\n"
 
 
@@ -273,8 +293,13 @@ def test_a_file_failing_its_check_is_put_back_with_nothing_left_beside_it(tmp_pa
 def test_a_save_landing_as_a_file_is_put_back_stays_in_place(tmp_path):
     target = tmp_path / "f.org"
     target.write_text("* first save\n")
+    checks = []
 
-    def check(path):
+    def check(path):  # as expected at first; then a save lands, and another over the new file as it is put back
+        checks.append(path.name)
+        if len(checks) == 1:
+            _save(target, "* second save\n")
+            return True
         _save(target, "* newest save\n")  # over the new file, which the exchange had put in place
         return False
 
@@ -297,13 +322,17 @@ def test_a_folder_made_where_a_file_was_is_left_there(tmp_path):
 def test_a_file_made_where_none_was_expected_is_never_replaced(tmp_path):
     target = tmp_path / "f.org"
 
-    def check(path):  # no file, as expected; then one is made before the new one is placed
-        absent = not path.exists()
-        target.write_text("* made meanwhile\n")
-        return absent
+    checks = []
+
+    def check(path):  # no file, as expected (before the exchange, and after it found none); then one is made
+        checks.append(not path.exists())
+        if len(checks) == 2:
+            target.write_text("* made meanwhile\n")
+        return checks[-1]
 
     with pytest.raises(ChangedMeanwhile):
         Staged(tmp_path, "f.org", b"* new\n").put(check)
+    assert checks == [True, True]
     assert os.listdir(tmp_path) == ["f.org"] and target.read_text() == "* made meanwhile\n"
 
 
@@ -312,7 +341,12 @@ def test_a_save_landing_while_a_removal_checks_the_file_stays(tmp_path, as_expec
     target = tmp_path / "f.org"
     target.write_text("* to remove\n")
 
-    def check(path):  # the file, taken away to be checked; a save lands in its place meanwhile
+    checks = []
+
+    def check(path):  # the file as expected; then taken away to be checked, a save landing in its place meanwhile
+        checks.append(path.name)
+        if len(checks) == 1:
+            return path.read_text() == "* to remove\n"
         _save(target, "* saved meanwhile\n")
         return as_expected and path.read_text() == "* to remove\n"
 
@@ -324,11 +358,36 @@ def test_a_save_landing_while_a_removal_checks_the_file_stays(tmp_path, as_expec
     assert os.listdir(tmp_path) == ["f.org"] and target.read_text() == "* saved meanwhile\n"
 
 
-def test_a_file_failing_the_check_of_its_removal_is_put_back(tmp_path):
+def test_a_file_failing_the_check_of_its_removal_is_never_moved(tmp_path):
     target = tmp_path / "f.org"
     target.write_text("* edited\n")
+    seen = []
+
+    def check(path):  # what a reader of the file sees while it is checked
+        seen.append((path.name, target.read_text()))
+        return path.read_text() == "* as synced\n"
+
     with pytest.raises(ChangedMeanwhile):
-        remove_under(tmp_path, "f.org", lambda path: path.read_text() == "* as synced\n")
+        remove_under(tmp_path, "f.org", check)
+    assert seen == [("f.org", "* edited\n")]
+    assert os.listdir(tmp_path) == ["f.org"] and target.read_text() == "* edited\n"
+
+
+def test_a_file_edited_after_the_check_of_its_removal_is_put_back(tmp_path):
+    target = tmp_path / "f.org"
+    target.write_text("* as synced\n")
+    checks = []
+
+    def check(path):  # as synced when checked in place; edited in place before it is taken away
+        checks.append(path.read_text())
+        if len(checks) == 1:
+            target.write_text("* edited\n")
+            return True
+        return checks[-1] == "* as synced\n"
+
+    with pytest.raises(ChangedMeanwhile):
+        remove_under(tmp_path, "f.org", check)
+    assert checks == ["* as synced\n", "* edited\n"]
     assert os.listdir(tmp_path) == ["f.org"] and target.read_text() == "* edited\n"
 
 
