@@ -17,7 +17,8 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from typing import NamedTuple
 
-__all__ = ["MAX_STAMP", "Span", "bracket_link_at", "link_closes", "timestamps"]
+__all__ = ["CONTENTS", "MAX_STAMP", "OPAQUE", "TIMESTAMP", "Span", "bracket_link_at", "enclosing", "link_closes",
+           "timestamps"]
 
 MAX_STAMP = 200  # characters of a timestamp, brackets included: Org's own are at most about 50
 # Where an object may start (org-element--object-regexp, for the objects read here).
@@ -36,6 +37,10 @@ _SNIPPET = re.compile(r"@@[-A-Za-z0-9]+:.*?@@")
 _MACRO = re.compile(r"\{\{\{[a-zA-Z][-a-zA-Z0-9_]*(?:\(.*?\))?\}\}\}")
 
 
+TIMESTAMP, OPAQUE, CONTENTS = "timestamp", "opaque", "contents"  # what a scan yields: see `enclosing`
+_ENCLOSING_MARK = re.compile(r"[*/_+=~]\S|<<|@@|\{\{\{")  # a line without one encloses nothing
+
+
 class Span(NamedTuple):
     """Where an object stands in its line: `line[start:end]`."""
 
@@ -45,7 +50,16 @@ class Span(NamedTuple):
 
 def timestamps(line: str, start: int = 0) -> Iterator[Span]:
     """The timestamps (ranges as one, diary sexps too) org-element finds in `line` from `start`, in order."""
-    return _Scan(line).objects(start, len(line))
+    return (span for kind, span in _Scan(line).objects(start, len(line)) if kind is TIMESTAMP)
+
+
+def enclosing(line: str) -> list[tuple[str, Span]]:
+    """Where `line` holds verbatim, code, a target, an export snippet or a macro (OPAQUE: objects org-element reads
+    no other object in, so a link or a date there is text) and the contents of bold, italic, underline and
+    strike-through (CONTENTS: an object in them ends where they do), as (kind, span), in order."""
+    if not _ENCLOSING_MARK.search(line):
+        return []
+    return [(kind, span) for kind, span in _Scan(line).objects(0, len(line)) if kind is not TIMESTAMP]
 
 
 class _Scan:
@@ -56,22 +70,25 @@ class _Scan:
         self._closers: dict[str, list[int]] = {}
         self._closes: list[int] | None = None
 
-    def objects(self, lo: int, hi: int) -> Iterator[Span]:
-        """The timestamps within `line[lo:hi]`, an object's contents or the whole line."""
+    def objects(self, lo: int, hi: int) -> Iterator[tuple[str, Span]]:
+        """The timestamps, opaque objects and containers' contents within `line[lo:hi]`, an object's contents or
+        the whole line, as (TIMESTAMP, OPAQUE or CONTENTS, span), in order of their start."""
         line, pos = self.line, lo
         while (m := _CANDIDATE.search(line, pos, hi)) is not None:
             at = m.start()
-            c, end = line[at], None
+            c, end, kind = line[at], None, OPAQUE
             if c in "*/_+=~":
                 if (close := self._emphasis(at, lo, hi)) is not None:
                     if c in _CONTAINERS:
+                        yield CONTENTS, Span(at + 1, close)
                         yield from self.objects(at + 1, close)
+                        kind = None
                     end = close + 1
             elif line.startswith("[[", at):
                 if self._closes is None:
                     self._closes = link_closes(line)
                 found = bracket_link_at(line, at, self._closes)
-                end = found[0] if found is not None and found[0] <= hi else None
+                end, kind = (found[0] if found is not None and found[0] <= hi else None), None
             elif line.startswith("<<", at):
                 end = _end(_TARGET.match(line, at, hi))
             elif c == "@":
@@ -79,8 +96,9 @@ class _Scan:
             elif c == "{":
                 end = _end(_MACRO.match(line, at, hi))
             elif _TIMESTAMP.match(line, at, min(hi, at + MAX_STAMP)):
-                end = _RAW.match(line, at, min(hi, at + 2 * MAX_STAMP + 2)).end()
-                yield Span(at, end)
+                end, kind = _RAW.match(line, at, min(hi, at + 2 * MAX_STAMP + 2)).end(), TIMESTAMP
+            if end is not None and kind is not None:
+                yield kind, Span(at, end)
             pos = at + 1 if end is None else end
 
     def _emphasis(self, at: int, lo: int, hi: int) -> int | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..bounded import BoundedDict
 from ..objects import Document, Headline
 from ..org import file_properties
-from ..org.inline import bracket_link_at, link_closes
+from ..org.inline import OPAQUE, bracket_link_at, enclosing, link_closes
 from ..query import Node, file_id
 from .dates import object_lines, section_lines
 
@@ -84,12 +84,21 @@ def links_in(text: str, line: int = 0) -> list[Link]:
 
 def _links(lines: Iterable[tuple[int, str]]) -> Iterable[Link]:
     for index, line in lines:
-        pos, other, bracket = 0, None, None
+        pos, other, bracket, around = 0, None, None, None
         while True:  # the link that starts first; at one place a bracket link before an angle or plain one
             if other is None or other.start() < pos:
                 other = _LINK.search(line, pos)
             if bracket is None or bracket[0] < pos:
                 bracket = _next_bracket(line, pos)
+            first = min(bracket[0] if bracket is not None else len(line), other.start() if other else len(line))
+            if first < len(line):
+                around = enclosing(line) if around is None else around
+                inside = [(kind, span) for kind, span in around if span.start <= first < span.end]
+                if opaque := next((span for kind, span in inside if kind is OPAQUE), None):
+                    pos = opaque.end  # verbatim, code, a target, a snippet or a macro holds no link
+                    continue
+                if inside and other is not None and other.start() == first and other.end() > inside[-1][1].end:
+                    other = _LINK.search(line, first, inside[-1][1].end)  # ends where bold or italic does
             if bracket is not None and (other is None or bracket[0] <= other.start()):
                 start, end, path, description = bracket
                 yield _bracket(path, description, index, line[start:end])
