@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from ..memory.brief import DEFAULT_BUDGET
+from ..words import counted
 from .common import console, err_console, no_org_option, org_option, store_option, with_cortex
 
 AGENT_VARIABLE = "CORTEX_AGENT"
@@ -83,7 +84,7 @@ def _run(event: str, agent, budget: int, store, org_root, no_org) -> None:
         err_console.print(f"cortex: {exc}; nothing {'briefed' if event == 'SessionStart' else 'logged'}",
                           markup=False)
         return
-    err_console.print(f"cortex: logged {count} new turn(s) of session {payload['session_id']}"
+    err_console.print(f"cortex: logged {counted(count, 'turn')} of session {payload['session_id']}"
                       + (f" in {path}" if path else ""), markup=False)
 
 
