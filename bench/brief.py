@@ -11,11 +11,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from _common import report
+from _common import report, timed
 from memory import seeded, write_logs
 
 import cortex.api as cx
@@ -25,12 +24,8 @@ CORTEX = str(Path(sys.executable).with_name("cortex"))
 
 
 def median_of(fn, rounds: int = 15) -> float:
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    """The median seconds of `rounds` runs of `fn`."""
+    return statistics.median(timed(lambda _: fn(), range(rounds)))
 
 
 def prepared(work: Path) -> tuple[Path, Path]:
