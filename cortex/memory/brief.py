@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, time
+from datetime import datetime, time
 
 from ..backends.base import Store
 from ..history import Change, snapshots
@@ -85,7 +85,7 @@ def own_log(agent: str, path: str) -> bool:
 
 
 def brief(agent: str, items: Sequence[tuple[str, MemoryItem]], todos: Sequence[Node], changes: Sequence[Change],
-          since: datetime | date | None, *, budget: int = DEFAULT_BUDGET, now: datetime | None = None) -> Briefing:
+          since: datetime | None, *, budget: int = DEFAULT_BUDGET, now: datetime | None = None) -> Briefing:
     """The briefing of `agent` within `budget` tokens: its current `items` ((type, item) pairs), its open `todos`
     (headlines), the `changes` since its last session (`since`; None:
     it had none)."""
@@ -131,11 +131,8 @@ def todo_line(node: Node) -> str:
     return f"- {h.todo} {priority}{h.title} ({node.path})"
 
 
-def _heading(kind: str, since: datetime | date | None) -> str:
-    heading = _HEADINGS[kind]
-    if kind == "change" and since is not None:
-        heading += f" ({since:%Y-%m-%d %H:%M})" if isinstance(since, datetime) else f" ({since:%Y-%m-%d})"
-    return f"* {heading}\n"
+def _heading(kind: str, since: datetime | None) -> str:
+    return f"* {_HEADINGS[kind]}" + (f" ({since:%Y-%m-%d %H:%M})\n" if kind == "change" and since else "\n")
 
 
 def _item_line(item: MemoryItem) -> str:
