@@ -837,6 +837,28 @@ class Cortex:
         keep, at = _holding(valid_at, all)
         return self.memory.view(agent, at=at, every=not keep)
 
+    def brief(self, agent: str, budget: int | None = None, *, now: datetime | None = None):
+        """What `agent` is told when a session starts (`memory.brief.Briefing`), within `budget` tokens (default
+        2,000): its current facts, procedures and patterns; its open TODOs (in its folder, or tagged with its
+        name anywhere); what changed since its last session began. NotFound when it has no memory nor logs."""
+        from .memory import brief as briefing
+        from .memory.layout import AGENTS, check_agent_id, logs_in, memory_path
+
+        check_agent_id(agent)
+        items = self.memory.load_context(agent).items()
+        tree = self.working()
+        if memory_path(agent) not in tree.entries and not logs_in(tree, agent):
+            raise NotFound(f"{AGENTS}/{agent}: agent {agent!r} has no memory nor daily logs yet")
+        todos = {node.oid: node for node in self.query(["todo"], within=f"{AGENTS}/{agent}/")}
+        todos.update((node.oid, node) for node in self.query(["and", ["todo"], ["tags", agent]]))
+        since = briefing.last_session(self.store, tree, agent)
+        base = briefing.snapshot_at(self.store, since) if since else None
+        changes = [] if base is None else [change for change in history.diff(self.store, self.store.objects[base.root],
+                                                                             tree)
+                                           if not briefing.own_log(agent, change.path)]
+        return briefing.brief(agent, items, list(todos.values()), changes, since,
+                              budget=briefing.DEFAULT_BUDGET if budget is None else budget, now=now)
+
     # --- webhooks ------------------------------------------------------------------------
 
     def webhooks(self):

@@ -23,6 +23,7 @@ SESSION = {
     "agenda": ("span", "start", "as_of", "today"),
     "backlinks": ("node", "as_of"),
     "broken_links": ("as_of",),
+    "brief": ("agent", "budget", "now"),
     "chain": ("target", "as_of"),
     "build_search": ("progress", "budget"),
     "build_search_in_background": ("notify",),

@@ -23,6 +23,7 @@ from .review import review_group
 from .search import search
 from .webhooks import serve_command, webhook_group
 from .history import history_commands
+from .hooks import hook_commands
 from .store import store_commands
 
 
@@ -62,7 +63,7 @@ def eval_(store, org_root, no_org, forms):
 
 
 for command in (repl, eval_, *store_commands, *history_commands, search, query, *agenda_commands, memory_group,
-                review_group, dsl_group, webhook_group, serve_command, mcp_command):
+                review_group, dsl_group, webhook_group, serve_command, mcp_command, *hook_commands):
     cli.add_command(command)
 
 

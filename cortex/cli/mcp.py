@@ -57,8 +57,7 @@ def mcp_command(store, org_root, no_org, agent, tenants, read_only, allow_rollba
         if http:
             raise click.UsageError("--config writes how a client starts a stdio server; an HTTP client connects to "
                                    "the address `cortex mcp --http` prints")
-        flags = [("--read-only", read_only), ("--allow-rollback", allow_rollback), ("--review", review),
-                 ("--no-org", no_org)]
+        flags = [("--read-only", read_only), ("--allow-rollback", allow_rollback), ("--review", review)]
         options = [*(["--agent", agent] if agent else []), *(w for t in tenants for w in ("--tenant", t)),
                    *(flag for flag, on in flags if on)]
         print(json.dumps(client_config(store, org_root, no_org, options, agent), indent=2))
@@ -85,13 +84,20 @@ CLIENT_FILES = ("add it under \"mcpServers\" in your client's configuration: Cla
 def client_config(store, org_root, no_org: bool, options: list[str], agent: str | None) -> dict:
     """The `mcpServers` block that starts `cortex mcp OPTIONS` on this store and Org folder from any folder, with
     no PATH: the installed command and every path absolute (a database URL as given)."""
+    command, *args = invocation(store, org_root, no_org, ["mcp"])
+    return {"mcpServers": {f"cortex-{agent}" if agent else "cortex": {"command": command, "args": args + options}}}
+
+
+def invocation(store, org_root, no_org: bool, words: list[str]) -> list[str]:
+    """The command line that runs `cortex WORDS` on this store and Org folder from any folder, with no PATH: the
+    installed command, then WORDS with --store and --org, every path absolute (a database URL as given)."""
     from .. import api
     from ..backends import NoStore, is_database_url
     from ..location import default_store_path
 
     where = store or default_store_path(org_root)
     where = where if is_database_url(where) else os.path.abspath(Path(where).expanduser())
-    args = ["mcp", "--store", str(where)]
+    args = [*words, "--store", str(where)]
     if not no_org:
         try:  # the folder the store tracks, unless named: a client starts the server in a folder of its own
             with api.open(where, org_root, read_only=True) as cx:
@@ -99,8 +105,10 @@ def client_config(store, org_root, no_org: bool, options: list[str], agent: str 
         except NoStore:
             folder = Path(os.path.abspath(org_root or "org"))
         args += ["--org", str(folder)]
+    else:
+        args += ["--no-org"]
     installed = Path(sys.executable).with_name("cortex")
     command = str(installed) if installed.is_file() else shutil.which("cortex")
     if command is None:
-        command, args = sys.executable, ["-c", "from cortex.cli import main; main()", *args]
-    return {"mcpServers": {f"cortex-{agent}" if agent else "cortex": {"command": command, "args": args + options}}}
+        return [sys.executable, "-c", "from cortex.cli import main; main()", *args]
+    return [command, *args]
