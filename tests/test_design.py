@@ -22,7 +22,7 @@ LAYERS = [
     ("search", ["search", "orgquery"]),
     ("webhooks", ["webhooks"]),
     ("api", ["api"]),
-    ("doors", ["cli", "repl", "mcp"]),
+    ("doors", ["cli", "repl", "mcp", "lsp"]),
 ]
 
 # Imports that point up a layer, each with its reason.
