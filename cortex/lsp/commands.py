@@ -29,8 +29,7 @@ def snapshot(session: Session, message: str = "") -> str:
 def history(session: Session, org_id: str) -> str:
     """The versions of the headline with :ID: `org_id` across snapshots, newest first, each with its patch."""
     with session.lock:
-        versions = session.cx.history(org_id)
-        return session.cx.patch(versions) if versions else f"no snapshot holds a headline with :ID: {org_id}"
+        return session.cx.patch(session.cx.history(org_id))
 
 
 def diff(session: Session, uri: str, ref: str = "HEAD") -> str:

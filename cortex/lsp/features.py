@@ -124,7 +124,10 @@ def hover(session: Session, buffer: Buffer, position: types.Position) -> types.H
 def _last_change(session: Session, node: Node) -> str:
     """When a headline last changed, in which snapshot, and whether the buffer differs from the store."""
     with session.lock:
-        versions = session.cx.history(node.id)
+        try:
+            versions = session.cx.history(node.id)
+        except NotFound:  # in no snapshot yet
+            versions = []
         try:
             stored = session.cx.lookup(node.id).headline.oid
         except NotFound:

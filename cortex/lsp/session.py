@@ -64,7 +64,12 @@ class Session:
         return types.Range(start=types.Position(line=line, character=units(text[:start])),
                            end=types.Position(line=line, character=units(text[:end])))
 
-    def location(self, path: str, line: int, start: int = 0, end: int | None = None) -> types.Location:
+    def location(self, path: str, line: int, start: int | None = None, end: int | None = None) -> types.Location:
+        """Columns of a line of a file; without them, the whole line (its text is not read)."""
+        if start is None:
+            whole = types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line + 1,
+                                                                                                 character=0))
+            return types.Location(uri=self.uri(path), range=whole)
         return types.Location(uri=self.uri(path), range=self.range(path, line, start, end))
 
     def column(self, path: str, position: types.Position) -> int:
