@@ -22,7 +22,7 @@ LAYERS = [
     ("search", ["search", "orgquery"]),
     ("webhooks", ["webhooks"]),
     ("api", ["api"]),
-    ("doors", ["cli", "repl", "mcp", "hooks"]),
+    ("doors", ["cli", "repl", "mcp", "hooks", "lsp"]),
 ]
 
 # Imports that point up a layer, each with its reason.

@@ -14,6 +14,7 @@ from ..errors import CortexError
 from ..words import QUOTED, quoted
 from . import interrupted
 from .agenda import agenda_commands
+from .lsp import lsp_command
 from .mcp import mcp_command
 from .query import query
 from .common import Commands, Interrupted, err_console, no_org_option, store_option
@@ -63,7 +64,8 @@ def eval_(store, org_root, no_org, forms):
 
 
 for command in (repl, eval_, *store_commands, *history_commands, search, query, *agenda_commands, memory_group,
-                review_group, dsl_group, webhook_group, serve_command, mcp_command, *hook_commands):
+                review_group, dsl_group, webhook_group, serve_command, mcp_command, *hook_commands,
+                lsp_command):
     cli.add_command(command)
 
 

@@ -1,0 +1,134 @@
+"""`cortex lsp` over stdio (pygls's own client) against what it stands on, measured in the same run:
+
+  workspace symbol          a workspace/symbol round trip vs `Cortex.search` of the same query in process
+                            (target <= 1.2x)
+  one-headline edit         a didChange of one heading until the buffer's diagnostics are published, vs the
+                            one-line re-ingest of the same edit saved (target <= 2x)
+  start to first answer     from exec to the first hover answered, vs the REPL's start (bench/startup.py's
+                            measures: its prompt drawn, target <= 1x; a key echoed; its line editor up; its
+                            start-up ingest shown)
+
+    python bench/lsp.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from _common import examples_copy, report
+from startup import interactive
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+from pygls.uris import from_fs_path
+
+import cortex.api as cx
+
+CORTEX = str(Path(__import__("sys").executable).parent / "cortex")
+QUERIES = ["which region hosts staging?", "E1042", "deploy questions", "dark mode", "rate limit", "test suite"]
+FILE = "notes/projects.org"
+HEADING = "* Memory store"
+
+
+async def started(store: Path, org: Path) -> tuple[LanguageClient, dict, float]:
+    """A client of a new server, the diagnostics it publishes (by uri: (version, list)) and seconds to the first
+    hover answered."""
+    client, published = LanguageClient("bench", "1"), {}
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def got(params):
+        published[params.uri] = (params.version, time.perf_counter())
+
+    began = time.perf_counter()
+    await client.start_io(CORTEX, "lsp", "--store", str(store), "--org", str(org))
+    await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities()))
+    client.initialized(types.InitializedParams())
+    uri = from_fs_path(str(org / FILE))
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="org", version=1, text=(org / FILE).read_text())))
+    await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=3, character=2)))
+    return client, published, time.perf_counter() - began
+
+
+async def symbol(client: LanguageClient, query: str) -> float:
+    began = time.perf_counter()
+    await client.workspace_symbol_async(types.WorkspaceSymbolParams(query=query))
+    return time.perf_counter() - began
+
+
+async def edited(client: LanguageClient, published: dict, org: Path, version: int, title: str) -> float:
+    """Seconds from a didChange of one heading until the diagnostics of that version are published."""
+    uri = from_fs_path(str(org / FILE))
+    text = (org / FILE).read_text().replace(HEADING, f"* {title}", 1)
+    began = time.perf_counter()
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+    while published.get(uri, (None,))[0] != version:
+        await asyncio.sleep(0.0005)
+    return published[uri][1] - began
+
+
+def reingest(c, org: Path, title: str) -> float:
+    """Seconds of the re-ingest of the same one-line edit, saved."""
+    path = org / FILE
+    path.write_text(path.read_text().replace(HEADING, f"* {title}", 1))
+    began = time.perf_counter()
+    c.ingest()
+    took = time.perf_counter() - began
+    path.write_text(path.read_text().replace(f"* {title}", HEADING, 1))
+    c.ingest()
+    return took
+
+
+async def main(runs: int) -> None:
+    work = Path(tempfile.mkdtemp(prefix="cortex-bench-lsp-"))
+    org, store = examples_copy(work / "org"), work / "store"
+    with cx.open(store, org) as c:
+        c.ingest()
+        c.build_search()
+    starts, prompts = [], []
+    for _ in range(runs):
+        client, published, seconds = await started(store, org)
+        starts.append(seconds)
+        await client.shutdown_async(None)
+        client.exit(None)
+        await client.stop()
+        prompts.append(interactive(work / "store", org))
+    client, published, _ = await started(store, org)
+    symbols, edits = [], []
+    for query in QUERIES * 2:  # the first round warms the server's model and indexes up
+        symbols.append(await symbol(client, query))
+    for n in range(runs * 4):
+        edits.append(await edited(client, published, org, n + 2, f"Memory store {n}"))
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    searches, ingests = [], []
+    with cx.open(store, org) as c:
+        for query in QUERIES * 2:
+            began = time.perf_counter()
+            c.search(query, limit=50, budget=cx.SEARCH_BUDGET)
+            searches.append(time.perf_counter() - began)
+        ingests = [reingest(c, org, f"Memory store {n}") for n in range(runs * 4)]
+    half = len(QUERIES)
+    report("workspace symbol (median)", statistics.median(symbols[half:]), statistics.median(searches[half:]),
+           target="vs Cortex.search in process (target <= 1.2)")
+    report("one-headline edit to diagnostics (median)", statistics.median(edits), statistics.median(ingests),
+           target="vs the one-line re-ingest (target <= 2)")
+    for n, (what, target) in enumerate([("prompt drawn", " (target <= 1)"), ("key echoed", ""),
+                                        ("line editor up", ""), ("start-up ingest shown", "")]):
+        report(f"start to first answer vs REPL {what}", statistics.median(starts),
+               statistics.median(p[n] for p in prompts), target=target)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    asyncio.run(main(parser.parse_args().runs))
