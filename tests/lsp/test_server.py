@@ -141,7 +141,15 @@ def test_commands_snapshot_history_diff_and_proposals(client):
         text_document=doc(uri), range=types.Range(start=at(3, 0), end=at(3, 0)),
         context=types.CodeActionContext(diagnostics=[])))
     names = {a.command for a in actions}
-    assert names >= {"cortex.history", "cortex.rollbackHeadline", "cortex.diff", "cortex.snapshot"}
+    assert names >= {"cortex.history", "cortex.rollbackHeadline", "cortex.diff", "cortex.snapshot", "cortex.log"}
+
+
+def test_log_lists_snapshots_newest_first_and_refuses_a_bad_limit(client):
+    made = client.command("cortex.snapshot", "logged from the editor").split("\n")[0]
+    logged = client.command("cortex.log", 2).split("\n")
+    assert len(logged) == 2 and logged[0].startswith(made) and "logged from the editor" in logged[0]
+    with pytest.raises(Exception, match="positive whole number, not 'many'"):
+        client.command("cortex.log", "many")
 
 
 def test_rollback_of_one_headline_is_an_edit_the_client_applies(client):
