@@ -54,6 +54,14 @@ def test_workspace_symbols_rank_as_cortex_search(client, tmp_path):
     assert client.request("workspace_symbol", types.WorkspaceSymbolParams(query="  ")) == []
 
 
+def test_a_workspace_symbol_in_an_open_buffer_is_at_its_heading_as_it_stands(client):
+    uri = client.open("notes/projects.org")
+    client.diagnosed(uri, client.change(uri, "\n\n" + client.text(uri)))
+    found = client.request("workspace_symbol", types.WorkspaceSymbolParams(query="staging database migration"))
+    assert (found[0].location.uri, found[0].location.range.start.line) == (uri, 38)  # its heading, two lines down
+    client.diagnosed(uri, client.change(uri, client.text(uri)[2:]))
+
+
 def test_definition_follows_id_file_and_heading_links_counting_utf16(client):
     uri = client.open("notes/links.org")
     # the 🚀 before the link is two UTF-16 code units: a column in characters would land on the wrong link
