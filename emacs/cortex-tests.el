@@ -61,7 +61,7 @@
     (cl-letf (((symbol-function 'completing-read)
                (lambda (_prompt table &rest _) (car (setq offered (all-completions "" table))))))
       (cortex-search "staging database migration"))
-    (should (string-match-p "Staging database migration  projects.org:37\\'" (car offered)))
+    (should (string-match-p "Staging database migration  notes/projects.org:37\\'" (car offered)))
     (should (> (length offered) 1)))
   (should (string-suffix-p "notes/projects.org" buffer-file-name))
   (should (string-match-p "Staging database migration" (cortex-tests-line)))
@@ -78,7 +78,9 @@
       (with-temp-buffer
         (should (zerop (call-process cortex-program nil t nil "log" "--store" (getenv "CORTEX_TEST_STORE")
                                      "--org" cortex-tests-org)))
-        (should (string-match-p "from Emacs" (buffer-string)))))))
+        (should (string-match-p "from Emacs" (buffer-string))))))
+  (let ((refused (should-error (cortex--command "cortex.log" "many") :type 'user-error)))
+    (should (string-match-p "\\`cortex: cortex.log: .* positive whole number, not 'many'\\'" (cadr refused)))))
 
 (ert-deftest cortex-tests-diff-is-in-diff-mode ()
   (cortex-tests-open "notes/projects.org")

@@ -91,9 +91,10 @@ That is `cortex-program' with `cortex-server-arguments'."
     buffer))
 
 (defun cortex--hit-label (hit)
-  "How a workspace symbol HIT reads: its heading, then where it is."
+  "How a workspace symbol HIT reads: its heading, its file and line."
   (let ((location (plist-get hit :location)))
-    (format "%s  %s:%d" (plist-get hit :name) (file-name-nondirectory (cortex--file (plist-get location :uri)))
+    (format "%s  %s:%d" (plist-get hit :name)
+            (or (plist-get hit :containerName) (cortex--file (plist-get location :uri)))
             (1+ (plist-get (plist-get (plist-get location :range) :start) :line)))))
 
 (defun cortex--ranked (candidates)
