@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench setup clean examples tmux
+.PHONY: run test bench setup clean examples tmux emacs
 
 $(STAMP): pyproject.toml
 	@echo "setting up $(VENV): cortex and its libraries (the first time takes a few minutes)"
@@ -32,7 +32,15 @@ tmux:
 		apt-get update -qq && apt-get install -y -qq tmux >/dev/null; } || \
 		echo "tmux is not installed: the terminal test will be skipped"
 
-test: $(STAMP) tmux
+# The Emacs package's tests run it in batch Emacs with eglot (built in from Emacs 29; Debian packages it for 28).
+emacs:
+	@emacs -Q --batch --eval "(progn (dolist (d (file-expand-wildcards \"/usr/share/emacs/site-lisp/elpa/*\")) \
+		(push d load-path)) (require 'eglot))" 2>/dev/null || \
+		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && \
+		apt-get install -y -qq emacs-nox elpa-eglot >/dev/null; } || \
+		echo "emacs or eglot is not installed: the Emacs package's tests will be skipped"
+
+test: $(STAMP) tmux emacs
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)

@@ -19,7 +19,7 @@ def lsp_command(store, org_root, no_org, stdio):
     Workspace symbols search as `cortex search` does; go to definition follows id and file links, references
     are backlinks; hover on a headline tells its :ID:, last change and validity; diagnostics show broken links,
     duplicate :ID:s, sync conflicts and definition mistakes; `[[id:` completes by title; commands snapshot, show
-    history and diffs, roll one headline back (as an edit of the buffer) and review proposals.
+    the log, history and diffs, roll one headline back (as an edit of the buffer) and review proposals.
     """
     from .. import api
     from ..lsp import serve

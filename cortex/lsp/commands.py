@@ -1,5 +1,5 @@
-"""The commands an editor runs (`workspace/executeCommand`, offered as code actions): snapshot, a headline's
-history, the diff of a file since a snapshot, the rollback of one headline, the review of pending proposals.
+"""The commands an editor runs (`workspace/executeCommand`, offered as code actions): snapshot, the log of
+snapshots, a headline's history, the diff of a file since a snapshot, the rollback of one headline, the review of pending proposals.
 
 Each answers text, or the WorkspaceEdit the server sends the client to apply (`rollback_edit`): nothing here
 writes a file the editor has open.
@@ -24,6 +24,14 @@ def snapshot(session: Session, message: str = "") -> str:
         made = str(session.cx.snapshot(message))
     unsaved = _unsaved(session)
     return f"{made}\nnot in it, as not saved: {', '.join(unsaved)}" if unsaved else made
+
+
+def log(session: Session, limit: int = 20) -> str:
+    """The newest `limit` snapshots, newest first, each with how many headlines it added, changed, moved or removed."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise UserError(f"cortex.log: the number of snapshots to show is a positive whole number, not {str(limit)[:20]!r}")
+    with session.lock:
+        return "\n".join(str(entry) for entry in session.cx.log(limit)) or "no snapshots yet"
 
 
 def history(session: Session, org_id: str) -> str:
@@ -108,14 +116,15 @@ def _buffer(session: Session, uri: str) -> Buffer:
     return buffer
 
 
-COMMANDS = {"cortex.snapshot": snapshot, "cortex.history": history, "cortex.diff": diff,
+COMMANDS = {"cortex.snapshot": snapshot, "cortex.log": log, "cortex.history": history, "cortex.diff": diff,
             "cortex.rollbackHeadline": rollback_edit, "cortex.proposals": proposals,
             "cortex.acceptProposal": accept_proposal, "cortex.rejectProposal": reject_proposal}
 
 
 def actions(session: Session, buffer: Buffer, uri: str, line: int) -> list[types.Command]:
     """The commands that apply where the cursor is: on a headline with an :ID:, its history and its rollback to
-    HEAD; anywhere, the file's diff since HEAD and a snapshot; the review of proposals when some are pending."""
+    HEAD; anywhere, the file's diff since HEAD, a snapshot and the log of snapshots; the review of proposals when
+    some are pending."""
     node = buffer.node_at(line)
     with session.lock:
         head = session.cx.head_oid is not None
@@ -129,6 +138,8 @@ def actions(session: Session, buffer: Buffer, uri: str, line: int) -> list[types
     if head:
         offered.append(("cortex: diff of this file since HEAD", "cortex.diff", [uri, "HEAD"]))
     offered.append(("cortex: snapshot", "cortex.snapshot", [""]))
+    if head:
+        offered.append(("cortex: log of snapshots", "cortex.log", [20]))
     if pending:
         offered.append((f"cortex: review {pending} pending proposal{'s' * (pending > 1)}", "cortex.proposals", []))
     return [types.Command(title=title, command=name, arguments=arguments) for title, name, arguments in offered]

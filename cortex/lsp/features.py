@@ -24,7 +24,8 @@ ID_PREFIX = re.compile(r"\[\[id:([^\]\s]*)$")
 
 
 def symbols(session: Session, query: str) -> list[types.SymbolInformation]:
-    """The headlines `cortex search QUERY` finds, best first, where they stand (an open buffer's line first)."""
+    """The headlines `cortex search QUERY` finds, best first, at their heading's line (in an open buffer, as
+    it stands there)."""
     if not query.strip():
         return []
     with session.lock:
@@ -32,8 +33,8 @@ def symbols(session: Session, query: str) -> list[types.SymbolInformation]:
     found = []
     for result in results:
         line = result.line - 1
-        if result.path in session.buffers and result.id:
-            line = session.buffers[result.path].ids.get(result.id, [line])[0]
+        if (buffer := session.buffers.get(result.path)) is not None and result.id:
+            line = next((node.line - 1 for node in buffer.nodes if node.id == result.id), line)
         found.append(types.SymbolInformation(name=result.heading, kind=types.SymbolKind.String,
                                              location=session.location(result.path, line),
                                              container_name=result.path))

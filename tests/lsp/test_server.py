@@ -54,6 +54,14 @@ def test_workspace_symbols_rank_as_cortex_search(client, tmp_path):
     assert client.request("workspace_symbol", types.WorkspaceSymbolParams(query="  ")) == []
 
 
+def test_a_workspace_symbol_in_an_open_buffer_is_at_its_heading_as_it_stands(client):
+    uri = client.open("notes/projects.org")
+    client.diagnosed(uri, client.change(uri, "\n\n" + client.text(uri)))
+    found = client.request("workspace_symbol", types.WorkspaceSymbolParams(query="staging database migration"))
+    assert (found[0].location.uri, found[0].location.range.start.line) == (uri, 38)  # its heading, two lines down
+    client.diagnosed(uri, client.change(uri, client.text(uri)[2:]))
+
+
 def test_definition_follows_id_file_and_heading_links_counting_utf16(client):
     uri = client.open("notes/links.org")
     # the 🚀 before the link is two UTF-16 code units: a column in characters would land on the wrong link
@@ -141,7 +149,15 @@ def test_commands_snapshot_history_diff_and_proposals(client):
         text_document=doc(uri), range=types.Range(start=at(3, 0), end=at(3, 0)),
         context=types.CodeActionContext(diagnostics=[])))
     names = {a.command for a in actions}
-    assert names >= {"cortex.history", "cortex.rollbackHeadline", "cortex.diff", "cortex.snapshot"}
+    assert names >= {"cortex.history", "cortex.rollbackHeadline", "cortex.diff", "cortex.snapshot", "cortex.log"}
+
+
+def test_log_lists_snapshots_newest_first_and_refuses_a_bad_limit(client):
+    made = client.command("cortex.snapshot", "logged from the editor").split("\n")[0]
+    logged = client.command("cortex.log", 2).split("\n")
+    assert len(logged) == 2 and logged[0].startswith(made) and "logged from the editor" in logged[0]
+    with pytest.raises(Exception, match="positive whole number, not 'many'"):
+        client.command("cortex.log", "many")
 
 
 def test_rollback_of_one_headline_is_an_edit_the_client_applies(client):
