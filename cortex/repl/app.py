@@ -82,6 +82,7 @@ def run(store=None, org_root=None, *, ingest: bool = True, folder: bool = True,
             return loop(startup, prompt)
         finally:
             said = threading.Timer(CLOSE_NOTICE, lambda: print(CLOSING, file=out, flush=True))
+            said.daemon = True  # a notice never keeps the process from ending
             said.start()
             try:
                 startup.close()
