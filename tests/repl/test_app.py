@@ -5,6 +5,7 @@ import io
 import os
 import re
 import select
+import signal
 import shutil
 import subprocess
 import sys
@@ -195,7 +196,8 @@ def screen_until(typist: int, done, seconds: float = 20) -> str:
 def test_keys_typed_at_the_early_prompt_are_evaluated_and_the_terminal_is_left_as_it_was(tmp_path, org, terminal):
     program, typist = terminal
     before = termios.tcgetattr(program)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+           "PYTHONFAULTHANDLER": "1"}  # a REPL that does not end is made to say where each thread stands
     repl = subprocess.Popen([sys.executable, "-m", "cortex.repl", "--store", str(tmp_path / "store"), str(org)],
                             stdin=program, stdout=program, stderr=program, env=env)
     try:
@@ -205,7 +207,12 @@ def test_keys_typed_at_the_early_prompt_are_evaluated_and_the_terminal_is_left_a
         screen = screen_until(typist, lambda text: "\n3\n" in text and "cortex=>" in text.rpartition("ingested")[2])
         assert "cortex=> (+ 1\n      ..  2)\n" in screen
         os.write(typist, b"\x04")
-        assert repl.wait(20) == 0
+        try:
+            assert repl.wait(20) == 0
+        except subprocess.TimeoutExpired:
+            repl.send_signal(signal.SIGABRT)
+            shown = b"".join(iter(lambda: pending(typist, 1.0), b"")).decode(errors="replace")
+            pytest.fail(f"the REPL did not end after Ctrl-D; its threads then:\n{shown[-6000:]}")
     finally:
         repl.kill()
     assert termios.tcgetattr(program) == before
