@@ -138,8 +138,8 @@ def item_date(path: str, outline: tuple[str, ...], own: str) -> str | None:
     """The day an item belongs to (ISO): that of the first active timestamp in its own text (`own`: its title,
     planning and body, drawers left out); else that of the nearest heading (itself or above) titled with a
     date (a date tree's 2023-05-08 Monday, or a timestamp); else that of its file, a daily log YYYY-MM-DD.org."""
-    found = next((day_of(stamp.date.start).isoformat() for line in own.split("\n") for stamp in timestamps_in(line)
-                  if stamp.date.is_active()), None)
+    found = next((day_of(stamp.date.start).isoformat() for line in own.split("\n") if "<" in line
+                  for stamp in timestamps_in(line) if stamp.date.is_active()), None)  # active: within <...>
     for title in reversed(outline):
         if found:
             break
