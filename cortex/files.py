@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from .bounded import BoundedDict
 from .errors import UserError
 from .locks import alive
 from .paths import agent_folder_of, path_problem
@@ -47,9 +48,12 @@ from .reads import ORG_FILE, read_bounded
 LEFTOVER_SECONDS = 600  # no write takes this long: an older temporary file was abandoned
 SPARE_SECONDS = LEFTOVER_SECONDS / 2  # a spare kept longer is not written over (a scan may be removing it)
 COMPARED_BYTES = 1 << 18  # read at once by `file_holds`
+TAIL_BYTES = 4096  # the last bytes of a file compared before appending to it, when its stat is as last left
 SPARE_MIN_BYTES = 64 * 1024  # a smaller file is written anew as fast: no spare of it is kept
 # (process, a file's real path) -> its spare's name beside it, and that folder (opened: removed from there)
 _spares: dict[tuple[int, str], tuple[str, int]] = {}
+# a file's real path -> its stat and last bytes as this process last appended to it (`append_under`)
+_marks: BoundedDict = BoundedDict(64)
 # `.NAME.PID.RANDOM.tmp`, and `.NAME.RANDOM.tmp` as earlier versions (mkstemp) named them
 _TEMPORARY = re.compile(r"^\..+\.org\.(?:(\d+)\.[0-9a-f]{8}|[a-z0-9_]{8})\.tmp$")
 _FULL = (errno.ENOSPC, errno.EDQUOT)
@@ -238,7 +242,24 @@ def holds(path: Path, data: bytes | None) -> bool:
     return not os.path.exists(path) if data is None else file_holds(path, data)
 
 
-def edit_file(root: Path, rel: str, compute: Callable[[bytes | None], bytes | None],
+class Appended:
+    """New bytes that are the bytes an edit was given (`old`) with `addition` after them: `edit_file` appends
+    them, writing only the addition."""
+
+    __slots__ = ("old", "addition", "_data")
+
+    def __init__(self, old: bytes, addition: bytes):
+        self.old, self.addition, self._data = old, addition, None
+
+    @property
+    def data(self) -> bytes:
+        """The new bytes whole."""
+        if self._data is None:
+            self._data = self.old + self.addition
+        return self._data
+
+
+def edit_file(root: Path, rel: str, compute: Callable[[bytes | None], bytes | Appended | None],
               expected: bytes | None = None) -> tuple[bool, bytes | None]:
     """Make the Org file `rel` under `root` hold `compute(its current bytes)` (None: no file), atomically, unless
     the file changes meanwhile; return whether it changed, and its bytes now. Nothing is read or written
@@ -248,6 +269,8 @@ def edit_file(root: Path, rel: str, compute: Callable[[bytes | None], bytes | No
     (or it is removed); when they differ, it runs again on the file's new bytes. `expected` is what the
     caller last read or wrote there: the first run computes from it, so the file is read only when it
     has changed. A UserError from `compute` stands only if the file still holds what it was given.
+    New bytes given as `Appended` to what `compute` was given are appended (`append_under`): the write
+    costs what it adds.
     """
     _in_its_agent_folder(root, rel)
     path = None if expected is not None else confined(root, rel)  # (write_under confines what it writes)
@@ -263,6 +286,11 @@ def edit_file(root: Path, rel: str, compute: Callable[[bytes | None], bytes | No
             continue
         path = path or confined(root, rel)
         try:
+            if isinstance(new, Appended):
+                if old is not None and new.old is old and new.addition:
+                    append_under(root, rel, old, new.addition)
+                    return True, new.data
+                new = new.data
             if new == old:
                 if holds(path, old):
                     return False, old
@@ -276,6 +304,77 @@ def edit_file(root: Path, rel: str, compute: Callable[[bytes | None], bytes | No
             pass
         old = read_or_none(path)
     raise FilesBusy(f"{path}: changed {EDIT_ATTEMPTS} times while it was being written; nothing was written")
+
+
+def append_under(root: Path, rel: str, old: bytes, addition: bytes) -> None:
+    """Append `addition` to the Org file `rel` under `root` if it holds exactly `old`, and wait for the disk
+    (ChangedMeanwhile, nothing written, if it does not). Nothing is read or written outside the root.
+
+    The file is known to hold `old` without reading it when it is as this process last left it (the
+    same size, times and identity) and still ends with `old`'s last bytes; otherwise it is compared
+    whole. The addition goes after exactly those bytes; a write the disk refuses is cut off again, so
+    the file holds `old` or `old` and all of the addition. (A process killed while writing may leave
+    part of it: readers of what is appended must tell a whole addition from a cut one.) The file is
+    checked again after the write: one replaced meanwhile (an editor's save) is ChangedMeanwhile."""
+    target = confined(root, rel)
+    with _folder_under(Path(os.path.realpath(root)), target.parent) as folder:
+        try:
+            fd = os.open(target.name, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ELOOP):  # gone, or a link put in its place meanwhile
+                raise ChangedMeanwhile(target) from None
+            raise
+        try:
+            before = os.fstat(fd)
+            if not stats.S_ISREG(before.st_mode):
+                raise OutsideRoot(f"{target}: not a regular file; nothing was written")
+            if not _ends_as(fd, before, target, old):
+                raise ChangedMeanwhile(target)
+            try:
+                view, done = memoryview(addition), 0
+                while done < len(addition):
+                    done += os.pwrite(fd, view[done:], len(old) + done)
+                _sync_data(fd)
+            except BaseException as exc:
+                with suppress(OSError):
+                    os.ftruncate(fd, len(old))
+                    _sync_data(fd)
+                if isinstance(exc, OSError) and exc.errno in _FULL:
+                    raise DiskFull(target) from None
+                raise
+            after = os.fstat(fd)
+            try:
+                placed = os.stat(target.name, dir_fd=folder, follow_symlinks=False)
+            except FileNotFoundError:
+                placed = None
+            if placed is None or (placed.st_ino, placed.st_dev) != (after.st_ino, after.st_dev):
+                _marks.pop(str(target), None)
+                raise ChangedMeanwhile(target)  # replaced meanwhile: the save holds what it was made from
+            _marks[str(target)] = _signature(after), (old[-TAIL_BYTES:] + addition)[-TAIL_BYTES:]
+        finally:
+            os.close(fd)
+
+
+def _ends_as(fd: int, stat: os.stat_result, target: Path, old: bytes) -> bool:
+    """Whether the open file `fd` (its `stat`) holds exactly `old`: its size and last bytes, when this
+    process last left it so; else compared whole."""
+    if stat.st_size != len(old):
+        return False
+    mark = _marks.get(str(target))
+    tail = old[-TAIL_BYTES:]
+    if mark is not None and mark[0] == _signature(stat) and mark[1] == tail:
+        return os.pread(fd, len(tail), len(old) - len(tail)) == tail
+    return file_holds(target, old)  # (a file put in its place meanwhile is found after the write)
+
+
+def _signature(stat: os.stat_result) -> tuple:
+    """What changes whenever a file's bytes do: size, times and identity."""
+    return stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev
+
+
+def _sync_data(fd: int) -> None:
+    """Wait for the disk to hold a file's bytes (and its size)."""
+    (getattr(os, "fdatasync", None) or os.fsync)(fd)
 
 
 def _in_its_agent_folder(root: Path, rel: str) -> None:

@@ -27,7 +27,7 @@ from .ingest import IngestReport
 from .objects import OrgObject, Tree
 from .paths import agent_folder_of
 from .retry import retrying
-from .workspace import UNCHANGED, Changed, Current, Workspace
+from .workspace import UNCHANGED, Changed, Current, Workspace, new_bytes
 
 __all__ = ["ReviewedWorkspace", "Write", "everything"]
 
@@ -249,7 +249,7 @@ def _computed(current_of: Callable[[str], Current], edits) -> Iterator[tuple[str
     out)."""
     for path, edit in edits.items():
         current = current_of(path)
-        new = edit(current)
+        new = new_bytes(edit(current))
         if new is not UNCHANGED and (current.data if current.exists else None) != new:
             yield path, new
 

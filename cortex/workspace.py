@@ -6,8 +6,9 @@ decided once, when the workspace is opened (`FolderWorkspace` or `StoreWorkspace
 again: `change_files` takes, for each file, a function from its current version to its new bytes, and
 
 - in a folder, replaces each file only while it still holds what the function was given (a person's save
-  meanwhile makes it run again on the new bytes), then syncs the folder into the store, in one commit with
-  whatever the caller records (`then`);
+  meanwhile makes it run again on the new bytes), or appends to it what follows those bytes (`Appended`:
+  the write costs what it adds), then syncs the folder into the store, in one commit with whatever the
+  caller records (`then`);
 - with no folder, computes the new bytes from the working state, commits them by compare-and-swap, and
   runs the functions again on the newer state when another writer won.
 
@@ -29,7 +30,7 @@ from pathlib import Path
 from . import history, ingest as ingesting, org
 from .backends import Store
 from .errors import UserError, located
-from .files import FilesBusy, edit_file, remove_tree
+from .files import Appended, FilesBusy, edit_file, remove_tree
 from .locks import folder_lock
 from .hashing import hash_bytes
 from .history.proposals import Proposal
@@ -39,7 +40,7 @@ from .query import render_file
 from .scan import relative_path
 from .reads import ORG_FILE, read_bounded
 
-__all__ = ["AnotherFolder", "CONFIG", "Current", "Changed", "Edit", "FolderWorkspace", "LITERATE", "StoreWorkspace", "UNCHANGED",
+__all__ = ["AnotherFolder", "Appended", "CONFIG", "Current", "Changed", "Edit", "FolderWorkspace", "LITERATE", "StoreWorkspace", "UNCHANGED",
            "Workspace", "open_workspace"]
 
 CONFIG = "config"
@@ -92,7 +93,13 @@ class Current:
         return self.given_data is not None or self.given_document is not None
 
 
-Edit = Callable[[Current], "bytes | None | object"]  # new bytes, None (no file), or UNCHANGED
+# new bytes, None (no file), UNCHANGED, or `Appended` (the bytes it was given and what follows them)
+Edit = Callable[[Current], "bytes | Appended | None | object"]
+
+
+def new_bytes(new: "bytes | Appended | None | object") -> "bytes | None | object":
+    """What an edit returned, with appended bytes made whole."""
+    return new.data if isinstance(new, Appended) else new
 
 
 @dataclass
@@ -383,7 +390,7 @@ class StoreWorkspace(Workspace):
             files: dict[str, bytes | None] = {}
             for path, edit in (edits(tree) if callable(edits) else edits).items():
                 current = self.current(path, tree)
-                new = edit(current)  # (an edit that changes nothing says so: its bytes are not compared)
+                new = new_bytes(edit(current))  # (an edit that changes nothing says so: its bytes are not compared)
                 if new is not UNCHANGED and (new is not None or current.exists):
                     files[path] = new
             changed[:] = files

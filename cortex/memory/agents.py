@@ -36,7 +36,7 @@ from ..history import head
 from ..objects import Snapshot, Tree
 from ..paths import agent_folder_of
 from ..words import quoted
-from ..workspace import UNCHANGED, Current, Workspace, paths_under
+from ..workspace import UNCHANGED, Appended, Current, Workspace, paths_under
 from . import compaction, consolidation, forgetting
 from .changes import (FIELDS, MemoryContext, Save, context_of, log_edited, log_edits_by_day, log_title, merged_into,
                       minute, outcome, prepared_save)
@@ -447,27 +447,27 @@ class AgentMemory:
         return model, outcome(saves, errors)
 
     def _log(self, agent: str, day: date, ready: list[Save], errors: list[UserError | None],
-             current: Current) -> bytes | object:
+             current: Current) -> bytes | Appended | object:
         """The agent's log of `day` with the edits of the saves merged (`errors` None) made; a log that is not
-        text is refused. Its bytes as written here are kept with the state of their hash: while nobody else
-        touches the file, it is not decoded again before an edit, and the new hash of a log the edits
-        append to costs what they add."""
+        text is refused. Entries appended to it are `Appended`: the file grows by what they add. Its bytes as
+        written here are kept with the state of their hash: while nobody else touches the file, it is not
+        decoded again before an edit, and the new hash of a log the edits append to costs what they add."""
         edits = log_edits_by_day(ready, errors).get(day)
         if not edits:
             return UNCHANGED
         path, old = current.path, current.data
         known: _KnownLog | None = self._known_logs.pop(path, None)  # until the file holds what is written
-        data = log_edited(path, old, edits, log_title(agent, day), known is not None and old == known.data)
-        appended = old is not None and data.startswith(old)
-        addition = data[len(old):] if appended else data
-        if known is not None and old == known.data and appended:
+        trusted = known is not None and old == known.data
+        new = log_edited(path, old, edits, log_title(agent, day), trusted)
+        data, addition = (new.data, new.addition) if isinstance(new, Appended) else (new, new)
+        if trusted and addition is not data:
             hasher = known.hasher.copy()
             hasher.update(addition)
         else:
             hasher = blake3.blake3(data, max_threads=blake3.blake3.AUTO if len(data) >= THREADED_BYTES else 1)
         if b"\0" not in addition:  # text, as the bytes it extends were: the next append need not decode them
             self._known_logs[path] = _KnownLog(data, hasher)
-        return data
+        return new
 
     def _log_digest(self, path: str, data: bytes) -> bytes | None:
         """The hash of bytes just written to a log, when its state was kept as they were made."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from ..errors import UserError, located
 from ..ingest import NotOrgText, decode_org
 from ..org import parse
+from ..workspace import Appended
 from .items import BadItemText, MemoryItem, check_text
 from .layout import ITEM_TYPES, SECTION_TITLES
 from .logs import log_addition, render_entry
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
     LogEdit = str | SessionTurns  # an entry to append to a daily log, or a conversation's turns to put in it
 
-__all__ = ["FIELDS", "MemoryContext", "Save", "context_of", "decoded", "keyed", "log_edited", "log_edits_by_day",
+__all__ = ["FIELDS", "MemoryContext", "Save", "context_of", "decoded", "keyed", "log_edited", "log_edits_by_day", "log_entry",
            "log_title", "merged_into", "minute", "outcome", "parsed_text", "prepared_save"]
 
 FIELDS = {"fact": "facts", "procedure": "procedures", "pattern": "patterns"}
@@ -89,11 +90,19 @@ def prepared_save(agent: str, context: MemoryContext, now: datetime | None, oper
     now = minute(now)
     source = f"session {context.session}" if context.session else f"session {now:%Y-%m-%d %H:%M}"
     loaded = context.loaded if context.agent == agent else None
-    logs: tuple[tuple[date, LogEdit], ...] = ()
-    if context.summary is not None or context.title is not None:
-        logs = ((now.date(), render_entry(now, context.title or "Session", context.summary or "",
-                                          context.session or f"s-{now:%Y-%m-%d-%H%M}")),)
+    entry = log_entry(context, now)
+    logs: tuple[tuple[date, LogEdit], ...] = () if entry is None else ((now.date(), entry),)
     return Save(loaded.entries if loaded is not None else {}, _changes(context, loaded, now, source), logs, operation)
+
+
+def log_entry(context: MemoryContext, now: datetime | None) -> str | None:
+    """The daily-log entry saving `context` at `now` appends (None: it has no summary or title), with `\n` line
+    ends."""
+    if context.summary is None and context.title is None:
+        return None
+    now = minute(now)
+    return render_entry(now, context.title or "Session", context.summary or "",
+                        context.session or f"s-{now:%Y-%m-%d-%H%M}")
 
 
 def outcome(saves: list[Save | UserError], merged: list[UserError | None]) -> list[UserError | None]:
@@ -132,12 +141,14 @@ def log_edits_by_day(saves: list[Save], errors: list[UserError | None]) -> dict[
     return days
 
 
-def log_edited(path: str, old: bytes | None, edits: list[LogEdit], title: str, trusted: bool) -> bytes:
+def log_edited(path: str, old: bytes | None, edits: list[LogEdit], title: str, trusted: bool) -> bytes | Appended:
     """The bytes of the log `old` (None: a new log, titled `title`) with `edits` made in order: entries appended
-    (those in a row at once), conversations' turns put in their sessions' entries. Bytes not `trusted` to be text
-    are refused first, saying where."""
+    (those in a row at once), conversations' turns put in their sessions' entries; `Appended` to `old` when the
+    edits only append entries. Bytes not `trusted` to be text are refused first, saying where."""
     if old is not None and not trusted:
         decoded(path, old)
+    if old is not None and all(isinstance(edit, str) for edit in edits):
+        return Appended(old, log_addition(old, list(edits), title))
     data = old
     for appends, run in groupby(edits, lambda edit: isinstance(edit, str)):
         if appends:

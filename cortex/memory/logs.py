@@ -15,7 +15,7 @@ person removed from memory.org.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 
@@ -74,6 +74,24 @@ def log_addition(old: bytes | None, entries: list[str], title: str) -> bytes:
         parts += [_blank_line_after(last, nl), entry.replace("\n", nl) if nl != "\n" else entry]
         last = entry
     return start + "".join(parts).encode("utf-8")
+
+
+def torn_tail(data: bytes, entries: Iterable[str]) -> int:
+    """How many bytes at the end of a log (`data`) are the start of one of `entries`, cut off: what an append
+    that stopped partway (a killed process) leaves; 0 when there are none. Such bytes start a line, and the
+    entries are compared in the log's line ends."""
+    first = data.find(b"\n")
+    crlf = first > 0 and data[first - 1:first] == b"\r"
+    torn = 0
+    for entry in entries:
+        whole = (entry.replace("\n", "\r\n") if crlf else entry).encode("utf-8")
+        at = max(0, len(data) - len(whole) + 1)
+        while at < len(data):
+            if (at == 0 or data[at - 1:at] == b"\n") and whole.startswith(memoryview(data)[at:]):
+                torn = max(torn, len(data) - at)
+                break
+            at = data.find(b"\n", at, len(data) - 1) + 1 or len(data)
+    return torn
 
 
 def _blank_line_after(text: str, nl: str) -> str:

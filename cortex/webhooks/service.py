@@ -33,7 +33,9 @@ from cortex.dsl.definitions import Provider, WebhookDefinition
 from cortex.errors import CortexError, NotFound, UserError
 from cortex.locks import alive
 from cortex.memory.agents import AgentMemory
+from cortex.memory.changes import log_entry
 from cortex.memory.layout import log_path
+from cortex.memory.logs import torn_tail
 from cortex.webhooks.deliveries import KEEP_FOR, Delivery, DeliveryLog, Outcome, id_time_ns, new_id, span_ns
 from cortex.webhooks.filters import FilterFailed, FilterResult, JsonPathFilter, matches
 from cortex.webhooks.routing import (
@@ -50,7 +52,7 @@ from cortex.webhooks.secrets import SECRET_SCHEME, MissingSecret, redact_headers
 from cortex.webhooks.seen import DELIVERY, REPLAY, SeenKey
 from cortex.webhooks.verify import Reason, Verifier, verifier_for
 from cortex.words import brief, quoted
-from cortex.workspace import Workspace
+from cortex.workspace import UNCHANGED, Current, Workspace
 
 __all__ = ["LEASE", "MAX_BODY", "SHOWN", "Endpoint", "WebhookService", "build_endpoint", "find_webhook"]
 
@@ -260,9 +262,11 @@ class WebhookService:
             return self._resume(current)
 
     def _resume(self, pending: Delivery) -> Delivery:
-        """Route a delivery left pending: ingest its entry if it reached the daily log, else write it."""
+        """Route a delivery left pending: ingest its entry if it reached the daily log whole, else write it (after
+        cutting off what an append stopped partway left at the log's end)."""
         body = self.log.body(pending.id)
         if not self._entry_written(pending):
+            self._cut_torn(pending.agent, _log_file(pending))
             done = self._routing.run(lambda: _ToRoute(pending, body, parse_payload(body), None))
         else:
             try:
@@ -357,9 +361,36 @@ class WebhookService:
         return ended
 
     def _entry_written(self, delivery: Delivery) -> bool:
-        """Whether the agent's daily log holds the entry of `delivery` (True when that cannot be read)."""
+        """Whether the agent's daily log holds the whole entry of `delivery` (True when that cannot be read): one
+        an append left cut off is not."""
         text = self._daily_log(_log_file(delivery))
-        return text is None or f":SESSION:  {delivery.id}\n" in text or f":SESSION:  {delivery.id}\r\n" in text
+        entry = None if text is None else self._entry(delivery)
+        return entry is None or entry in text or entry.replace("\n", "\r\n") in text
+
+    def _entry(self, delivery: Delivery) -> str | None:
+        """The daily-log entry routing `delivery` writes (None when its body is not kept)."""
+        try:
+            body = self.log.body(delivery.id)
+        except NotFound:
+            return None
+        return log_entry(memory_context(delivery, body, parse_payload(body)), _moment(delivery))
+
+    def _cut_torn(self, agent: str, path: str) -> None:
+        """Cut off the start of an entry that an append stopped partway left at the end of the agent's daily log
+        `path` (an entry of a delivery still pending there): it is written again whole. (A store's working
+        state has no such entry: a commit lands whole.)"""
+        if self.workspace.root is None:
+            return
+        entries = [entry for delivery, _, _ in self.log.pending()
+                   if delivery.agent and _log_file(delivery) == path and (entry := self._entry(delivery))]
+
+        def cut(current: Current) -> bytes | object:
+            torn = torn_tail(current.data, entries) if current.exists and entries else 0
+            return current.data[:-torn] if torn else UNCHANGED
+
+        with self.workspace.held(self.memory.folder(agent)):
+            self.workspace.change_files(f"cut off an entry a stopped receiver left partly written in {path}",
+                                        {path: cut}, operation="delivery")
 
     def _daily_log(self, path: str) -> str | None:
         """The text of a daily log as this machine has it ("" when there is no such log; None when it cannot be
