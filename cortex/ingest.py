@@ -185,21 +185,24 @@ def _committed(store: Store, commit: Callable[[], None], batch: "_Batch", report
 Change = Callable[[Tree], Mapping[str, "bytes | None"]]
 
 
+Digests = Callable[[str, bytes], "bytes | None"]  # the hash of bytes about to be written to a file, when known
+
+
 def commit_files(store: Store, change: Change, message: str,
-                 then: "Callable[[IngestReport], None] | None" = None) -> IngestReport:
+                 then: "Callable[[IngestReport], None] | None" = None, digests: Digests | None = None) -> IngestReport:
     """Change the working state in the store itself, with no Org folder: `change(tree)` gives the new
     bytes of the files it changes (None: remove the file), which are parsed and committed by
     compare-and-swap. If another writer moved the working state meanwhile, `change` runs again on
     the newer state: it must compute its bytes from the tree it is given. `then(report)` runs in
-    the same transaction, as for `ingest`."""
-    return retrying(lambda: _commit_once(store, change, message, then))
+    the same transaction, as for `ingest`; `digests(path, bytes)`: their hash, when the caller knows it."""
+    return retrying(lambda: _commit_once(store, change, message, then, digests))
 
 
 def _commit_once(store: Store, change: Change, message: str,
-                 then: "Callable[[IngestReport], None] | None") -> IngestReport:
+                 then: "Callable[[IngestReport], None] | None", digests: Digests | None) -> IngestReport:
     started = time.perf_counter()
     base_oid = store.refs.get(WORKING)
-    staged = stage_files(store, _tree(store, base_oid), change(_tree(store, base_oid)))
+    staged = stage_files(store, _tree(store, base_oid), change(_tree(store, base_oid)), digests)
 
     def commit() -> None:
         staged.write()
@@ -239,9 +242,11 @@ class StagedFiles:
         self.batch.committed()
 
 
-def stage_files(store: Store, base: Tree, files: Mapping[str, "bytes | None"]) -> StagedFiles:
-    """The tree `base` becomes with these files' new bytes (None: the file goes), parsed with the store's caches
-    and nothing written yet: a UserError names a file that cannot be written, or whose bytes are not Org text."""
+def stage_files(store: Store, base: Tree, files: Mapping[str, "bytes | None"],
+                digests: Digests | None = None) -> StagedFiles:
+    """The tree `base` becomes with these files' new bytes (None: the file goes; `digests` gives their hash when
+    known), parsed with the store's caches and nothing written yet: a UserError names a file that cannot be
+    written, or whose bytes are not Org text."""
     named = [f"{rel}: {problem}" for rel in files if (problem := path_problem(rel)) is not None]
     if named:
         raise UserError("cannot write these files:\n  " + "\n  ".join(named))
@@ -254,7 +259,7 @@ def stage_files(store: Store, base: Tree, files: Mapping[str, "bytes | None"]) -
                 report.removed += [rel] if entries.pop(rel, None) else []
                 continue
             try:
-                entries[rel], changed = batch.document(rel, data, hash_bytes(data))
+                entries[rel], changed = batch.document(rel, data, digests and digests(rel, data) or hash_bytes(data))
             except NotOrgText as exc:
                 raise UserError(located(rel, exc.line, exc.reason)) from None
             report.parsed += [rel] if changed else []
@@ -385,6 +390,13 @@ class FolderRead:
         for gone in self.batch.seen.keys() - here:  # files no longer there
             del self.batch.stats[gone]
         return self.batch.write(leaving, reached_from=kept if leaving else None)
+
+
+def known_bytes(store: Store, rel: str, document: Oid) -> bytes | None:
+    """The bytes of the file `rel` of the working state, if this process committed them last as `document`
+    without an Org folder (a large file's layout keeps them): an edit of them then renders nothing."""
+    layout = _layouts.get(store, {}).get(rel)
+    return layout.data if layout is not None and layout.document.oid == document else None
 
 
 def note_written(store: Store, documents: Mapping[bytes, Oid]) -> None:

@@ -390,13 +390,15 @@ class StoreWorkspace(Workspace):
             files: dict[str, bytes | None] = {}
             for path, edit in (edits(tree) if callable(edits) else edits).items():
                 current = self.current(path, tree)
+                if current.exists and (known := ingesting.known_bytes(self.store, path, tree.entries[path])):
+                    current = Current(path, known, current.given_document, current.get)
                 new = new_bytes(edit(current))  # (an edit that changes nothing says so: its bytes are not compared)
                 if new is not UNCHANGED and (new is not None or current.exists):
                     files[path] = new
             changed[:] = files
             return files
 
-        report = ingesting.commit_files(self.store, change, message, then)
+        report = ingesting.commit_files(self.store, change, message, then, digests)
         return Changed(list(changed), report)
 
 

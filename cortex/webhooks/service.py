@@ -362,10 +362,12 @@ class WebhookService:
 
     def _entry_written(self, delivery: Delivery) -> bool:
         """Whether the agent's daily log holds the whole entry of `delivery` (True when that cannot be read): one
-        an append left cut off is not."""
+        an append left cut off is not. (Without its body, an entry naming it is taken for it.)"""
         text = self._daily_log(_log_file(delivery))
-        entry = None if text is None else self._entry(delivery)
-        return entry is None or entry in text or entry.replace("\n", "\r\n") in text
+        if text is None:
+            return True
+        entry = self._entry(delivery) or f":SESSION:  {delivery.id}\n"
+        return entry in text or entry.replace("\n", "\r\n") in text
 
     def _entry(self, delivery: Delivery) -> str | None:
         """The daily-log entry routing `delivery` writes (None when its body is not kept)."""
