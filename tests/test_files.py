@@ -766,3 +766,70 @@ def test_an_agent_folder_nested_deeper_than_python_recurses_is_purged(cortex, or
     finally:
         if (org / "agents" / "reviewer").exists():
             remove_tree(org / "agents" / "reviewer")  # (pytest's own clean-up of old runs would recurse)
+
+
+# --- appends ---------------------------------------------------------------------------------------
+
+LOG = "agents/a/logs/2026-11-27.org"
+
+
+def log_of(root: Path, data: bytes) -> Path:
+    path = root / LOG
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def test_an_append_writes_after_the_bytes_the_edit_read_in_the_same_file(tmp_path):
+    path = log_of(tmp_path, b"#+TITLE: a\n")
+    inode = path.stat().st_ino
+    data = b"#+TITLE: a\n"
+    for n in range(3):  # the first append compares the file whole, the next ones its stat and last bytes
+        done, data = files.edit_file(tmp_path, LOG, lambda old, n=n: files.Appended(old, f"* {n}\n".encode()), data)
+        assert done and path.read_bytes() == data
+    assert data == b"#+TITLE: a\n* 0\n* 1\n* 2\n" and path.stat().st_ino == inode
+    assert not list(path.parent.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("saved", [b"#+TITLE: a\n* a person's line\n", b"#+TITLE: b\n", b""])
+def test_an_append_to_a_file_saved_since_it_was_read_runs_again_on_the_saved_bytes(tmp_path, saved):
+    path = log_of(tmp_path, b"#+TITLE: a\n")
+    files.edit_file(tmp_path, LOG, lambda old: files.Appended(old, b"* 0\n"), b"#+TITLE: a\n")
+    path.write_bytes(saved)  # in place, as some editors save: same inode, maybe the same size
+    given = []
+    done, data = files.edit_file(tmp_path, LOG, lambda old: given.append(old) or files.Appended(old, b"* 1\n"),
+                                 b"#+TITLE: a\n* 0\n")
+    assert given == [b"#+TITLE: a\n* 0\n", saved] and data == saved + b"* 1\n" == path.read_bytes()
+
+
+def test_an_append_refuses_a_file_that_no_longer_holds_what_it_read_and_writes_nothing(tmp_path):
+    path = log_of(tmp_path, b"#+TITLE: a\n* 0\n")
+    with pytest.raises(ChangedMeanwhile):
+        files.append_under(tmp_path, LOG, b"#+TITLE: b\n* 0\n", b"* 1\n")  # the same size, other bytes
+    with pytest.raises(ChangedMeanwhile):
+        files.append_under(tmp_path, LOG, b"#+TITLE: a\n", b"* 1\n")  # longer than what was read
+    assert path.read_bytes() == b"#+TITLE: a\n* 0\n"
+
+
+def test_an_append_to_a_file_replaced_during_the_write_runs_again_on_the_new_file(tmp_path, monkeypatch):
+    path = log_of(tmp_path, b"* 0\n")
+    write, replaced = os.pwrite, []
+
+    def save_then_write(fd, data, offset):  # an editor's save (a rename) lands while the addition is written
+        if not replaced:
+            replaced.append(True)
+            (path.parent / "saved.tmp").write_bytes(b"* saved\n")
+            os.replace(path.parent / "saved.tmp", path)
+        return write(fd, data, offset)
+
+    monkeypatch.setattr(os, "pwrite", save_then_write)
+    done, data = files.edit_file(tmp_path, LOG, lambda old: files.Appended(old, b"* 1\n"), b"* 0\n")
+    assert data == b"* saved\n* 1\n" == path.read_bytes()
+
+
+def test_an_append_the_disk_refuses_leaves_the_file_as_it_was(small_disk):
+    path = log_of(small_disk, b"#+TITLE: a\n* 0\n")
+    fill_disk(small_disk)
+    with pytest.raises(files.DiskFull, match="the disk is full"):
+        files.edit_file(small_disk, LOG, lambda old: files.Appended(old, b"* 1\n" * 50_000), path.read_bytes())
+    assert path.read_bytes() == b"#+TITLE: a\n* 0\n"

@@ -5,8 +5,10 @@ from datetime import datetime
 
 import pytest
 
+import cortex.api as cx
 from cortex.errors import UserError
 from cortex.memory.agents import MemoryContext
+from cortex.memory.logs import render_entry, torn_tail
 
 NOW = datetime(2026, 11, 21, 10, 5)
 LOG = "agents/assistant/logs/2026-11-21.org"
@@ -73,6 +75,55 @@ def test_appends_neither_read_nor_hash_the_log_whole_yet_its_document_is_that_of
     cortex.memory.save_context("assistant", session(6), now=NOW)
     assert read and path.read_bytes().startswith(data + "typed by hand\n\n* 10:05 — Chat 6\n".encode())
     assert cortex.working().entries[LOG] == docs[hash_bytes(path.read_bytes())]
+
+
+def big_session(n: int) -> MemoryContext:
+    return MemoryContext(summary=f"Talked about topic {n}.\n" + "A long line of the talk.\n" * 400, title=f"Chat {n}",
+                         session=f"s-{n}")
+
+
+def test_appends_write_only_what_they_add_to_the_same_file(cortex, org, monkeypatch):
+    import cortex.files as writes
+
+    cortex.memory.save_context("assistant", big_session(1), now=NOW)
+    path = org / LOG
+    inode, replaced = path.stat().st_ino, []
+    monkeypatch.setattr(writes, "write_under", lambda *a, **k: replaced.append(a))
+    for n in range(2, 6):
+        before = path.read_bytes()
+        cortex.memory.save_contexts("assistant", [(big_session(n), NOW), (big_session(n * 10), NOW)])
+        assert path.read_bytes().startswith(before + b"\n* 10:05 ")
+    assert replaced == [] and path.stat().st_ino == inode
+    assert cortex.show(LOG).encode() == path.read_bytes() and len(cortex.find(prop=("SESSION", "s-50"))) == 1
+
+
+def test_with_no_org_folder_an_append_to_a_large_log_renders_none_of_it(tmp_path, monkeypatch):
+    import cortex.org as org_text
+
+    with cx.open(tmp_path / "store", folder=False) as c:
+        for n in range(1, 6):  # past the size whose layout is kept
+            c.memory.save_context("assistant", big_session(n), now=NOW)
+        before = c.show(LOG)
+        rendered, render = [], org_text.render
+        monkeypatch.setattr(org_text, "render", lambda *a, **k: rendered.append(a) or render(*a, **k))
+        c.memory.save_contexts("assistant", [(big_session(6), NOW), (big_session(7), NOW)])
+        assert rendered == []
+        monkeypatch.setattr(org_text, "render", render)
+        assert c.show(LOG).startswith(before + "\n* 10:05 — Chat 6\n") and len(c.find(prop=("SESSION", "s-7"))) == 1
+
+
+@pytest.mark.parametrize("crlf", [False, True])
+def test_a_cut_off_start_of_an_entry_at_the_end_of_a_log_is_found_and_nothing_else_is(crlf):
+    entry = render_entry(NOW, "push via github", "- Delivery :: 1\n#+begin_src json\n{}\n#+end_src", "d-1")
+    other = render_entry(NOW, "push via github", "- Delivery :: 2", "d-2")
+    nl = b"\r\n" if crlf else b"\n"
+    log = ("#+TITLE: assistant — 2026-11-21\n\n" + other).encode().replace(b"\n", nl)
+    whole = entry.encode().replace(b"\n", nl)
+    for cut in range(1, len(whole)):
+        assert torn_tail(log + nl + whole[:cut], [other, entry]) == cut
+    assert torn_tail(log, [entry]) == 0 and torn_tail(log + nl + whole, [entry]) == 0  # whole: not cut off
+    assert torn_tail(log + nl, [entry]) == 0 and torn_tail(log + b"* 10:0", []) == 0
+    assert torn_tail(log + b"x* 10:05", [entry]) == 0  # not at a line start: a person's text
 
 
 def test_what_a_save_records_with_its_ingest_lands_in_that_transaction_or_not_at_all(cortex, org):
