@@ -1,4 +1,5 @@
-"""Real `cortex serve` processes on one store: restarts, SIGTERM and kill -9 lose and double no delivery."""
+"""Real `cortex serve` processes on one store: restarts, SIGTERM and kill -9 (under load, and mid-append) lose and
+double no delivery, and route none whose entry was cut off."""
 
 import json
 import os
@@ -12,6 +13,8 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -19,8 +22,12 @@ import pytest
 
 import cortex.api as cx
 from tests.conftest import held_folder
+from cortex.memory.changes import log_entry
+from cortex.memory.layout import log_path
+from cortex.memory.logs import log_addition, torn_tail
 from cortex.webhooks import verifier_for
 from cortex.webhooks.deliveries import DeliveryLog, Outcome
+from cortex.webhooks.routing import memory_context, parse_payload
 
 GITHUB_SECRET = "gh-s3cr3t-6f1d0c"
 STRIPE_SECRET = "whsec_c3RyaXBlLXMzY3IzdA=="
@@ -244,3 +251,105 @@ def test_kill_9_mid_burst_loses_and_doubles_nothing(receivers, tmp_path, org):
         assert c.fsck() == []
         assert sorted(logged_sessions(org)) == sorted(d.id for d in DeliveryLog(c.store).deliveries()
                                                       if d.outcome == "routed")
+
+
+def entry_of(c, delivery) -> str:
+    """The daily-log entry routing `delivery` writes, from its kept body."""
+    body = DeliveryLog(c.store).body(delivery.id)
+    return log_entry(memory_context(delivery, body, parse_payload(body)), datetime.fromtimestamp(delivery.time_ns / 1e9))
+
+
+def assistant_logs(org: Path) -> dict[Path, bytes]:
+    return {path: path.read_bytes() for path in sorted((org / "agents" / "assistant" / "logs").glob("*.org"))}
+
+
+def check_routed_whole_once(c, org: Path) -> set[str]:
+    """Every delivery ended, each routed one's entry whole in a log once, no entry cut off at a log's end, the
+    logs as the store has them; the routed ids."""
+    deliveries = DeliveryLog(c.store).deliveries()
+    assert Outcome.PENDING not in {d.outcome for d in deliveries}
+    routed = [d for d in deliveries if d.outcome == "routed"]
+    entries = [entry_of(c, d) for d in routed]
+    logs = assistant_logs(org)
+    text = "".join(data.decode() for data in logs.values())
+    assert sorted(logged_sessions(org)) == sorted(d.id for d in routed)
+    assert all(text.count(entry) == 1 for entry in entries)
+    assert all(torn_tail(data, entries) == 0 for data in logs.values())
+    assert all(c.show(str(path.relative_to(org))).encode() == data for path, data in logs.items())
+    assert c.fsck() == []
+    return {d.id for d in routed}
+
+
+def test_an_entry_a_kill_left_cut_off_is_written_again_whole_never_taken_as_routed(receivers, store_at, org):
+    receiver = receivers(store=store_at)
+    headers, body = github({"action": "opened", "number": 0})
+    assert receiver.post("/hooks/github", body, headers).json()["outcome"] == "routed"  # the day's log exists
+    requests = [github({"action": "opened", "number": n}) for n in range(1, 5)]
+
+    def send(n: int) -> None:
+        with suppress(httpx.HTTPError):  # the receiver is killed before it answers
+            receiver.post("/hooks/github", requests[n][1], requests[n][0])
+
+    # Holding the agent's lock keeps the deliveries pending, where the kill -9 then comes.
+    with held_folder(org / "agents" / "assistant"), cx.open(store_at, org) as c:
+        senders = [threading.Thread(target=send, args=(n,)) for n in range(len(requests))]
+        for sender in senders:
+            sender.start()
+        log, deadline = DeliveryLog(c.store), time.monotonic() + 30
+        while len(log.pending()) < len(requests):
+            assert time.monotonic() < deadline, "the deliveries did not queue"
+            time.sleep(0.02)
+        receiver.process.kill()
+        receiver.process.wait()
+        # What an append killed partway leaves: the first pending entry whole, the start of the second one.
+        pending = [d for d, _, _ in log.pending()]
+        path = org / log_path("assistant", datetime.fromtimestamp(pending[0].time_ns / 1e9).date())
+        data = path.read_bytes()
+        addition = log_addition(data, [entry_of(c, d) for d in pending[:2]], "")
+        cut = len(addition) - len(entry_of(c, pending[1])) // 2
+        path.write_bytes(data + addition[:cut])
+    for sender in senders:
+        sender.join()
+    receivers(store=store_at).stop()  # starting completes what the kill cut off
+    with cx.open(store_at, org) as c:
+        routed = check_routed_whole_once(c, org)
+    assert routed >= {d.id for d in pending} and len(routed) == 1 + len(requests)
+    retried = receivers(store=store_at).post("/hooks/github", requests[1][1], requests[1][0])
+    assert retried.status_code == 200 and retried.json()["outcome"] == "duplicate"
+
+
+def test_kill_9_under_load_loses_no_acknowledged_delivery_and_routes_none_cut_off(receivers, store_at, org):
+    count = 200
+    requests = [github({"action": "opened", "number": n}) for n in range(count)]
+    receiver = receivers(store=store_at)
+    answers: dict[int, httpx.Response] = {}
+
+    def send(n: int) -> None:
+        with suppress(httpx.HTTPError):  # the receiver died before answering: the provider will retry
+            answers[n] = receiver.post("/hooks/github", requests[n][1], requests[n][0], timeout=20)
+
+    with ThreadPoolExecutor(20) as pool:
+        for n in range(count):
+            pool.submit(send, n)
+        deadline = time.monotonic() + 60
+        while len(answers) < 40 + random.randrange(40):  # mid-load: groups are being appended
+            assert time.monotonic() < deadline, "the receiver answered too few deliveries"
+            time.sleep(0.005)
+        receiver.process.kill()
+        receiver.process.wait()
+        pool.shutdown(cancel_futures=True)
+    acknowledged = {n: r.json()["delivery"] for n, r in answers.items() if r.status_code == 200}
+    assert acknowledged and len(acknowledged) < count, "the kill came before or after the load"
+    retry = receivers(store=store_at)  # starting completes what the kill cut off
+    with cx.open(store_at, org) as c:
+        assert set(acknowledged.values()) <= check_routed_whole_once(c, org)
+    with ThreadPoolExecutor(20) as pool:  # the provider retries every delivery it saw no 2xx for
+        retried = pool.map(lambda n: retry.post("/hooks/github", requests[n][1], requests[n][0]),
+                           [n for n in range(count) if n not in acknowledged])
+        assert {response.status_code for response in retried} == {200}
+    retry.stop()
+    numbers = [int(m) for data in assistant_logs(org).values()
+               for m in re.findall(r'^\{\n  "action": "opened",\n  "number": (\d+)\n\}', data.decode(), re.M)]
+    assert sorted(numbers) == list(range(count))
+    with cx.open(store_at, org) as c:
+        check_routed_whole_once(c, org)
