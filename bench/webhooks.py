@@ -44,8 +44,8 @@ SIZES = {"1 KB": 1 << 10, "1 MB": 1 << 20}
 ROUNDS = {"1 KB": 2000, "1 MB": 40}
 PASSES = 5
 # Deliveries per receiver run (a tenth of that with 1 MB bodies) and per routed run, all from CONCURRENCY clients,
-# the routed ones in ROUNDS rounds into one growing daily log; the time limit bounds a slow machine.
-REQUESTS, ROUTED, ROUNDS, CONCURRENCY, TIME_LIMIT = 1000, 4000, 4, 20, 30.0
+# the routed ones in LOG_ROUNDS rounds into one growing daily log; the time limit bounds a slow machine.
+REQUESTS, ROUTED, LOG_ROUNDS, CONCURRENCY, TIME_LIMIT = 1000, 4000, 4, 20, 30.0
 TARGETS = {"LMDB": 1000, "PostgreSQL": 500}  # routed deliveries per second (#35)
 
 
@@ -174,13 +174,13 @@ def idle_run(pool: ProcessPoolExecutor, body: bytes) -> tuple[float, float, floa
 
 
 def routed_rounds(pool: ProcessPoolExecutor, cortex, body: bytes) -> list[tuple[float, float, float]]:
-    """Deliveries per second, p50 and p95 in ms, of each of ROUNDS rounds of ROUTED / ROUNDS deliveries routed into
-    one agent's daily log, which grows from nothing round after round."""
+    """Deliveries per second, p50 and p95 in ms, of each of LOG_ROUNDS rounds of ROUTED / LOG_ROUNDS deliveries
+    routed into one agent's daily log, which grows from nothing round after round."""
     hook = WebhookDefinition("bench", "/hooks/bench", Provider.GITHUB, SECRETS["github"], agent="bench-agent")
     signer = verifier_for("github", SECRETS["github"])
     headers = {"Content-Type": "application/json", "X-GitHub-Event": "push", **signer.sign(body)}
     with serving(cortex.webhook_service([hook])) as url:
-        return [measured(pool, url, "/hooks/bench", body, headers, ROUTED // ROUNDS) for _ in range(ROUNDS)]
+        return [measured(pool, url, "/hooks/bench", body, headers, ROUTED // LOG_ROUNDS) for _ in range(LOG_ROUNDS)]
 
 
 def receiver() -> None:
@@ -225,7 +225,7 @@ def routing() -> None:
                     rounds = routed_rounds(pool, cortex, body)
                     elapsed = time.perf_counter() - started
                     size = sum(p.stat().st_size for p in (org / "agents" / "bench-agent" / "logs").glob("*.org"))
-                routed_rate = ROUTED / sum(ROUTED // ROUNDS / rate for rate, _, _ in rounds)
+                routed_rate = ROUTED / sum(ROUTED // LOG_ROUNDS / rate for rate, _, _ in rounds)
                 first, last = rounds[0], rounds[-1]
                 print(f"{engine}: {ROUTED} 1 KB deliveries routed into an agent's daily log ({size / 1e6:.1f} MB at "
                       f"the end), {CONCURRENCY} concurrent clients (routed: {routed_rate:.0f}/s, p95 {last[2]:.1f} "
@@ -235,7 +235,7 @@ def routing() -> None:
                        f"target >= {TARGETS[engine]}/s")
                 report(f"  {engine} deliveries per second, routed vs a service doing nothing", routed_rate,
                        empty_rate, "/s")
-                report(f"  {engine} ms per delivery, last {ROUTED // ROUNDS} vs first {ROUTED // ROUNDS}",
+                report(f"  {engine} ms per delivery, last {ROUTED // LOG_ROUNDS} vs first {ROUTED // LOG_ROUNDS}",
                        1e3 / last[0], 1e3 / first[0], "ms", "target ~1: an append costs what it adds")
                 report(f"  {engine} p95 latency at the end, routed vs accepted only", last[2], accepted_p95, "ms")
     finally:

@@ -40,8 +40,8 @@ from .query import render_file
 from .scan import relative_path
 from .reads import ORG_FILE, read_bounded
 
-__all__ = ["AnotherFolder", "Appended", "CONFIG", "Current", "Changed", "Edit", "FolderWorkspace", "LITERATE", "StoreWorkspace", "UNCHANGED",
-           "Workspace", "open_workspace"]
+__all__ = ["AnotherFolder", "Appended", "CONFIG", "Current", "Changed", "Edit", "FolderWorkspace", "LITERATE",
+           "StoreWorkspace", "UNCHANGED", "Workspace", "new_bytes", "open_workspace"]
 
 CONFIG = "config"
 LITERATE = "dsl.literate"  # Org files that hold cortex definition blocks (their paths, as keys)

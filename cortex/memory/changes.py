@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 
     LogEdit = str | SessionTurns  # an entry to append to a daily log, or a conversation's turns to put in it
 
-__all__ = ["FIELDS", "MemoryContext", "Save", "context_of", "decoded", "keyed", "log_edited", "log_edits_by_day", "log_entry",
-           "log_title", "merged_into", "minute", "outcome", "parsed_text", "prepared_save"]
+__all__ = ["FIELDS", "MemoryContext", "Save", "context_of", "decoded", "keyed", "log_edited", "log_edits_by_day",
+           "log_entry", "log_title", "merged_into", "minute", "outcome", "parsed_text", "prepared_save"]
 
 FIELDS = {"fact": "facts", "procedure": "procedures", "pattern": "patterns"}
 

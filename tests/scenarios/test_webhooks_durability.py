@@ -256,7 +256,8 @@ def test_kill_9_mid_burst_loses_and_doubles_nothing(receivers, tmp_path, org):
 def entry_of(c, delivery) -> str:
     """The daily-log entry routing `delivery` writes, from its kept body."""
     body = DeliveryLog(c.store).body(delivery.id)
-    return log_entry(memory_context(delivery, body, parse_payload(body)), datetime.fromtimestamp(delivery.time_ns / 1e9))
+    moment = datetime.fromtimestamp(delivery.time_ns / 1e9)
+    return log_entry(memory_context(delivery, body, parse_payload(body)), moment)
 
 
 def assistant_logs(org: Path) -> dict[Path, bytes]:
