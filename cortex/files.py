@@ -350,7 +350,7 @@ def append_under(root: Path, rel: str, old: bytes, addition: bytes) -> None:
             if placed is None or (placed.st_ino, placed.st_dev) != (after.st_ino, after.st_dev):
                 _marks.pop(str(target), None)
                 raise ChangedMeanwhile(target)  # replaced meanwhile: the save holds what it was made from
-            _marks[str(target)] = _signature(after), (old[-TAIL_BYTES:] + addition)[-TAIL_BYTES:]
+            _marks[str(target)] = stat_signature(after), (old[-TAIL_BYTES:] + addition)[-TAIL_BYTES:]
         finally:
             os.close(fd)
 
@@ -362,13 +362,13 @@ def _ends_as(fd: int, stat: os.stat_result, target: Path, old: bytes) -> bool:
         return False
     mark = _marks.get(str(target))
     tail = old[-TAIL_BYTES:]
-    if mark is not None and mark[0] == _signature(stat) and mark[1] == tail:
+    if mark is not None and mark[0] == stat_signature(stat) and mark[1] == tail:
         return os.pread(fd, len(tail), len(old) - len(tail)) == tail
     return file_holds(target, old)  # (a file put in its place meanwhile is found after the write)
 
 
-def _signature(stat: os.stat_result) -> tuple:
-    """What changes whenever a file's bytes do: size, times and identity."""
+def stat_signature(stat: os.stat_result) -> tuple:
+    """What changes whenever a file's bytes do: size, times (ctime cannot be set back) and identity."""
     return stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev
 
 

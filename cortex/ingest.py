@@ -25,7 +25,7 @@ from . import org
 from .backends import Store
 from .codec import decode, encode
 from .errors import CortexError, RefConflict, UserError, located
-from .files import remove_leftovers
+from .files import remove_leftovers, stat_signature
 from .scan import Problem, link_problem, relative_path, scan_folder
 from .hashing import OID_SIZE, Oid, hash_bytes
 from .objects import EMPTY_TREE, OrgObject, Tree
@@ -316,7 +316,7 @@ def _read_whole(path: str) -> tuple[int, os.stat_result, bytes | None]:
         with open(path, "rb") as file:
             read_at, stat = time.time_ns(), os.fstat(file.fileno())
             data = read_file_bounded(file, ORG_FILE, "an Org file", path)
-            if _signature(os.fstat(file.fileno())) == _signature(stat) and len(data) == stat.st_size:
+            if stat_signature(os.fstat(file.fileno())) == stat_signature(stat) and len(data) == stat.st_size:
                 return read_at, stat, data
     return read_at, stat, None
 
@@ -504,7 +504,7 @@ class _Batch:
             *signature, digest = decode(seen)
         except (TypeError, ValueError):  # a damaged entry is a miss: reading the file rewrites it
             return None
-        fresh = tuple(signature) == _signature(os.stat(path))
+        fresh = tuple(signature) == stat_signature(os.stat(path))
         known = self._known(digest) if fresh and isinstance(digest, bytes) and len(digest) == OID_SIZE else None
         if known is not None:
             self.digests[path] = digest
@@ -513,7 +513,7 @@ class _Batch:
     def read(self, path: str, stat: os.stat_result, read_at: int, digest: bytes, document: Oid) -> None:
         """Note that the bytes of the file at `path` hashed to `digest` (parsed as `document`) when it had `stat`."""
         if max(stat.st_mtime_ns, stat.st_ctime_ns) < read_at - RACY_SECONDS * 10**9:
-            self.new_stats[os.fsencode(path)] = encode([*_signature(stat), digest]), document
+            self.new_stats[os.fsencode(path)] = encode([*stat_signature(stat), digest]), document
 
     def document(self, path: str, data: bytes, digest: bytes) -> tuple[Oid, bool]:
         """The document oid for a file's bytes (whose hash is `digest`), and whether it had to be parsed.
@@ -629,11 +629,6 @@ class _Batch:
                 reached[oid] = obj = self.objects[oid]
                 stack.extend(child for child in getattr(obj, "children", ()) if child in self.objects)
         return reached
-
-
-def _signature(stat: os.stat_result) -> tuple:
-    """What changes whenever a file's bytes do: size, times (ctime cannot be set back) and identity."""
-    return stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev
 
 
 def forget_collected(store: Store, collected: set[bytes]) -> None:

@@ -308,7 +308,7 @@ BAD_CACHE_ENTRIES = {
     "subtree entries are not oids": lambda c: [put(c, SUBTREES, k, b"junk") for k in subtree_keys(c)],
     "stat entry is garbage": lambda c: put(c, STATS, stats_key(c), GARBAGE),
     "stat entry's digest is not bytes": lambda c: put(c, STATS, stats_key(c), encode(
-        [*ingesting._signature(os.stat(c.root / PROJECTS)), 5])),
+        [*ingesting.stat_signature(os.stat(c.root / PROJECTS)), 5])),
 }
 
 
