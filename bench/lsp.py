@@ -163,16 +163,17 @@ CORPUS_QUERIES = ["how to install packages", "org babel source blocks", "keybind
 
 
 def symbols_on(store: Path, org: Path, queries: list[str]) -> tuple[float, float]:
-    """Median seconds of a workspace symbol over the wire and of the same search in process, warm."""
+    """Median seconds of a workspace symbol over the wire and of the same search in process, warm, taken in turns
+    (one query each side), so that a busy machine slows both alike."""
     wire = Wire(store, org)
-    symbols = [wire.symbol(query) for query in queries * ROUNDS]
-    wire.close()
+    symbols, searches = [], []
     with cx.open(store, org) as c:
-        searches = []
         for query in queries * ROUNDS:
+            symbols.append(wire.symbol(query))
             began = time.perf_counter()
             c.search(query, limit=50, budget=cx.SEARCH_BUDGET)
             searches.append(time.perf_counter() - began)
+    wire.close()
     return statistics.median(symbols[len(queries):]), statistics.median(searches[len(queries):])
 
 
