@@ -121,10 +121,13 @@ def build(cx: Cortex) -> CortexLanguageServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(params: types.DidSaveTextDocumentParams):
-        path = server.session.path(params.text_document.uri)
+        uri = params.text_document.uri
+        path = server.session.path(uri)
         if path is not None:
-            await _run(server.session.saved, path)
-            await refresh(params.text_document.uri)
+            received = await _run(server.session.saved, path, uri)
+            if received is not None:  # others' edits merged into it: the buffer receives them as an edit
+                await server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=received, label="cortex sync"))
+            await refresh(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     async def did_close(params: types.DidCloseTextDocumentParams):

@@ -106,10 +106,25 @@ class Session:
                     self.cx.ingest(Path(self.root) / path)
                 self.ids.set_file(path, self.stored_entries(path))
 
-    def saved(self, path: str) -> None:
-        """A buffer saved: its file is ingested (only what changed is read; open, it is not written)."""
+    def saved(self, path: str, uri: str) -> types.WorkspaceEdit | None:
+        """A buffer saved: its file is ingested (only what changed is read; open, it is not written). When the
+        store merged others' edits into it, the edit that brings them into the buffer, for the client to apply
+        (None: nothing to bring, or the buffer changed since it was saved: the file receives them once closed)."""
         with self.lock:
             self.cx.ingest(Path(self.root) / path)
+            tree = self.cx.working()
+            stored = self.cx.show(path) if path in tree.entries else None
+        buffer = self.buffers.get(path)
+        if stored is None or buffer is None or stored == buffer.text:
+            return None
+        try:
+            saved = (Path(self.root) / path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        if saved != buffer.text:
+            return None
+        whole = types.Range(start=types.Position(line=0, character=0), end=self.range(path, len(buffer.lines) - 1).end)
+        return types.WorkspaceEdit(changes={uri: [types.TextEdit(range=whole, new_text=stored)]})
 
     # --- the :ID:s known ---------------------------------------------------------------
 

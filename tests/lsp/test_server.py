@@ -196,7 +196,10 @@ def test_a_sync_the_server_runs_never_writes_a_file_the_editor_has_open(client, 
     eventually(lambda: "edited in the editor" in client.command("cortex.diff", uri, "HEAD"), "the save is not synced")
     assert "written elsewhere" in client.command("cortex.diff", uri, "HEAD")
     assert (client.root / "notes" / "reading.org").read_text() == saved
-    client.close(uri)  # closed: the server's sync brings it up to date
+    # the buffer receives the store's merge as an edit (`workspace/applyEdit`), which the editor can undo
+    eventually(lambda: "written elsewhere" in client.text(uri), "the buffer did not receive the store's edit")
+    assert "edited in the editor" in client.text(uri)
+    client.close(uri)  # closed (the edit unsaved): the server's sync brings the file up to date
     path = client.root / "notes" / "reading.org"
     eventually(lambda: "written elsewhere" in path.read_text(), "the closed file did not receive the store's edit")
     assert "edited in the editor" in path.read_text() and "CONFLICT" not in path.read_text()
