@@ -125,7 +125,9 @@ def build(cx: Cortex) -> CortexLanguageServer:
         path = server.session.path(uri)
         if path is not None:
             received = await _run(server.session.saved, path, uri)
-            if received is not None:  # others' edits merged into it: the buffer receives them as an edit
+            capabilities = server.client_capabilities.workspace
+            if received is not None and capabilities is not None and capabilities.apply_edit:
+                # others' edits merged into it: the buffer receives them as an edit
                 await server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=received, label="cortex sync"))
             await refresh(uri)
 
@@ -185,7 +187,7 @@ def serve(cx: Cortex) -> None:
         return
     try:
         asyncio.run(_on_pipes(server))
-    except (BrokenPipeError, KeyboardInterrupt, SystemExit):
+    except (BrokenPipeError, KeyboardInterrupt):
         pass
     finally:
         server.shutdown()
