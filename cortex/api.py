@@ -159,6 +159,13 @@ class Cortex:
         self._folder("ingest")
         return self.workspace.ingest(path, progress, written, digests, then)
 
+    def spare(self, open_files: Callable[[str], bool] | None) -> None:
+        """Name the Org files an editor holds open (`open_files(path from the root)`; None: none): this session's
+        syncs read and send them but never write them, and what the store changed in them waits for a sync that
+        does not spare them (the sync report's `deferred`)."""
+        if self.root is not None:
+            self.workspace.spare = open_files
+
     def working(self) -> Tree:
         """The tree of the working state."""
         return self.workspace.working()

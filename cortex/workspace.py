@@ -220,6 +220,7 @@ class FolderWorkspace(Workspace):
         super().__init__(store)
         self.root = root
         self.marker = marker  # bytes that mark a file holding definition blocks, noted in LITERATE as it syncs
+        self.spare: Callable[[str], bool] | None = None  # the files a sync reads but never writes (open in an editor)
         self._holding = threading.local()  # the folders this thread holds
 
     def ingest(self, path=None, progress=None, written=None, digests=None, then=None) -> IngestReport:
@@ -273,7 +274,7 @@ class FolderWorkspace(Workspace):
                 ) -> tuple[IngestReport, history.SyncReport]:
         synced = history.sync(self.store, self.root, tracked=True, progress=progress, marker=self.marker,
                               written=written, digests=digests, then=then, scope=scope,
-                              message=f"ingest {scope}{ingesting.SYNCED}")
+                              message=f"ingest {scope}{ingesting.SYNCED}", spare=self.spare)
         self._note_literate_definitions(synced.sent + synced.received, synced.marked)
         return _ingest_report(self.store, synced), synced
 

@@ -4,8 +4,9 @@
 
 ;; Run in batch Emacs by tests/scenarios/test_emacs_package.py, with the environment naming a copy
 ;; of the bundled examples (CORTEX_TEST_ORG), its store (CORTEX_TEST_STORE) and the program
-;; (CORTEX_TEST_PROGRAM); the store holds a snapshot and one pending proposal.  Eglot starts
-;; `cortex lsp' as `cortex-setup' tells it, for an Org buffer of that folder.
+;; (CORTEX_TEST_PROGRAM); the store holds a snapshot and two pending proposals.  Eglot starts
+;; `cortex lsp' as `cortex-setup' tells it, for an Org buffer of that folder, which is a working
+;; copy under no version control: `cortex-project' makes it the project.
 
 ;;; Code:
 
@@ -21,8 +22,6 @@
       eglot-sync-connect t
       eglot-connect-timeout 120)
 (cortex-setup)
-;; the folder is one project, so that every file of it shares one server
-(add-hook 'project-find-functions (lambda (_dir) (cons 'transient cortex-tests-org)))
 
 (defun cortex-tests-open (file)
   "Visit FILE of the folder, with eglot connected to `cortex lsp'."
@@ -99,14 +98,49 @@
     (should (derived-mode-p 'diff-mode))
     (should (string-match-p "Memory store" (buffer-string)))))
 
+(ert-deftest cortex-tests-the-working-copy-is-the-project ()
+  (let ((project (project-current nil (expand-file-name "notes/" cortex-tests-org))))
+    (should (equal (file-name-as-directory (expand-file-name (project-root project)))
+                   (expand-file-name cortex-tests-org))))
+  (should-not (cortex-project temporary-file-directory)))
+
+(defun cortex-tests-proposal (text)
+  "The name of the pending proposal whose patch holds TEXT."
+  (let* ((listed (cortex--command "cortex.proposals"))
+         (names (cortex--proposal-names listed)))
+    (cl-find-if (lambda (name)
+                  (let* ((start (string-match (concat "^" (regexp-quote name) " pending ") listed))
+                         (next (cl-some (lambda (other)
+                                          (string-match (concat "^" (regexp-quote other) " pending ") listed
+                                                        (1+ start)))
+                                        names)))
+                    (string-match-p (regexp-quote text) (substring listed start next))))
+                names)))
+
+(defun cortex-tests-review (text choice)
+  "Review from Emacs: pick the proposal whose patch holds TEXT, then CHOICE (?a or ?r)."
+  (let ((name (cortex-tests-proposal text)))
+    (should name)
+    (cl-letf (((symbol-function 'completing-read) (lambda (_prompt table &rest _)
+                                                    (should (member name (all-completions "" table)))
+                                                    name))
+              ((symbol-function 'read-multiple-choice) (lambda (_prompt choices) (assq choice choices)))
+              ((symbol-function 'read-string) (lambda (&rest _) "not now")))
+      (cortex-review))
+    (should (string-match-p (regexp-quote text) (with-current-buffer "*cortex proposals*" (buffer-string))))
+    (should-not (member name (cortex--proposal-names (cortex--command "cortex.proposals"))))))
+
 (ert-deftest cortex-tests-review-rejects-the-proposal-picked ()
   (cortex-tests-open "notes/projects.org")
-  (cl-letf (((symbol-function 'completing-read) (lambda (_prompt table &rest _) (car (all-completions "" table))))
-            ((symbol-function 'read-multiple-choice) (lambda (_prompt choices) (assq ?r choices)))
-            ((symbol-function 'read-string) (lambda (&rest _) "not now")))
-    (cortex-review))
-  (should (string-match-p "green tea" (with-current-buffer "*cortex proposals*" (buffer-string))))
-  (should (equal (cortex--command "cortex.proposals") "no pending proposals")))
+  (cortex-tests-review "green tea" ?r)
+  (should-not (string-match-p "green tea" (cortex--command "cortex.proposals"))))
+
+(ert-deftest cortex-tests-review-accepts-the-proposal-picked ()
+  (cortex-tests-open "notes/projects.org")
+  (cortex-tests-review "Reads on Sundays" ?a)
+  (with-temp-buffer  ; the Org folder received it
+    (insert-file-contents (expand-file-name "agents/assistant/memory.org" cortex-tests-org))
+    (should (string-match-p "Reads on Sundays" (buffer-string)))))
 
 (provide 'cortex-tests)
 ;;; cortex-tests.el ends here

@@ -8,7 +8,8 @@
 
 ;; What the language server `cortex lsp' offers that LSP's own requests express poorly, as Emacs
 ;; commands on eglot's connection to that server (start it with M-x eglot in an Org buffer of the
-;; store's folder; `cortex-setup' tells eglot how):
+;; store's folder; `cortex-setup' tells eglot how, and makes a folder holding a cortex working copy,
+;; `.cortex/copy', a project, which eglot needs when the folder is under no version control):
 ;;
 ;;   M-x cortex-search    search as `cortex search' does, pick a hit, go to it
 ;;   M-x cortex-snapshot  record the saved files as a snapshot
@@ -45,10 +46,21 @@ Add \"--store\" DIR and \"--org\" DIR to serve a store other than the default."
   :type '(repeat string))
 
 ;;;###autoload
+(defun cortex-project (dir)
+  "The project of DIR when a folder above it is a cortex working copy.
+That is the folder holding `.cortex/copy' (a store's Org folder is one), as a
+transient project: eglot starts one server for all its files, version
+controlled or not."
+  (let ((root (locate-dominating-file dir ".cortex/copy")))
+    (and root (cons 'transient (expand-file-name root)))))
+
+;;;###autoload
 (defun cortex-setup ()
   "Make \\[eglot] in an Org buffer start `cortex lsp'.
-That is `cortex-program' with `cortex-server-arguments'."
+That is `cortex-program' with `cortex-server-arguments', for the project
+`cortex-project' finds."
   (interactive)
+  (add-hook 'project-find-functions #'cortex-project)
   (setq eglot-server-programs (cl-remove 'org-mode eglot-server-programs :key #'car-safe))
   (push (cons 'org-mode (cons cortex-program cortex-server-arguments)) eglot-server-programs))
 

@@ -62,6 +62,11 @@ class Editor:
         Path(self.documents[uri].path).write_text(self.documents[uri].source)
         self.client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
 
+    def close(self, uri: str) -> None:
+        """Close a buffer, as an editor does."""
+        del self.documents[uri]
+        self.client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+
     def text(self, uri: str) -> str:
         return self.documents[uri].source
 
@@ -95,6 +100,7 @@ def editor(store: Path, org: Path, log: Path):
     thread.start()
     client = LanguageClient("cortex-tests", "1")
     session = Editor(loop, client, org)
+    session.store = store
 
     @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     def published(params: types.PublishDiagnosticsParams):

@@ -79,6 +79,7 @@ SESSION = {
     "show": ("target", "as_of"),
     "snapshot": ("message", "empty"),
     "snapshot_count": None,
+    "spare": ("open_files",),
     "snapshots": (),
     "state": ("ref", "within"),
     "stats": (),

@@ -76,6 +76,7 @@ class SyncReport:
     received: list[str] = field(default_factory=list)  # files written or removed in the folder
     merged: list[str] = field(default_factory=list)  # files both sides changed
     kept: list[str] = field(default_factory=list)  # files saved during the sync: merged next time
+    deferred: list[str] = field(default_factory=list)  # files spared (open in an editor): received by a later sync
     conflicts: list[Conflict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # files that could not be read
     marked: list[str] = field(default_factory=list)  # files sent or received that hold the marker asked for
@@ -90,7 +91,7 @@ class SyncReport:
             return sorted({*getattr(self, name), *getattr(later, name)})
 
         return replace(later, sent=both("sent"), received=both("received"), merged=both("merged"),
-                       kept=both("kept"), marked=both("marked"), conflicts=self.conflicts + later.conflicts,
+                       kept=both("kept"), deferred=both("deferred"), marked=both("marked"), conflicts=self.conflicts + later.conflicts,
                        new_objects=self.new_objects + later.new_objects, seconds=self.seconds + later.seconds)
 
     def __str__(self) -> str:
@@ -98,6 +99,7 @@ class SyncReport:
                  f"{len(self.merged)} merged, {counted(len(self.conflicts), 'conflict')}"]
         lines += [f"  conflict {c}" for c in self.conflicts]
         lines += [f"  {rel}: changed during the sync; it is merged by the next one" for rel in self.kept]
+        lines += [f"  {rel}: open in an editor, not written; a later sync brings it up to date" for rel in self.deferred]
         lines += [f"  skipped {problem}" for problem in self.problems]
         return "\n".join(lines)
 
@@ -234,7 +236,7 @@ def _write_base(folder: Path, base: Oid) -> None:
 def sync(store: Store, folder: str | os.PathLike, label: str | None = None, *, tracked: bool = False,
          progress: Progress | None = None, marker: bytes | None = None, written: Mapping[str, bytes] | None = None,
          digests: Mapping[str, bytes] | None = None, then: Callable[[IngestReport], None] | None = None,
-         scope: str = ".", message: str | None = None) -> SyncReport:
+         scope: str = ".", message: str | None = None, spare: Callable[[str], bool] | None = None) -> SyncReport:
     """Merge a working copy's edits into the store and the store's changes into it (see the module).
 
     `tracked`: the folder is the Org folder the store tracks, made a working copy here if it is not one
@@ -243,7 +245,8 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None, *, t
     commit, which the working state's log names `message`. Only the files under `scope` (a path from the
     folder) are read, sent and received; the others wait for a sync that reads them. Syncs of one folder
     take turns (on its machine): one that read the folder before another brought it up to date would take
-    that other's writes for edits of its own."""
+    that other's writes for edits of its own. A file `spare(path)` names (open in an editor) is read and sent
+    but never written: what the store changed in it waits for a sync that does not spare it (`deferred`)."""
     folder = Path(os.path.abspath(folder))
 
     def busy() -> CopyBusy:
@@ -256,7 +259,8 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None, *, t
             _write_record(store, folder, uuid.uuid4().hex, joined=False)
         for _ in range(READS):
             try:
-                return _sync(store, folder, label, progress, marker, written, digests, then, tracked, scope, message)
+                return _sync(store, folder, label, progress, marker, written, digests, then, tracked, scope, message,
+                             spare)
             except ReadCollected:  # nothing was committed: the folder is read again
                 continue
         raise UserError(f"{folder}: a gc kept collecting what this sync read ({READS} times); sync again")
@@ -264,7 +268,8 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None, *, t
 
 def _sync(store: Store, folder: Path, label: str | None, progress: Progress | None, marker: bytes | None,
           written: Mapping[str, bytes] | None, digests: Mapping[str, bytes] | None,
-          then: Callable[[IngestReport], None] | None, tracked: bool, scope: str, message: str | None) -> SyncReport:
+          then: Callable[[IngestReport], None] | None, tracked: bool, scope: str, message: str | None,
+          spare: Callable[[str], bool] | None) -> SyncReport:
     started = time.perf_counter()
     copy_id, recorded, joining = _copy_record(store, folder)
     sure, made = _ref(copy_id), _ref(copy_id) + NEXT
@@ -376,7 +381,7 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
             marker in _bytes_of(folder / rel)))
     staged, placed, agreed = staging.result(), [], None
     try:
-        agreed = _bring_up_to_date(folder, mine, merge.tree, writes, staged, placed, read, report, unread)
+        agreed = _bring_up_to_date(folder, mine, merge.tree, writes, staged, placed, read, report, unread, spare)
     finally:
         for file in staged.values():  # not put in place: an error stopped the sync
             file.drop()
@@ -551,15 +556,19 @@ def _drop(staging: Future) -> None:
 
 def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, writes: dict[str, bytes | None],
                       staged: dict[str, Staged], placed: list[Staged], read: FolderRead, report: SyncReport,
-                      unread: Callable[[str], bool]) -> Tree:
+                      unread: Callable[[str], bool], spare: Callable[[str], bool] | None) -> Tree:
     """Put into the folder what the merge changed there, moving each file's new bytes from `staged` to
-    `placed` (the old ones to be freed); return the copy's new base, file by file."""
+    `placed` (the old ones to be freed), but for the files `spare` names; return the copy's new base, file by file."""
     agreed = dict(merged.entries)
     for rel in sorted(_differ(mine, merged)):
         was = mine.entries.get(rel)
         if unread(rel):
             _keep_base(agreed, rel, was)  # left alone: it syncs once it can be read
         if rel not in writes:
+            continue
+        if spare is not None and spare(rel):  # open in an editor: the store holds what was read, its change waits
+            report.deferred.append(rel)
+            _keep_base(agreed, rel, was)
             continue
         data = read.bytes_read(rel)
         unchanged = holds_bytes(data) if data is not None else holds(

@@ -54,6 +54,15 @@ class Buffer:
                 found.setdefault(node.id, []).append(self.id_line(node))
         return found
 
+    @cached_property
+    def heading_lines(self) -> dict[str, int]:
+        """The 0-based heading line of each headline :ID: (the first that carries it)."""
+        found: dict[str, int] = {}
+        for node in self.nodes:
+            if node.id:
+                found.setdefault(node.id, node.line - 1)
+        return found
+
     def id_line(self, node: Node) -> int:
         """The line of a headline's :ID: property (its heading's line when none is found)."""
         first = node.line - 1

@@ -1,8 +1,10 @@
 """The language server on pygls, over stdio: the editor's documents kept in step (full or incremental sync),
 each request answered in a worker thread from the buffers and the store, diagnostics published on every change.
 
-Work waits for nothing it does not need: the :ID:s and the search vectors are read in the background after
-`initialized`, and requests are answered meanwhile (those that need every :ID: wait for them).
+Work waits for nothing it does not need: the first sync of the Org folder, the :ID:s and the search vectors are
+read in the background after `initialized`, and requests are answered meanwhile from the stored state (those that
+need every :ID: wait for them). A request on a document waits only for the parse of its latest text. Messages are
+read from stdin's pipe by the event loop itself, not a thread per read.
 """
 
 from __future__ import annotations
@@ -10,12 +12,17 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
+import stat
+import sys
 import threading
 from importlib.metadata import version
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
+from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import default_converter
 
 from ..api import Cortex
 from ..errors import UserError
@@ -31,7 +38,8 @@ class CortexLanguageServer(LanguageServer):
     """cortex for editors: one `Session` over an open `Cortex`."""
 
     def __init__(self, cx: Cortex):
-        super().__init__("cortex", version("cortex"), text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("cortex", version("cortex"), text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         converter_factory=_converter)
         self.cx = cx
         self._session: Session | None = None
 
@@ -40,6 +48,13 @@ class CortexLanguageServer(LanguageServer):
         if self._session is None:  # the codec is known once the client said which position encoding it takes
             self._session = Session(self.cx, self.workspace.position_codec)
         return self._session
+
+
+def _converter():
+    """pygls's converter, which sends an answer already in JSON form (`features.Json`) as it is."""
+    converter = default_converter()
+    converter.register_unstructure_hook(features.Json, lambda value: value)
+    return converter
 
 
 async def _run(call, *args):
@@ -53,8 +68,12 @@ async def _run(call, *args):
 def build(cx: Cortex) -> CortexLanguageServer:
     """The server and its features."""
     server = CortexLanguageServer(cx)
+    parsing: dict[str, asyncio.Future] = {}  # by uri: the parse of a document's latest text, while it runs
 
-    def buffer_of(uri: str):
+    async def buffer_of(uri: str):
+        """The open buffer of a document as the editor last sent it (None: not one the server holds)."""
+        if (pending := parsing.get(uri)) is not None:
+            await asyncio.wait([pending])
         path = server.session.path(uri)
         return None if path is None else server.session.buffers.get(path)
 
@@ -65,7 +84,12 @@ def build(cx: Cortex) -> CortexLanguageServer:
         if path is None:
             return
         version_, text = document.version, document.source
-        buffer = await asyncio.to_thread(session.opened, path, text)
+        parse = parsing[uri] = asyncio.ensure_future(asyncio.to_thread(session.opened, path, text))
+        try:
+            buffer = await parse
+        finally:
+            if parsing.get(uri) is parse:
+                del parsing[uri]
         found = await asyncio.to_thread(diagnostics.diagnostics, session, buffer)
         if server.workspace.get_text_document(uri).version == version_:
             server.text_document_publish_diagnostics(
@@ -87,6 +111,8 @@ def build(cx: Cortex) -> CortexLanguageServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(params: types.DidOpenTextDocumentParams):
+        if (path := server.session.path(params.text_document.uri)) is not None:
+            server.session.open.add(path)  # at once: a sync running now must not write it
         await refresh(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -95,10 +121,15 @@ def build(cx: Cortex) -> CortexLanguageServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(params: types.DidSaveTextDocumentParams):
-        path = server.session.path(params.text_document.uri)
+        uri = params.text_document.uri
+        path = server.session.path(uri)
         if path is not None:
-            await _run(server.session.saved, path)
-            await refresh(params.text_document.uri)
+            received = await _run(server.session.saved, path, uri)
+            capabilities = server.client_capabilities.workspace
+            if received is not None and capabilities is not None and capabilities.apply_edit:
+                # others' edits merged into it: the buffer receives them as an edit
+                await server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=received, label="cortex sync"))
+            await refresh(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     async def did_close(params: types.DidCloseTextDocumentParams):
@@ -114,7 +145,7 @@ def build(cx: Cortex) -> CortexLanguageServer:
         """A feature of a position in an open buffer (nothing for a document the server does not hold)."""
         @functools.wraps(feature)
         async def answer(params):
-            buffer = buffer_of(params.text_document.uri)
+            buffer = await buffer_of(params.text_document.uri)
             return None if buffer is None else await _run(feature, server.session, buffer, params.position)
         return answer
 
@@ -126,7 +157,7 @@ def build(cx: Cortex) -> CortexLanguageServer:
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION)
     async def code_action(params: types.CodeActionParams):
-        buffer = buffer_of(params.text_document.uri)
+        buffer = await buffer_of(params.text_document.uri)
         if buffer is None:
             return None
         return await _run(commands.actions, server.session, buffer, params.text_document.uri, params.range.start.line)
@@ -149,4 +180,41 @@ def _command(server: CortexLanguageServer, call):
 
 def serve(cx: Cortex) -> None:
     """Serve the language server over stdio until the client exits."""
-    build(cx).start_io()
+    server = build(cx)
+    mode = os.fstat(sys.stdin.fileno()).st_mode
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        server.start_io()  # (a file or a terminal: pygls reads it in a thread)
+        return
+    try:
+        asyncio.run(_on_pipes(server))
+    except (BrokenPipeError, KeyboardInterrupt):
+        pass
+    finally:
+        server.shutdown()
+
+
+class _PipeReader:
+    """stdin's pipe read by the event loop: the reader pygls's message loop takes, an empty read at its end."""
+
+    def __init__(self, stream: asyncio.StreamReader):
+        self.stream = stream
+
+    async def readline(self) -> bytes:
+        return await self.stream.readline()
+
+    async def readexactly(self, n: int) -> bytes:
+        try:
+            return await self.stream.readexactly(n)
+        except asyncio.IncompleteReadError:
+            return b""
+
+
+async def _on_pipes(server: CortexLanguageServer) -> None:
+    """pygls's message loop over stdin and stdout, stdin read without a thread hop per read."""
+    loop = asyncio.get_running_loop()
+    stream = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), sys.stdin.buffer)
+    server._stop_event = threading.Event()  # (what pygls's own start sets, and its shutdown stops)
+    server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+    await run_async(stop_event=server._stop_event, reader=_PipeReader(stream), protocol=server.protocol, logger=log,
+                    error_handler=server.report_server_error)

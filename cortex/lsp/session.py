@@ -20,7 +20,9 @@ __all__ = ["Session"]
 
 
 class Session:
-    """A `Cortex` and what the editor has open; `lock` serialises every use of the store."""
+    """A `Cortex` and what the editor has open; `lock` serialises every write to the store and every read of
+    its caches (search, queries). Reads of states and history (hover) take no lock: they answer from the stored
+    state while a sync holds it."""
 
     def __init__(self, cx: Cortex, codec):
         self.cx, self.codec = cx, codec
@@ -28,6 +30,9 @@ class Session:
         self.lock = threading.RLock()
         self.ids = Ids()
         self.buffers: dict[str, Buffer] = {}  # by path from the Org root
+        self.open: set[str] = set()  # the files the editor has open: the server's syncs never write them
+        self._uris: dict[str, str] = {}  # the files' URIs, by path
+        cx.spare(self.open.__contains__)
 
     # --- paths and positions ---------------------------------------------------------
 
@@ -40,7 +45,10 @@ class Session:
         return None if relative.startswith("..") else relative.replace(os.sep, "/")
 
     def uri(self, path: str) -> str:
-        return from_fs_path(str(Path(self.root) / path))
+        uri = self._uris.get(path)
+        if uri is None:
+            uri = self._uris[path] = from_fs_path(str(Path(self.root) / path))
+        return uri
 
     def line_text(self, path: str, line: int) -> str:
         """A line of a file as the editor has it (its buffer), else as it is saved."""
@@ -89,15 +97,34 @@ class Session:
         return buffer
 
     def closed(self, path: str) -> None:
-        """A buffer closed: its file is as the store has it again."""
+        """A buffer closed: its file receives what the store changed in it while it was open (a sync of it), and
+        is as the store has it again."""
+        self.open.discard(path)
         if self.buffers.pop(path, None) is not None:
             with self.lock:
+                if path.endswith(".org") and (Path(self.root) / path).is_file():
+                    self.cx.ingest(Path(self.root) / path)
                 self.ids.set_file(path, self.stored_entries(path))
 
-    def saved(self, path: str) -> None:
-        """A buffer saved: its file is ingested (only what changed is read)."""
+    def saved(self, path: str, uri: str) -> types.WorkspaceEdit | None:
+        """A buffer saved: its file is ingested (only what changed is read; open, it is not written). When the
+        store merged others' edits into it, the edit that brings them into the buffer, for the client to apply
+        (None: nothing to bring, or the buffer changed since it was saved: the file receives them once closed)."""
         with self.lock:
             self.cx.ingest(Path(self.root) / path)
+            tree = self.cx.working()
+            stored = self.cx.show(path) if path in tree.entries else None
+        buffer = self.buffers.get(path)
+        if stored is None or buffer is None or stored == buffer.text:
+            return None
+        try:
+            saved = (Path(self.root) / path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        if saved != buffer.text:
+            return None
+        whole = types.Range(start=types.Position(line=0, character=0), end=self.range(path, len(buffer.lines) - 1).end)
+        return types.WorkspaceEdit(changes={uri: [types.TextEdit(range=whole, new_text=stored)]})
 
     # --- the :ID:s known ---------------------------------------------------------------
 

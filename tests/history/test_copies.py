@@ -89,6 +89,25 @@ def test_disjoint_edits_of_two_copies_and_the_store_all_land(store, tmp_path):
     assert (a / "team/ann.org").read_text() == "* Ann\nLikes green tea.\n" and (a / "team/bo.org").exists()
 
 
+def test_a_spared_file_is_read_and_sent_but_written_only_by_a_sync_that_does_not_spare_it(store, tmp_path):
+    a = tmp_path / "a"
+    check_out(store, a)
+    edit(a, "plan.org", "Ship on Monday.", "Ship on Tuesday.")  # saved by an editor that keeps it open
+    commit_files(store, lambda tree: {"plan.org": stored(store, "plan.org").replace("Ten thousand.", "Twelve.")
+                                      .encode(), "team/bo.org": b"* Bo\n"}, "a store-side writer")
+    saved = (a / "plan.org").read_text()
+    report = sync(store, a, spare=lambda rel: rel == "plan.org")
+    assert report.sent == ["plan.org"] and report.deferred == ["plan.org"] and report.received == ["team/bo.org"]
+    assert (a / "plan.org").read_text() == saved  # not written
+    assert "Ship on Tuesday." in stored(store, "plan.org") and "Twelve." in stored(store, "plan.org")
+    assert "open in an editor" in str(report)
+    assert sync(store, a, spare=lambda rel: rel == "plan.org").deferred == ["plan.org"]  # still waiting
+    later = sync(store, a)
+    assert later.received == ["plan.org"] and later.deferred == [] and later.conflicts == []
+    assert (a / "plan.org").read_text() == stored(store, "plan.org")
+    assert sync(store, a).received == [] and not list(a.glob("**/*.org.*"))  # up to date, nothing staged left
+
+
 def test_the_same_headline_changed_on_both_sides_keeps_both_until_resolved(store, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     check_out(store, a), check_out(store, b)

@@ -2,6 +2,7 @@
 bundled examples with a file of links: every feature as an editor reaches it."""
 
 import shutil
+import time
 
 import pytest
 from lsprotocol import types
@@ -171,3 +172,34 @@ def test_rollback_of_one_headline_is_an_edit_the_client_applies(client):
     assert (client.root / "notes" / "projects.org").read_text() == original  # and no file written meanwhile
     with pytest.raises(Exception, match="no headline with :ID: nope"):
         client.command("cortex.rollbackHeadline", uri, "nope", "HEAD")
+
+
+def eventually(check, what: str):
+    """Wait until `check()` holds (the server's work is under way in its threads)."""
+    deadline = time.monotonic() + 60
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_a_sync_the_server_runs_never_writes_a_file_the_editor_has_open(client, tmp_path):
+    uri = client.open("notes/reading.org")
+    elsewhere = tmp_path / "elsewhere"
+    with cx.open(client.store, folder=False) as other:  # another working copy writes the same file meanwhile
+        other.checkout(elsewhere)
+        theirs = elsewhere / "notes" / "reading.org"
+        theirs.write_text(theirs.read_text().replace("B-trees explain", "B-trees, written elsewhere, explain"))
+        other.sync(elsewhere)
+    saved = client.text(uri).replace("robust without", "robust, edited in the editor, without")
+    client.change(uri, saved)
+    client.save(uri)  # the server syncs the saved file: the store merges both edits, the open file is not written
+    eventually(lambda: "edited in the editor" in client.command("cortex.diff", uri, "HEAD"), "the save is not synced")
+    assert "written elsewhere" in client.command("cortex.diff", uri, "HEAD")
+    assert (client.root / "notes" / "reading.org").read_text() == saved
+    # the buffer receives the store's merge as an edit (`workspace/applyEdit`), which the editor can undo
+    eventually(lambda: "written elsewhere" in client.text(uri), "the buffer did not receive the store's edit")
+    assert "edited in the editor" in client.text(uri)
+    client.close(uri)  # closed (the edit unsaved): the server's sync brings the file up to date
+    path = client.root / "notes" / "reading.org"
+    eventually(lambda: "written elsewhere" in path.read_text(), "the closed file did not receive the store's edit")
+    assert "edited in the editor" in path.read_text() and "CONFLICT" not in path.read_text()

@@ -1,6 +1,7 @@
 """emacs/cortex.el in batch Emacs: it byte-compiles without a warning, and its ERT tests (emacs/cortex-tests.el)
-pass through eglot connected to a real `cortex lsp` over a copy of the bundled examples with a pending proposal:
-an id link followed, references listed, search, snapshot and log, diff, history and review."""
+pass through eglot connected to a real `cortex lsp` over a copy of the bundled examples (a working copy under no
+version control, the project `cortex-project` finds) with two pending proposals: an id link followed, references
+listed, search, snapshot and log, diff, history, and review, one proposal rejected and one accepted."""
 
 import glob
 import os
@@ -55,9 +56,10 @@ def test_its_commands_through_eglot_and_cortex_lsp(tmp_path):
         c.snapshot("start")
     with cx.open(store, org, review=True) as c:
         c.memory.add_item("assistant", "fact", "Likes green tea.")
+        c.memory.add_item("assistant", "fact", "Reads on Sundays.")
     env = {**os.environ, "CORTEX_TEST_ORG": str(org), "CORTEX_TEST_STORE": str(store), "CORTEX_TEST_PROGRAM": CORTEX}
     done = emacs("(load \"cortex-tests\")",
                  "(let ((stats (ert-run-tests-batch t))) (eglot-shutdown-all)"
                  " (kill-emacs (if (zerop (ert-stats-completed-unexpected stats)) 0 1)))", env=env)
     assert done.returncode == 0, done.stderr[-6000:]
-    assert "Ran 7 tests, 7 results as expected" in done.stderr
+    assert "Ran 9 tests, 9 results as expected" in done.stderr
