@@ -8,7 +8,7 @@ Each N runs in a process of its own (a fresh heap); its steps, in order:
   (compared across the sizes: O(1) and O(changed)); Org queries p50/p95 (indexed predicates and match strings)
   vs a scan; hybrid search p50/p95 vs the sum of its parts (query embedding + keyword alone + vector alone);
   memory add vs the same add on a store of one agent; sync of a one-headline edit vs its one-file re-ingest;
-  gc with 1,000 snapshots; the REPL's prompt on the store vs `hy -c 1`.
+  gc with 1,000 snapshots (one in ten after an edit); the REPL's prompt on the store vs `hy -c 1`.
 Peak RSS of a step: the process's VmHWM, reset before the step (/proc/self/clear_refs), so what the
 steps before it left in memory counts too.
 
@@ -121,9 +121,13 @@ def ingest_steps(f: Figures, corpus, store: Path):
 
 
 def history_steps(f: Figures, c, corpus) -> None:
-    """Snapshot, then diff after a one-line edit (compared across the sizes by the parent)."""
+    """Snapshot (the store's: one small object and a ref move; then as the CLI takes it, the Org folder synced
+    first), then diff after a one-line edit (compared across the sizes by the parent)."""
     c.snapshot("base")
-    f.add("snapshot", f.step("snapshot", lambda: best_of(lambda: c.snapshot("s"), repeat=5)) * 1e3, "ms")
+    f.add("snapshot", f.step("snapshot", lambda: best_of(lambda: c.workspace.snapshot("s"), repeat=5)) * 1e3, "ms")
+    unchanged = best_of(c.ingest, repeat=1)
+    f.add("snapshot with the Org folder synced first", best_of(lambda: c.snapshot("s"), repeat=3), "s",
+          "an unchanged re-ingest", unchanged)
     edit_line(corpus.note, "Some text of the entry", "Some text, edited for the diff, of the entry")
     c.ingest(corpus.note)
     f.add("diff after a one-line edit", f.step("diff", lambda: best_of(lambda: c.diff("HEAD", None), repeat=5))
@@ -222,15 +226,16 @@ def sync_steps(f: Figures, c, corpus) -> None:
 
 
 def gc_steps(f: Figures, c, corpus) -> None:
-    """1,000 snapshots, each after a one-line edit of a daily log, then gc keeping the newest 20."""
+    """1,000 snapshots, one in ten after a one-line edit of a daily log, then gc keeping the newest 20."""
     started = time.perf_counter()
-    for n in range(1000):
-        edit_line(corpus.log, "\n", f"\nEdit {n}.\n") if n == 0 else edit_line(corpus.log, f"Edit {n - 1}.",
-                                                                                 f"Edit {n}.")
-        c.ingest(corpus.log)
-        c.snapshot(f"edit {n}")
+    edit_line(corpus.log, "\n", "\nEdit 0.\n")
+    for n in range(1, 1001):
+        if n % 10 == 0:
+            edit_line(corpus.log, f"Edit {n - 10}.", f"Edit {n}.")
+            c.ingest(corpus.log)
+        c.workspace.snapshot(f"edit {n}")
     made = time.perf_counter() - started
-    f.add("1,000 one-edit snapshots made", made, "s")
+    f.add("1,000 snapshots made (100 edits)", made, "s")
     dropped = f.step("gc", lambda: best_of(lambda: c.gc(keep_last=20), repeat=1))
     f.add("gc after 1,000 snapshots (keep 20)", dropped, "s", "making them", made)
 
@@ -242,7 +247,11 @@ def repl_steps(f: Figures, store: Path, root: Path) -> None:
     prompts, baseline = [], []
     for _ in range(3):
         baseline.append(timed([str(BIN / "hy"), "-c", "1"]))
-        prompts.append(interactive(store, root)[0])
+        try:
+            prompts.append(interactive(store, root)[0])
+        except RuntimeError as exc:  # its start-up ingest took longer than the 30 s it is given
+            print(f"  the REPL: {str(exc)[:200]}")
+            return
     f.add("REPL prompt drawn", statistics.median(prompts), "s", "hy -c 1", statistics.median(baseline))
 
 
@@ -316,8 +325,8 @@ def main(argv: list[str]) -> None:
     for size in sizes:
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
             begun = time.perf_counter()
-            subprocess.run([sys.executable, __file__, "--one", str(size), out.name], check=True)
-            figures[size] = json.loads(Path(out.name).read_text())
+            subprocess.run([sys.executable, __file__, "--one", str(size), out.name])
+            figures[size] = json.loads(Path(out.name).read_text() or "{}")
             print(f"N={size:,} took {(time.perf_counter() - begun) / 60:.1f} min", flush=True)
     table(sizes, figures)
     print(f"\nthe whole run took {(time.perf_counter() - started) / 60:.1f} min")
