@@ -18,6 +18,7 @@ a million texts with MiniLM on two cores takes hours. Queries are embedded by Mi
 
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 import statistics
@@ -193,6 +194,9 @@ def search_steps(f: Figures, c) -> None:
     f.add("  query embedding (MiniLM) p50", embedding[0], "ms")
     f.add("  keyword alone p50", keyword[0], "ms")
     f.add("  vector alone p50", vector[0], "ms")
+    index.stop_building()
+    del c.__dict__["_search_index"], index  # the steps after it measure their own memory, not the index's
+    gc.collect()
 
 
 def memory_steps(f: Figures, c, work: Path) -> None:
