@@ -51,13 +51,14 @@ def agent_names() -> list[str]:
     return [f"agent-{a:02}" for a in range(AGENTS)]
 
 
-def memory_file(rng: random.Random, agent: str, items: int, first_day: date) -> tuple[str, int]:
-    """An agent's memory.org with `items` items spread over its sections, and its headline count."""
+def memory_file(rng: random.Random, agent: str, items: int, first_day: date, days: int) -> tuple[str, int]:
+    """An agent's memory.org with `items` items spread over its sections, added over `days` from `first_day`, and
+    its headline count."""
     parts = [f"#+TITLE: Memory of {agent}\n#+STARTUP: overview\n"]
     for kind in ITEM_TYPES:
         parts.append(f"\n* {SECTION_TITLES[kind]}\n")
         for n in range(items // len(ITEM_TYPES)):
-            added = datetime.combine(first_day + timedelta(days=rng.randrange(365)), time(9, rng.randrange(60)))
+            added = datetime.combine(first_day + timedelta(days=rng.randrange(days)), time(9, rng.randrange(60)))
             text = f"{sentence(rng, 8)} ({kind} {n})."
             parts.append(render_item(MemoryItem(text, id=f"mem-{agent}-{kind}-{n}", added=added,
                                                 source=f"session {added:%Y-%m-%d %H:%M}")))
@@ -116,7 +117,7 @@ def generate(root: Path, size: int, seed: int = 35) -> Corpus:
     first_day = TODAY - timedelta(days=days)
     count = files = 0
     for agent in agents:
-        text, n = memory_file(rng, agent, size // 20 // AGENTS, first_day)
+        text, n = memory_file(rng, agent, size // 20 // AGENTS, first_day, days)
         write(root, memory_path(agent), text)
         count, files = count + n, files + 1
     log = None
