@@ -134,6 +134,16 @@ def history_steps(f: Figures, c, corpus) -> None:
     f.add("diff after a one-line edit", f.step("diff", lambda: best_of(lambda: c.diff("HEAD", None), repeat=5))
           * 1e3, "ms")
 
+    def edited_snapshot(n: int) -> float:
+        edit_line(corpus.note, "Some text of the entry", f"Some text of the entry ({n})")
+        c.ingest(corpus.note)
+        started = time.perf_counter()
+        c.workspace.snapshot(f"edit {n}")
+        return time.perf_counter() - started
+
+    f.add("snapshot after a one-line edit (median of 5)", statistics.median(map(edited_snapshot, range(5))) * 1e3,
+          "ms")
+
 
 def query_steps(f: Figures, c) -> None:
     """Org queries through the api (p50/p95 over RUNS each) vs a scan: a fresh index walking every headline."""
