@@ -48,6 +48,7 @@ from ..words import brief, counted
 from . import erasures
 from .checkout import holds, holds_bytes
 from .conflicts import Conflict, conflicts_in
+from .diff import differing
 from .merge import merge_documents, merge_trees
 from .siblings import Getter
 
@@ -307,7 +308,7 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
         merge = merge_trees(base, mine, theirs, get, labels=labels, erased=erased)
         new = {obj.oid: obj for obj in merge.objects}
         writes = {rel: None if now is None else read.render(rel, now, lambda oid: new.get(oid) or get(oid))
-                  for rel in sorted(_differ(mine, merge.tree))
+                  for rel in sorted(differing(mine, merge.tree))
                   if not unread(rel) and (now := merge.tree.entries.get(rel)) != mine.entries.get(rel)}
         # The store holds what the folder held (`mine`) from now on: until the files are brought up to date that
         # is the base to merge them against, so that nothing the store undoes later comes back. A file still
@@ -371,7 +372,7 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
     for obj in (*merge.objects, absorbed):  # committed: the next sync and writing the files decode nothing
         store.objects.remember(obj)
     read.batch.committed()
-    report.sent = sorted(p for p in _differ(mine, base) if not unread(p))
+    report.sent = sorted(p for p in differing(mine, base) if not unread(p))
     report.merged = sorted(merge.files)
     report.conflicts = list(merge.conflicts)
     if marker is not None:  # a file parsed now was looked at as it was read (through its layout, if large)
@@ -411,11 +412,6 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
         store.transact(settled)
     report.seconds = time.perf_counter() - started
     return report
-
-
-def _differ(a: Tree, b: Tree) -> set[str]:
-    """The paths whose documents two trees do not share (found as sets, at C speed)."""
-    return {path for path, _ in a.entries.items() ^ b.entries.items()}
 
 
 def _mine(base: Tree, ours: Tree, unreadable: set[str], scope: str, in_scope: Callable[[str], bool]) -> Tree:
@@ -459,7 +455,7 @@ def _base(get: Getter, sure: Tree, made: Oid | None, recorded: bytes | None, our
         return base
     result: Tree = get(made)
     entries = dict(base.entries)
-    for path in _differ(base, result):
+    for path in differing(base, result):
         was, now, have = base.entries.get(path), result.entries.get(path), ours.entries.get(path)
         if unread(path) or now == was or not (have == now or None not in (now, have) and _brought(
                 get, was, now, have)):
@@ -560,7 +556,7 @@ def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, writes: dict[str, 
     """Put into the folder what the merge changed there, moving each file's new bytes from `staged` to
     `placed` (the old ones to be freed), but for the files `spare` names; return the copy's new base, file by file."""
     agreed = dict(merged.entries)
-    for rel in sorted(_differ(mine, merged)):
+    for rel in sorted(differing(mine, merged)):
         was = mine.entries.get(rel)
         if unread(rel):
             _keep_base(agreed, rel, was)  # left alone: it syncs once it can be read

@@ -62,16 +62,21 @@ def tree_of(store: Store, state: str | int | None) -> Tree:
     return store.objects[resolve(store, state).root]
 
 
+def differing(a: Tree, b: Tree) -> set[str]:
+    """The paths whose documents two trees do not share (found as sets, at C speed: a tree may name 100k files)."""
+    return {path for path, _ in a.entries.items() ^ b.entries.items()}
+
+
 def diff(store: Store, old: Tree, new: Tree) -> list[Change]:
-    """Headline changes from `old` to `new`; equal subtrees (equal oids) are never opened."""
+    """Headline changes from `old` to `new`; equal subtrees (equal oids) are never opened, and only the paths whose
+    documents differ are looked at."""
     if old.oid == new.oid:
         return []
     get = store.objects.__getitem__
     found = _Found()
-    for path in sorted(old.entries.keys() | new.entries.keys()):
+    for path in sorted(differing(old, new)):
         a, b = old.entries.get(path), new.entries.get(path)
-        if a != b:
-            _diff_children(get, path, (), get(a).children if a else (), get(b).children if b else (), found)
+        _diff_children(get, path, (), get(a).children if a else (), get(b).children if b else (), found)
     return found.changes + _moves(get, found)
 
 

@@ -35,7 +35,7 @@ from ..prefixes import unique
 from ..retry import retrying
 from ..words import counted, quoted, short, when
 from .conflicts import Conflict
-from .diff import Change, diff, patched, unified
+from .diff import Change, diff, differing, patched, unified
 from .merge import holds, merge_trees
 from .siblings import Getter, pair
 from .snapshots import HEAD, SNAPSHOTS, snapshot_key, summary
@@ -138,7 +138,7 @@ def propose(store: Store, base: Tree, proposed: Tree, *, agent: str, message: st
     """Keep `proposed` (made on the working tree `base`) as a pending proposal of `agent`, with the new
     `objects` its trees need, in one transaction in which `then(proposal)` runs too; None (and nothing
     written) when it changes nothing."""
-    paths = tuple(sorted(_differ(base, proposed)))
+    paths = tuple(sorted(differing(base, proposed)))
     if not paths:
         return None
     objects = [*objects, base, proposed]
@@ -249,7 +249,7 @@ def accept(store: Store, name: str, only: Iterable[str] | None = None) -> Accept
             decided = replace(proposal, status=ACCEPTED, decided_ns=time.time_ns(), commit=after, undo=undo,
                               only=only, conflicts=tuple(map(str, conflicts)))
             _decide(store, decided)
-            return Accepted(decided, sorted(_differ(ours, merge.tree)), conflicts)
+            return Accepted(decided, sorted(differing(ours, merge.tree)), conflicts)
 
         return store.transact(commit)
 
@@ -410,11 +410,6 @@ def applied(store: Store, tree: Tree, waiting: list[Proposal], get: Getter | Non
         made.update((obj.oid, obj) for obj in merge.objects)
         tree = merge.tree
     return tree, made
-
-
-def _differ(a: Tree, b: Tree) -> set[str]:
-    """The paths whose documents two trees do not share."""
-    return {path for path, _ in a.entries.items() ^ b.entries.items()}
 
 
 

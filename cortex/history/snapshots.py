@@ -14,6 +14,7 @@ import time
 from ..backends import Store
 from ..codec import decode, encode
 from ..errors import NotFound, UserError
+from ..hashing import Oid
 from ..ingest import WORKING, working_tree
 from ..objects import EMPTY_TREE, Snapshot, Tree
 from ..prefixes import unique
@@ -35,21 +36,30 @@ def head(store: Store) -> Snapshot | None:
     return None if oid is None else store.objects[oid]
 
 
-def summary(store: Store, tree: Tree) -> dict[str, int]:
-    """Files and headlines of a tree, cached per tree and per document oid (content never changes)."""
+def summary(store: Store, tree: Tree, base: Tree | None = None) -> dict[str, int]:
+    """Files and headlines of a tree, cached per tree and per document oid (content never changes): counted from
+    `base`'s (HEAD's tree) by the documents the two do not share, when it is cached, else by every document."""
     table = store.table(SUMMARIES)
     cached = table.get(tree.oid)
     if cached is not None:
         return decode(cached)
-    headlines, new = 0, {}
-    for doc_oid in tree.entries.values():
+    new: dict[bytes, bytes] = {}
+
+    def count(doc_oid: Oid) -> int:
         cached = table.get(doc_oid)
-        if cached is None:
-            count = _count_headlines(store, store.objects[doc_oid])
-            new[doc_oid] = encode(count)
-        else:
-            count = decode(cached)
-        headlines += count
+        if cached is not None:
+            return decode(cached)
+        found = _count_headlines(store, store.objects[doc_oid])
+        new[doc_oid] = encode(found)
+        return found
+
+    known = None if base is None else table.get(base.oid)
+    if known is not None:  # the sets are made at C speed; only the documents that differ are counted
+        added, removed = tree.entries.items() - base.entries.items(), base.entries.items() - tree.entries.items()
+        headlines = decode(known)["headlines"] + sum(count(oid) for _, oid in added) - \
+            sum(count(oid) for _, oid in removed)
+    else:
+        headlines = sum(count(oid) for oid in tree.entries.values())
     counts = {"files": len(tree.entries), "headlines": headlines}
     new[tree.oid] = encode(counts)
     table.update(new)  # one commit, however many documents are new
@@ -66,7 +76,8 @@ def _count_headlines(store: Store, node) -> int:
 
 def snapshot(store: Store, message: str = "", now_ns: int | None = None) -> Snapshot:
     """Record the working state as a snapshot and move HEAD to it (compare-and-swap)."""
-    summary(store, working_tree(store))  # counted before the write lock is taken: inside, a cached read
+    last = head(store)  # counted before the write lock is taken (inside, a cached read), from HEAD's counts
+    summary(store, working_tree(store), None if last is None else store.objects[last.root])
 
     def record() -> Snapshot:
         # HEAD and the working state are read inside the write transaction: where writers take turns

@@ -5,8 +5,9 @@ inherits (tags, with #+FILETAGS, and its category). An `Index` posts every row u
 kinds (`KEYS`): tag (own and inherited), own tag, inherited tag, TODO keyword, open or done, priority,
 level, own property name, own property value (and PRIORITY as Org's matcher reads it), path, category,
 where its links lead and the keys links lead to it by (its :ID:, heading and CUSTOM_ID, as `links` names
-them), its :ID:, when it holds (for a headline that may not: `cortex.memory.validity`) and the :ID:s it says
-it replaced and was replaced by; and days, for planning dates, timestamps (active and inactive) and clocks.
+them), its :ID:, and the :ID:s it says it replaced and was replaced by; days, for planning dates,
+timestamps (active and inactive) and clocks; and when the rows that may not hold start and end
+(`cortex.memory.validity`).
 Predicates (`predicates.py`) select through these postings.
 
 `follow(tree)` brings the index in line with another tree as `SearchIndex.follow` does: only files whose
@@ -38,6 +39,7 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
 from operator import attrgetter
 
 from ..backends import Store
@@ -272,11 +274,6 @@ def headline_validity(headline: Headline) -> Validity:
     return found
 
 
-def _bounded(validity: Validity) -> tuple:
-    """A validity as the `validity` posting files it: only one that may not hold at some moment."""
-    return (validity,) if validity.start or validity.end or validity.replaced_by else ()
-
-
 def _days(stamp) -> tuple[int, int]:
     first = day_of(stamp.start).toordinal()
     last = day_of(stamp.end).toordinal() if stamp.has_end() else first
@@ -299,7 +296,6 @@ KEYS: dict[str, Callable[[Row], Iterable]] = {
     "category": lambda r: (r.category,),
     "link": lambda r: r.link_keys,
     "target": lambda r: r.target_keys,
-    "validity": lambda r: _bounded(r.validity),
     "id": lambda r: (r.headline.id,) if r.headline.id else (),
     "supersedes": lambda r: r.validity.replaces,
     "superseded-by": lambda r: r.validity.replaced_by,
@@ -350,6 +346,49 @@ class DayIndex:
         return found
 
 
+class ValidityIndex:
+    """Rows that may not hold at some moment (`cortex.memory.validity`), by when they start and end, so that those
+    not holding at a moment are found by bisection, not by testing every item of every agent's memory."""
+
+    def __init__(self):
+        self.starts: dict[datetime, set[Row]] = {}
+        self.ends: dict[datetime, set[Row]] = {}
+        self.replaced: set[Row] = set()  # replaced with no end said: held, but is not current
+        self._sorted: tuple[list[datetime], list[datetime]] | None = ([], [])  # None: to sort again
+
+    def add(self, row: Row, validity: Validity) -> None:
+        for moments, at in ((self.starts, validity.start), (self.ends, validity.end)):
+            if at is not None:
+                if at not in moments:
+                    moments[at], self._sorted = set(), None
+                moments[at].add(row)
+        if validity.replaced_by and validity.end is None:
+            self.replaced.add(row)
+
+    def remove(self, row: Row, validity: Validity) -> None:
+        for moments, at in ((self.starts, validity.start), (self.ends, validity.end)):
+            rows = moments.get(at)
+            if rows is not None:
+                rows.discard(row)
+                if not rows:
+                    del moments[at]
+                    self._sorted = None
+        self.replaced.discard(row)
+
+    def rejects(self, at: datetime | date | None) -> set[Row]:
+        """The rows that do not hold at moment `at`, or at any time of day `at` (None: now, or were replaced)."""
+        if at is None:
+            return self.rejects(datetime.now()) | self.replaced
+        if self._sorted is None:
+            self._sorted = sorted(self.starts), sorted(self.ends)
+        starts, ends = self._sorted
+        first = at if isinstance(at, datetime) else datetime.combine(at, time())
+        after = first + (timedelta.resolution if isinstance(at, datetime) else timedelta(days=1))
+        late = (self.starts[s] for s in starts[bisect_left(starts, after):])  # starts at `after` or later
+        over = (self.ends[e] for e in ends[:bisect_right(ends, first)])  # ended at `first` or before
+        return set().union(*late, *over)
+
+
 class FileState:
     """One file of the indexed tree: its document, setup, top-level rows, and whether rows know their lines."""
 
@@ -394,6 +433,7 @@ class Index:
         self.rows: set[Row] = set()
         self._postings: dict[str, dict] = {}  # kind -> key -> rows, for the kinds asked for so far
         self._days: dict[str, DayIndex] = {}
+        self._validity: ValidityIndex | None = None
         self._memo: dict[Predicate, set] = {}
         self._lock = threading.RLock()
 
@@ -414,6 +454,14 @@ class Index:
             for row in self.rows:
                 found.add(row, row.days(kind))
         return found
+
+    def not_holding(self, at: datetime | date | None) -> set[Row]:
+        """The rows that do not hold at `at` (see `ValidityIndex.rejects`)."""
+        if self._validity is None:  # first asked for: collect them now
+            self._validity = ValidityIndex()
+            for row in self.rows:
+                self._validity.add(row, row.validity)
+        return self._validity.rejects(at)
 
     def memo(self, predicate: Predicate) -> set[Row]:
         """`predicate.select(self)`, once per evaluation."""
@@ -586,6 +634,8 @@ class Index:
                 postings[key].add(row)
         for kind, days in self._days.items():
             days.add(row, row.days(kind))
+        if self._validity is not None:
+            self._validity.add(row, row.validity)
 
     def _unpost(self, row: Row) -> None:
         self.rows.discard(row)
@@ -598,6 +648,8 @@ class Index:
                         del postings[key]
         for kind, days in self._days.items():
             days.remove(row, row.days(kind))
+        if self._validity is not None:
+            self._validity.remove(row, row.validity)
 
 
 def scan(store: Store, tree: Tree, predicate: Predicate) -> list[Node]:

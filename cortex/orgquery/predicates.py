@@ -530,7 +530,7 @@ class Valid(Predicate):
         return scope.rows - self.rejects(scope)
 
     def rejects(self, scope) -> set:
-        return _union([scope.posting("validity", v) for v in scope.keys("validity") if not v.holds(self.at)])
+        return scope.not_holding(self.at)
 
 
 # Which day indexes each date predicate reads (see `Row.days`).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from datetime import date, datetime
 from dataclasses import dataclass, field
 
 import pytest
@@ -52,6 +53,12 @@ class OrgFile:
         return head + "\n" + "".join(e.text() for e in self.entries)
 
 
+# Validity properties (`cortex.memory.validity`): items that start, end or were replaced at various moments.
+VALIDITY = (("ADDED", "[2026-11-10 Tue 09:00]"), ("VALID_FROM", "[2026-11-20 Fri]"), ("VALID_FROM", "[2099-01-01 Thu]"),
+            ("INVALID_AT", "[2026-11-15 Sun 12:00]"), ("INVALID_AT", "[2099-01-01 Thu]"), ("SUPERSEDED_BY", "id-1"))
+MOMENTS = (None, date(2026, 11, 15), datetime(2026, 11, 15, 12, 0), datetime(2026, 11, 20, 0, 0), date(2100, 1, 1))
+
+
 def random_entry(rng: random.Random, level: int, n: int) -> Entry:
     properties = {}
     if rng.random() < 0.3:
@@ -60,6 +67,8 @@ def random_entry(rng: random.Random, level: int, n: int) -> Entry:
         properties["CATEGORY"] = rng.choice(("alpha", "beta"))
     if rng.random() < 0.2:
         properties["OWNER"] = rng.choice(("dana", "eli"))
+    if rng.random() < 0.3:
+        properties.update([rng.choice(VALIDITY)])
     body = rng.choice(("", "", f"See [[id:id-{rng.randrange(n + 5)}]].", "Met on [2026-11-10 Tue].",
                        f"[[file:f{rng.randrange(3)}.org::*T{rng.randrange(n + 5)}]]"))
     return Entry(level, f"T{n}", rng.choice(KEYWORDS), tuple(rng.sample(TAGS, rng.choice((0, 0, 1, 2)))),
@@ -94,7 +103,7 @@ def edit(rng: random.Random, files: dict[str, OrgFile], counter: list[int]) -> N
     elif what == 1:
         e.tags = tuple(rng.sample(TAGS, rng.choice((0, 1, 2))))
     elif what == 2:
-        e.properties["CATEGORY"] = rng.choice(("alpha", "beta", "gamma"))
+        e.properties.update([rng.choice((("CATEGORY", rng.choice(("alpha", "beta", "gamma"))), *VALIDITY))])
     elif what == 3:
         e.scheduled = rng.choice((None, "2026-12-01 Tue"))
     elif what == 4:
@@ -130,7 +139,9 @@ def signature(index: Index) -> dict:
     postings = {kind: {key: sorted(map(at, index.posting(kind, key))) for key in index.keys(kind)} for kind in KEYS}
     days = {kind: {day: sorted(map(at, rows_)) for day, rows_ in index.days(kind).starts.items()}
             for kind in DAY_KINDS}
-    return {"rows": rows, "postings": postings, "days": days}
+    holding = {at_: sorted(map(at, index.not_holding(at_))) for at_ in MOMENTS}
+    assert holding == {at_: sorted(at(r) for r in index.rows if not r.validity.holds(at_)) for at_ in MOMENTS}
+    return {"rows": rows, "postings": postings, "days": days, "not holding": holding}
 
 
 def collect_every_kind(index: Index) -> None:
@@ -138,6 +149,7 @@ def collect_every_kind(index: Index) -> None:
         index.keys(kind)
     for kind in DAY_KINDS:
         index.days(kind)
+    index.not_holding(None)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -186,7 +198,7 @@ def test_an_edit_reads_and_reposts_only_what_changed(monkeypatch):
     big.entries[300].tags = ("home",)  # T300's children inherit "home" now: re-posted, the rest are not
     index.follow(tree_of(store, {"big.org": big.text(), "other.org": other.text()}))
     assert sorted(posted) == ["T300", "T301", "T302"]
-    assert [n.title for n in index.nodes(parse_query('(tags-inherited "home")'))] == ["T301", "T302"]
+    assert [n.title for n in index.nodes(parse_query('(and (tags-inherited "home") (path "big.org"))'))] == ["T301", "T302"]
 
 
 def test_kinds_of_postings_are_collected_when_first_asked_for():
