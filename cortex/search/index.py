@@ -148,6 +148,7 @@ class SearchIndex:
         self.pending: set[int] = set()  # keys of items without a vector yet
         self.queries = QueryVectors(embedder.embedder)
         self.dirty = False
+        self.changed = 0  # items added or removed since the index was made or loaded (`cortex.search.saving`)
         self.purged = saving.newest_purge(store)  # a purge after this one makes these indexes hold purged text
         self.lock = threading.RLock()  # held while the indexes change, and while they are read
         self.builder = Builder(self)
@@ -201,6 +202,7 @@ class SearchIndex:
         self._masks = {f: _Mask((m.keys - removed) | {k for k, i in added.items() if f.admits(i, m.at)}, m.at,
                                 _sooner(m.until, added.values(), m.at) if f.current else None)
                        for f, m in self._masks.items()}
+        self.changed += len(removed) + len(added)
         if removed:
             self.keyword.remove(removed)
             self.vector.remove(list(removed))

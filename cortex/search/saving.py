@@ -5,11 +5,17 @@ newest purge of history they were made after, the items' lines) are each replace
 last, when a session closes. An index made before a purge may hold the purged text: it is never saved
 after one, and a saved one is deleted when loaded after one (on any machine). Anything else that does not
 fit is derived data: it is rebuilt from the store, not trusted.
+
+On a store other machines open too (PostgreSQL), each machine's folder is its own: a save also shares the
+indexes through the store when the copy shared there lags (`cortex.search.sharing`), and a machine whose folder
+holds nothing usable fetches that copy into it before building anything.
 """
 
 from __future__ import annotations
 
 import shutil
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..backends import Store
@@ -18,6 +24,7 @@ from ..files import remove_stale, write_atomically
 from ..locks import locked
 from ..hashing import Oid
 from ..history.forget import PURGES
+from . import sharing
 from .items import Items
 from .keyword import KeywordIndex
 from .vector import VectorIndex
@@ -25,11 +32,13 @@ from .vector import VectorIndex
 if TYPE_CHECKING:
     from .index import SearchIndex
 
-__all__ = ["newest_purge", "restore", "save"]
+__all__ = ["drop", "newest_purge", "restore", "save"]
 
 STATE_VERSION = 5  # 2: the state records the newest purge it was made after; 3: dates, speakers, twins, lines;
 # 4: when items hold; 5: inherited tags
 SAVE_LOCK = "save.lock"  # held while the indexes are written (not hidden: leftovers of saves are)
+SHARE_AFTER = 1000  # items changed since the index was loaded, or
+SHARE_AGE = 3600.0  # seconds since the shared copy was made, after which a save shares its indexes again
 
 
 def save(index: SearchIndex) -> None:
@@ -49,6 +58,8 @@ def save(index: SearchIndex) -> None:
                         sorted(index.lines.lined), list(index.lines.line_of.items())])
         write_atomically(folder / "state.msgpack", state)
         index.dirty = False
+        if _lags(index):
+            sharing.share(index.store, folder, _label(index), bytes(index.root), index.purged)
 
 
 def restore(index: SearchIndex) -> None:
@@ -58,23 +69,34 @@ def restore(index: SearchIndex) -> None:
     if folder is None:
         return
     remove_stale(folder)
-    if not (folder / "state.msgpack").exists():
+    if _load(index) or not index.store.engine.remote or index.store.read_only:
         return
+    folder.mkdir(parents=True, exist_ok=True)
+    with locked(folder / SAVE_LOCK):  # another process of this machine may be saving or fetching
+        if sharing.fetch(index.store, folder, _label(index), index.purged):
+            _load(index)
+
+
+def _load(index: SearchIndex) -> bool:
+    """Fill an empty index with what its folder holds, if that is whole and current; return whether it did."""
+    folder = index.folder
+    if not (folder / "state.msgpack").exists():
+        return False
     try:
         version, name, root, records, purged, *lines = decode((folder / "state.msgpack").read_bytes())
         if purged != index.purged:  # made before a purge (on any machine): it may hold the purged text
             shutil.rmtree(folder, ignore_errors=True)
-            return
+            return False
         if version != STATE_VERSION or name != index.embedder.name:
-            return
+            return False
         keyword = KeywordIndex.load(folder / "keyword")
         vector = VectorIndex.load(folder / "vectors.usearch")
         items = Items((r[0], r) for r in records)
         missing = vector.absent(list(items))  # saved while vectors were being built
         if len(keyword) != len(items) or len(vector) != len(items) - len(missing):
-            return
+            return False
     except Exception:  # noqa: BLE001 - a damaged index is derived data: rebuild rather than trust it
-        return
+        return False
     index.keyword, index.vector, index.items, index.root = keyword, vector, items, Oid(root)
     if len(lines) == 2:
         index.lines.lined, index.lines.line_of = set(lines[0]), dict(lines[1])
@@ -84,6 +106,33 @@ def restore(index: SearchIndex) -> None:
     if missing:  # others may have embedded them since (another process, or a build the save missed)
         index.pending.update(index.adopt_cached(missing))
         index.dirty = len(index.pending) < len(missing)
+    return True
+
+
+def drop(index_folder: Path | None, store: Store) -> None:
+    """Delete the indexes saved in `index_folder` and, on a store other machines open, those shared through it
+    (after a purge: they may hold its text)."""
+    if index_folder is not None and index_folder.exists():
+        shutil.rmtree(index_folder)
+    if store.engine.remote and not store.read_only:
+        sharing.drop(store)
+
+
+def _label(index: SearchIndex) -> str:
+    """What a shared copy is filed under: the state version and the embedder (a copy serves only those)."""
+    return f"{STATE_VERSION}/{index.embedder.name}"
+
+
+def _lags(index: SearchIndex) -> bool:
+    """Whether this index should be shared: the store is open on other machines, and the copy shared there is
+    missing, made before the newest purge, or behind by many changes or a long time."""
+    if not index.store.engine.remote:
+        return False
+    found = sharing.manifest(index.store, _label(index))
+    if found is None or found[1] != index.purged:
+        return True
+    root, _, _, _, when = found
+    return root != bytes(index.root) and (index.changed >= SHARE_AFTER or time.time() - when >= SHARE_AGE)
 
 
 def newest_purge(store: Store) -> bytes:
