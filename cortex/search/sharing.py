@@ -19,6 +19,7 @@ import os
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import blake3
@@ -30,7 +31,7 @@ __all__ = ["SHARED", "drop", "fetch", "manifest", "share"]
 
 SHARED = "search.shared"
 CHUNK = 8 << 20  # bytes per chunk
-BATCH = 4  # chunks read per round trip
+READERS = 4  # chunks read at once, each over a connection of its own
 DEAD_UPLOAD = 3600.0  # seconds after which an upload that wrote no manifest is taken for a dead one
 MANIFEST, PIECE, UPLOAD = b"manifest\0", b"chunk\0", b"upload\0"
 
@@ -126,25 +127,31 @@ def drop(store: Store) -> None:
 
 
 def _download(table, token: bytes, entries: list, staging: Path) -> bool:
-    """Write the files of a manifest into `staging`; False if a chunk is missing or does not match its digest."""
-    n = 0
+    """Write the files of a manifest into `staging`, READERS chunks at a time; False if a chunk is missing or does
+    not match its digest."""
+    pieces = []  # (chunk number, its digest, the file it belongs to, where in it)
     for name, size, digests in entries:
         target = staging / name
         if _hidden(Path(name)) or not target.resolve().is_relative_to(staging.resolve()):
             return False
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("wb") as out:
-            for start in range(0, len(digests), BATCH):
-                keys = [_piece(token, n + i) for i in range(min(BATCH, len(digests) - start))]
-                for chunk, digest in zip(table.get_many(keys), digests[start:start + BATCH]):
-                    if chunk is None or blake3.blake3(chunk).digest() != digest:
-                        return False
-                    out.write(chunk)
-                n += len(keys)
-        if target.stat().st_size != size:
-            return False
-    return True
+            out.truncate(size)
+        pieces += [(len(pieces), digest, target, n * CHUNK) for n, digest in enumerate(digests)]
 
+    def write(piece) -> bool:
+        n, digest, target, offset = piece
+        chunk = table.get(_piece(token, n))
+        if chunk is None or blake3.blake3(chunk).digest() != digest:
+            return False
+        with target.open("r+b") as out:
+            out.seek(offset)
+            out.write(chunk)
+        return True
+
+    with ThreadPoolExecutor(READERS) as readers:  # the server reads, the network carries, this machine checks
+        whole = all(readers.map(write, pieces))
+    return whole and all((staging / name).stat().st_size == size for name, size, _ in entries)
 
 def _forget(store: Store, label: str, found: list) -> None:
     """Delete a manifest not to be trusted, and its chunks, unless another sharer replaced it meanwhile."""
