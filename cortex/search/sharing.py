@@ -32,6 +32,7 @@ __all__ = ["SHARED", "drop", "fetch", "manifest", "share"]
 SHARED = "search.shared"
 CHUNK = 8 << 20  # bytes per chunk
 READERS = 4  # chunks read at once, each over a connection of its own
+FETCHES = 3  # tries of a reader whose copy another sharer replaced while it read
 DEAD_UPLOAD = 3600.0  # seconds after which an upload that wrote no manifest is taken for a dead one
 MANIFEST, PIECE, UPLOAD = b"manifest\0", b"chunk\0", b"upload\0"
 
@@ -85,29 +86,33 @@ def share(store: Store, folder: Path, label: str, root: bytes, purged: bytes) ->
 
 def fetch(store: Store, folder: Path, label: str, purged: bytes) -> bool:
     """Write the index shared under `label` into `folder` if it was made after the purge `purged` and every chunk
-    is whole; return whether it was. One made before that purge, or damaged, or partial, is deleted."""
-    found = manifest(store, label)
-    if found is None:
-        return False
-    _, made_after, token, entries, _ = found
-    if made_after != purged:  # made before a purge (on any machine): it may hold the purged text
-        _forget(store, label, found)
-        return False
-    folder.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".fetched.", dir=folder))
-    try:
-        if not _download(store.table(SHARED), token, entries, staging):
+    is whole; return whether it was. One made before that purge, or damaged, or partial, is deleted; one replaced
+    while it was read is read again, as replaced."""
+    for _ in range(FETCHES):
+        found = manifest(store, label)
+        if found is None:
+            return False
+        _, made_after, token, entries, _ = found
+        if made_after != purged:  # made before a purge (on any machine): it may hold the purged text
             _forget(store, label, found)
             return False
-        (folder / "state.msgpack").unlink(missing_ok=True)  # no state, nothing trusted, until every file is in
-        for entry in sorted(staging.iterdir(), key=lambda p: p.name == "state.msgpack"):
-            target = folder / entry.name
-            if target.is_dir():
-                shutil.rmtree(target)
-            os.replace(entry, target)
-        return True
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        folder.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".fetched.", dir=folder))
+        try:
+            if _download(store.table(SHARED), token, entries, staging):
+                (folder / "state.msgpack").unlink(missing_ok=True)  # nothing trusted until every file is in
+                for entry in sorted(staging.iterdir(), key=lambda p: p.name == "state.msgpack"):
+                    target = folder / entry.name
+                    if target.is_dir():
+                        shutil.rmtree(target)
+                    os.replace(entry, target)
+                return True
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        if manifest(store, label) == found:  # damaged or partial, not replaced meanwhile
+            _forget(store, label, found)
+            return False
+    return False
 
 
 def drop(store: Store) -> None:
