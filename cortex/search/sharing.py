@@ -142,7 +142,7 @@ def _download(table, token: bytes, entries: list, staging: Path) -> bool:
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("wb") as out:
             out.truncate(size)
-        pieces += [(len(pieces), digest, target, n * CHUNK) for n, digest in enumerate(digests)]
+        pieces += [(len(pieces) + n, digest, target, n * CHUNK) for n, digest in enumerate(digests)]
 
     def write(piece) -> bool:
         n, digest, target, offset = piece

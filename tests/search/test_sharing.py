@@ -147,12 +147,17 @@ def test_a_purge_leaves_no_shared_index_trusted_on_any_machine(pg_url, org, tmp_
 
 @pytest.mark.parametrize("damage", ["changed", "missing"])
 def test_a_damaged_or_partial_shared_index_is_rebuilt_not_trusted(pg_url, org, tmp_path, monkeypatch, damage):
+    monkeypatch.setattr(sharing, "CHUNK", 4096)  # files of many chunks, read at once in any order
     with cx.open(pg_url, org) as c:
         c.ingest()
         expected = hits(c.search(QUERY, limit=5))
-    label = saving._label(c._search_index)
+    label, saved = saving._label(c._search_index), c.store_folder() / "index"
     with cx.open(pg_url, folder=False) as c:
+        assert sharing.fetch(c.store, tmp_path / "whole", label, b"")
+        assert all((tmp_path / "whole" / name).read_bytes() == (saved / name).read_bytes()
+                   for name in ("state.msgpack", "vectors.usearch"))
         found = sharing.manifest(c.store, label)
+        assert sharing._count(found) > 10
         table, last = c.store.table(sharing.SHARED), sharing._piece(found[2], sharing._count(found) - 1)
         if damage == "missing":
             del table[last]
