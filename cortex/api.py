@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from datetime import datetime, timedelta
@@ -601,9 +600,9 @@ class Cortex:
             index.stop_building()
         self._past_indexes.clear()
         self.__dict__.pop("_query_indexes", None)
-        folder = self._index_folder()
-        if folder is not None and folder.exists():
-            shutil.rmtree(folder)
+        from .search import saving
+
+        saving.drop(self._index_folder(), self.store)
 
     def search(self, query: str, *, limit: int = 10, agent: str | None = None, type: str | None = None,
                source: str | None = None, path: str | None = None, tag: str | None = None,

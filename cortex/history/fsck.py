@@ -38,6 +38,7 @@ __all__ = ["CONFIG", "CONVERSATION", "EMBEDDINGS", "ENGINE_CHECKS", "LITERATE", 
 
 # Tables owned by features above history (see the module docstring).
 EMBEDDINGS = "search.embeddings"  # cortex.search.embeddings
+SHARED = "search.shared"  # cortex.search.sharing
 CONFIG = "config"  # cortex.api
 LITERATE = "dsl.literate"  # cortex.api
 CONVERSATION = "conversation"  # cortex.memory.conversation.log
@@ -305,6 +306,18 @@ def _embedding_entry(store: Store, key: bytes, vector: bytes) -> str | None:
     return None if vector and len(vector) % 4 == 0 else f"value is not float32 vector bytes ({len(vector)} bytes)"
 
 
+def _shared_entry(store: Store, key: bytes, value: bytes) -> str | None:
+    # A manifest (label -> [root, purge, token, files, time]), an upload under way (token -> [time, chunks]), a chunk.
+    kind, _, rest = key.partition(b"\0")
+    if kind == b"manifest" and rest:
+        found = _decode(value)
+        return None if isinstance(found, list) and len(found) == 5 else "value is not a shared index's manifest"
+    if kind == b"upload" and len(rest) == 16:
+        found = _decode(value)
+        return None if isinstance(found, list) and len(found) == 2 else "value is not an upload's [time, chunks]"
+    return None if kind == b"chunk" and len(rest) == 20 else "not a shared index's manifest, upload or chunk"
+
+
 def _snapshot_entry(store: Store, key: bytes, oid: bytes) -> str | None:
     if len(key) != 8 + OID_SIZE:
         return Unusable("key is not a time and an oid")
@@ -447,6 +460,7 @@ TABLE_CHECKS: dict[str, TableCheck] = {
     STATS: TableCheck(_stat_entry, derived=True),
     SUMMARIES: TableCheck(_summary_entry, derived=True),
     EMBEDDINGS: TableCheck(_embedding_entry, derived=True),
+    SHARED: TableCheck(_shared_entry, derived=True),
     SNAPSHOTS: TableCheck(_snapshot_entry),
     PURGES: TableCheck(_purge_entry),
     COPIES: TableCheck(_copy_entry),

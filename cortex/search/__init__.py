@@ -7,6 +7,7 @@
     building.py    embedding what has no vector yet, within a budget or in a background thread
     lines.py       where each item stands in its file now (a result's file:line)
     saving.py      the indexes saved beside the store and trusted on load only when whole
+    sharing.py     saved indexes shared through a store other machines open, fetched by a new machine
     embeddings.py  the store's cache of embeddings, the process's embedder, forgetting purged text's vectors
     embedders.py   the sentence embedders (MiniLM int8 on onnxruntime, feature hashing) and their cache
     keyword.py     BM25 (bm25s) with exact terms;  vector.py  usearch;  dates.py  the period a query names

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import NamedTuple
 from pathlib import Path
@@ -103,6 +103,33 @@ class _Mask(NamedTuple):
     until: str | None = None
 
 
+class Places:
+    """(path, position) -> the key of the item there, made for a file when first asked about (the items of a saved
+    index stay encoded until looked at)."""
+
+    def __init__(self, items: Items, by_path: dict[str, set[int]]):
+        self._items, self._by_path = items, by_path
+        self._of: dict[str, dict[tuple[int, ...], int]] = {}
+
+    def _file(self, path: str) -> dict[tuple[int, ...], int]:
+        found = self._of.get(path)
+        if found is None:
+            found = self._of[path] = {self._items[k].position: k for k in self._by_path.get(path, ())}
+        return found
+
+    def get(self, place: tuple[str, tuple[int, ...]]) -> int | None:
+        return self._file(place[0]).get(place[1])
+
+    def __setitem__(self, place: tuple[str, tuple[int, ...]], key: int) -> None:
+        self._file(place[0])[place[1]] = key
+
+    def __delitem__(self, place: tuple[str, tuple[int, ...]]) -> None:
+        del self._file(place[0])[place[1]]
+
+    def clear(self) -> None:
+        self._of.clear()
+
+
 class QueryVectors:
     """Query vectors from the embedder itself, the QUERIES_KEPT latest kept in memory: never in the
     store's cache, where every query asked would stay (and outlive a purge)."""
@@ -141,13 +168,15 @@ class SearchIndex:
         self.tree: Tree | None = None  # the tree followed last, whose oid is `root` (a folder's view is not stored)
         self.items: dict[int, Item] = Items()
         self.by_path: dict[str, set[int]] = defaultdict(set)
-        self.at: dict[tuple[str, tuple[int, ...]], int] = {}  # (path, position) -> key of the item there
+        self.at = Places(self.items, self.by_path)  # (path, position) -> key of the item there
+        self.timed: set[int] = set()  # keys of the items that say when they hold
         self.lines = Lines(store)
         self.keyword = KeywordIndex.build([])
         self.vector = VectorIndex(embedder.dim)
         self.pending: set[int] = set()  # keys of items without a vector yet
         self.queries = QueryVectors(embedder.embedder)
         self.dirty = False
+        self.changed = 0  # items added or removed since the index was made or loaded (`cortex.search.saving`)
         self.purged = saving.newest_purge(store)  # a purge after this one makes these indexes hold purged text
         self.lock = threading.RLock()  # held while the indexes change, and while they are read
         self.builder = Builder(self)
@@ -201,10 +230,12 @@ class SearchIndex:
         self._masks = {f: _Mask((m.keys - removed) | {k for k, i in added.items() if f.admits(i, m.at)}, m.at,
                                 _sooner(m.until, added.values(), m.at) if f.current else None)
                        for f, m in self._masks.items()}
+        self.changed += len(removed) + len(added)
         if removed:
             self.keyword.remove(removed)
             self.vector.remove(list(removed))
             self.pending -= removed
+            self.timed -= removed
             for key in removed:
                 item = self.items.pop(key)
                 self.by_path[item.path].discard(key)
@@ -218,6 +249,8 @@ class SearchIndex:
                 self.items[key] = item
                 self.by_path[item.path].add(key)
                 self.at[item.path, item.position] = key
+                if item.timed:
+                    self.timed.add(key)
             if missing := self.adopt_cached(keys):
                 self.pending.update(missing)
                 self.builder.wake()
@@ -289,6 +322,7 @@ class SearchIndex:
         self.items.clear()
         self.by_path.clear()
         self.at.clear()
+        self.timed.clear()
         self.lines.clear()
         self.pending.clear()
         self._masks.clear()
@@ -404,8 +438,13 @@ class SearchIndex:
     def _mask(self, f: Filters, at: str | None) -> _Mask:
         paths = [p for p in self.by_path if f.path is None or p.startswith(f.path)]
         keys = set().union(*(self.by_path[p] for p in paths)) if paths else set()
-        items = [self.items[k] for k in keys]
-        return _Mask({i.key for i in items if f.admits(i, at)}, at, _sooner(None, items, at) if f.current else None)
+        if replace(f, path=None, current=False, valid_at=None).any():
+            items = [self.items[k] for k in keys]
+            return _Mask({i.key for i in items if f.admits(i, at)}, at, _sooner(None, items, at) if f.current else None)
+        # only where and what holds: an item that says nothing of when it holds always does
+        timed = [self.items[k] for k in keys & self.timed]
+        return _Mask(keys - {i.key for i in timed if not f.admits(i, at)}, at,
+                     _sooner(None, timed, at) if f.current else None)
 
     def _line(self, item: Item) -> int:
         """The first line of an item's headline in the file as it is now."""

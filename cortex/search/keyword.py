@@ -425,7 +425,7 @@ class KeywordIndex:
             alive = np.load(source / "alive.npy")
             base = None
             if (source / "bm25").is_dir():
-                base = bm25s.BM25.load(source / "bm25", show_progress=False)
+                base = bm25s.BM25.load(source / "bm25", mmap=True, show_progress=False)  # mapped: read as used
             overlay = {int(key): terms for key, terms in meta["overlay"].items()}
             if keys.shape != alive.shape or (base is not None and base.scores["num_docs"] != len(keys)):
                 raise FormatError(f"{source}: keyword index files disagree on the number of documents")

@@ -5,31 +5,43 @@ newest purge of history they were made after, the items' lines) are each replace
 last, when a session closes. An index made before a purge may hold the purged text: it is never saved
 after one, and a saved one is deleted when loaded after one (on any machine). Anything else that does not
 fit is derived data: it is rebuilt from the store, not trusted.
+
+On a store other machines open too (PostgreSQL), each machine's folder is its own: a save also shares the
+indexes through the store when the copy shared there lags (`cortex.search.sharing`), and a machine whose folder
+holds nothing usable fetches that copy into it before building anything.
 """
 
 from __future__ import annotations
 
 import shutil
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from ..backends import Store
 from ..codec import decode, encode
+from ..errors import CortexError
 from ..files import remove_stale, write_atomically
 from ..locks import locked
 from ..hashing import Oid
 from ..history.forget import PURGES
-from .items import Items
+from . import sharing
 from .keyword import KeywordIndex
 from .vector import VectorIndex
 
 if TYPE_CHECKING:
     from .index import SearchIndex
 
-__all__ = ["newest_purge", "restore", "save"]
+__all__ = ["drop", "newest_purge", "restore", "save"]
 
-STATE_VERSION = 5  # 2: the state records the newest purge it was made after; 3: dates, speakers, twins, lines;
-# 4: when items hold; 5: inherited tags
+STATE_VERSION = 6  # 2: the state records the newest purge it was made after; 3: dates, speakers, twins, lines;
+# 4: when items hold; 5: inherited tags; 6: each record encoded on its own, keys and lines packed (100,000
+# records decode in 0.12 s, not 2.2)
 SAVE_LOCK = "save.lock"  # held while the indexes are written (not hidden: leftovers of saves are)
+SHARE_AFTER = 1000  # items changed since the index was loaded, or
+SHARE_AGE = 3600.0  # seconds since the shared copy was made, after which a save shares its indexes again
 
 
 def save(index: SearchIndex) -> None:
@@ -44,11 +56,18 @@ def save(index: SearchIndex) -> None:
     with index.lock, locked(folder / SAVE_LOCK):  # another process closing the same store saves too
         index.keyword.save(folder / "keyword")
         index.vector.save(folder / "vectors.usearch")
-        state = encode([STATE_VERSION, index.embedder.name, bytes(index.root),
-                        [i.record() for i in index.items.values()], index.purged,
-                        sorted(index.lines.lined), list(index.lines.line_of.items())])
+        lines = index.lines.line_of
+        state = encode([STATE_VERSION, index.embedder.name, bytes(index.root), index.purged,
+                        _packed(index.items), index.items.encoded(),
+                        {path: _packed(keys) for path, keys in index.by_path.items() if keys}, _packed(index.timed),
+                        sorted(index.lines.lined), _packed(lines), _packed(lines.values(), "<u4")])
         write_atomically(folder / "state.msgpack", state)
         index.dirty = False
+        if _lags(index):
+            try:
+                sharing.share(index.store, folder, _label(index), bytes(index.root), index.purged)
+            except (CortexError, OSError):  # derived data: the next save shares it again
+                pass
 
 
 def restore(index: SearchIndex) -> None:
@@ -58,32 +77,81 @@ def restore(index: SearchIndex) -> None:
     if folder is None:
         return
     remove_stale(folder)
-    if not (folder / "state.msgpack").exists():
+    if _load(index) or not index.store.engine.remote or index.store.read_only:
         return
+    folder.mkdir(parents=True, exist_ok=True)
+    with locked(folder / SAVE_LOCK):  # another process of this machine may be saving or fetching
+        if not _load(index) and sharing.fetch(index.store, folder, _label(index), index.purged):
+            _load(index)
+
+
+def _load(index: SearchIndex) -> bool:
+    """Fill an empty index with what its folder holds, if that is whole and current; return whether it did."""
+    folder = index.folder
+    if not (folder / "state.msgpack").exists():
+        return False
     try:
-        version, name, root, records, purged, *lines = decode((folder / "state.msgpack").read_bytes())
+        version, name, root, purged, *state = decode((folder / "state.msgpack").read_bytes())
         if purged != index.purged:  # made before a purge (on any machine): it may hold the purged text
             shutil.rmtree(folder, ignore_errors=True)
-            return
+            return False
         if version != STATE_VERSION or name != index.embedder.name:
-            return
+            return False
+        keys, records, by_path, timed, lined, line_keys, line_numbers = state
+        keys = _unpacked(keys)
         keyword = KeywordIndex.load(folder / "keyword")
         vector = VectorIndex.load(folder / "vectors.usearch")
-        items = Items((r[0], r) for r in records)
-        missing = vector.absent(list(items))  # saved while vectors were being built
-        if len(keyword) != len(items) or len(vector) != len(items) - len(missing):
-            return
+        missing = vector.absent(keys)  # saved while vectors were being built
+        if not len(keyword) == len(keys) == len(records) or len(vector) != len(keys) - len(missing):
+            return False
+        by_path = {path: set(_unpacked(held)) for path, held in by_path.items()}
+        if sum(map(len, by_path.values())) != len(keys):
+            return False
     except Exception:  # noqa: BLE001 - a damaged index is derived data: rebuild rather than trust it
-        return
-    index.keyword, index.vector, index.items, index.root = keyword, vector, items, Oid(root)
-    if len(lines) == 2:
-        index.lines.lined, index.lines.line_of = set(lines[0]), dict(lines[1])
-    for key, path, _, position, *_ in records:
-        index.by_path[path].add(key)
-        index.at[path, tuple(position)] = key
+        return False
+    index.keyword, index.vector, index.root = keyword, vector, Oid(root)
+    dict.update(index.items, zip(keys, records))  # kept encoded until looked up
+    index.by_path.update(by_path)
+    index.timed = set(_unpacked(timed))
+    index.lines.lined, index.lines.line_of = set(lined), dict(zip(_unpacked(line_keys), _unpacked(line_numbers, "<u4")))
     if missing:  # others may have embedded them since (another process, or a build the save missed)
         index.pending.update(index.adopt_cached(missing))
         index.dirty = len(index.pending) < len(missing)
+    return True
+
+
+def _packed(numbers, dtype: str = "<u8") -> bytes:
+    return np.fromiter(numbers, dtype=dtype).tobytes()
+
+
+def _unpacked(data: bytes, dtype: str = "<u8") -> list[int]:
+    return np.frombuffer(data, dtype=dtype).tolist()
+
+
+def drop(index_folder: Path | None, store: Store) -> None:
+    """Delete the indexes saved in `index_folder` and, on a store other machines open, those shared through it
+    (after a purge: they may hold its text)."""
+    if index_folder is not None and index_folder.exists():
+        shutil.rmtree(index_folder)
+    if store.engine.remote and not store.read_only:
+        sharing.drop(store)
+
+
+def _label(index: SearchIndex) -> str:
+    """What a shared copy is filed under: the state version and the embedder (a copy serves only those)."""
+    return f"{STATE_VERSION}/{index.embedder.name}"
+
+
+def _lags(index: SearchIndex) -> bool:
+    """Whether this index should be shared: the store is open on other machines, and the copy shared there is
+    missing, made before the newest purge, or behind by many changes or a long time."""
+    if not index.store.engine.remote:
+        return False
+    found = sharing.manifest(index.store, _label(index))
+    if found is None or found[1] != index.purged:
+        return True
+    root, _, _, _, when = found
+    return root != bytes(index.root) and (index.changed >= SHARE_AFTER or time.time() - when >= SHARE_AGE)
 
 
 def newest_purge(store: Store) -> bytes:

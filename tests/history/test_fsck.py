@@ -26,6 +26,7 @@ from cortex.memory.conversation.conformance import WHO, make_turn
 from cortex.memory.conversation.log import TABLE as CONVERSATION
 from cortex.objects import Tree
 from cortex.search.embedders import HashingEmbedder
+from cortex.search import saving, sharing
 from cortex.search.embeddings import EMBEDDINGS
 from cortex.webhooks.deliveries import BODIES, DELIVERIES, Delivery, DeliveryLog, Outcome, id_time_ns, new_id
 from cortex.webhooks.seen import DELIVERY, SEEN, SeenKey
@@ -83,6 +84,9 @@ def stocked(cortex, org, hashing_search, monkeypatch):
     cortex.snapshot("first")
     cortex.memory.purge("reviewer", hard=True)
     cortex.search("webhook secrets")
+    cortex._search_index.save()  # and shared, as a store on PostgreSQL shares it (an LMDB store never does)
+    sharing.share(cortex.store, cortex._index_folder(), "stocked", bytes(cortex._search_index.root),
+                  saving.newest_purge(cortex.store))
     cortex.conversations().add_turn(WHO, make_turn(1))
     delivery(cortex)
     cortex.checkout(org.parent / "copy")
@@ -98,8 +102,8 @@ def stocked(cortex, org, hashing_search, monkeypatch):
 
 
 def test_fsck_knows_the_tables_by_their_owners_names():
-    assert {DOCS_BY_BYTES, SUBTREES, STATS, SNAPSHOTS, SUMMARIES, PURGES, EMBEDDINGS, cx.CONFIG, cx.LITERATE,
-            CONVERSATION, DELIVERIES, BODIES, SEEN, COPIES, ERASURES, PROPOSALS, PENDING} == set(TABLE_CHECKS)
+    assert {DOCS_BY_BYTES, SUBTREES, STATS, SNAPSHOTS, SUMMARIES, PURGES, EMBEDDINGS, sharing.SHARED, cx.CONFIG,
+            cx.LITERATE, CONVERSATION, DELIVERIES, BODIES, SEEN, COPIES, ERASURES, PROPOSALS, PENDING} == set(TABLE_CHECKS)
 
 
 def test_a_store_every_feature_wrote_to_is_clean(stocked):
@@ -214,6 +218,8 @@ DAMAGES = [
     Damage("summary cache holds garbage", _set(SUMMARIES, MISSING, GARBAGE), SUMMARIES, "headline count", True),
     Damage("embedding is not float32 bytes", _set(EMBEDDINGS, b"model\0" + MISSING, b"12345"), EMBEDDINGS,
            "float32", True),
+    Damage("shared index manifest is garbage", _set(sharing.SHARED, sharing.MANIFEST + b"x", GARBAGE), sharing.SHARED,
+           "manifest", True),
     Damage("snapshot list names a missing object", _snapshot_missing, SNAPSHOTS, "names missing object", True),
     Damage("snapshot listed at another time", _snapshot_mislisted, SNAPSHOTS, "not its own time", False),
     Damage("snapshot listed under another oid", _snapshot_misnamed, SNAPSHOTS, "another snapshot's oid", False),

@@ -71,7 +71,7 @@ def test_search_indexes_stay_local_and_embeddings_are_shared(pg_url, org, tmp_pa
         cached = len(c.store.table(EMBEDDINGS))
         assert cached and not (org.parent / "index").exists()
     assert (c.store_folder() / "index" / "state.msgpack").exists()  # saved on close, on this machine
-    # Another machine: its own cache folder, so it builds its own index, from vectors the first one stored.
+    # Another machine: its own cache folder, filled with the index the first one shared through the store.
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "elsewhere"))
     counting.clear()
     with cx.open(pg_url, org) as c:
