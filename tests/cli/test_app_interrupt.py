@@ -1,6 +1,7 @@
 """Ctrl-C at any moment of a command ends it with one line: while Python loads, while a library loads (an import
 cut halfway cannot be imported again, so what runs after it must not try), while the store is written."""
 
+import os
 import shutil
 import signal
 import subprocess
@@ -15,9 +16,14 @@ from tests.conftest import EXAMPLES
 @pytest.mark.parametrize("after", [0.0, 0.15, 0.3, 0.5, 0.8, 1.2, 1.8])
 def test_ctrl_c_at_any_moment_of_an_ingest_ends_in_one_line(tmp_path, after):
     shutil.copytree(EXAMPLES, tmp_path / "org")
-    ingest = subprocess.Popen([sys.executable, "-c", "from cortex.cli import main; main()", "ingest",
-                               "--store", str(tmp_path / "store"), "--org", str(tmp_path / "org")],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started, running = os.pipe()
+    ingest = subprocess.Popen([sys.executable, "-c", f"import os; os.close({running}); from cortex.cli import main; main()",
+                               "ingest", "--store", str(tmp_path / "store"), "--org", str(tmp_path / "org")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=(running,))
+    os.close(running)
+    if after:  # counted from the command's first line: CPython's own start (its site module) is no moment of
+        os.read(started, 1)  # the command's, and on a busy machine it alone can outlast `after`
+    os.close(started)
     time.sleep(after)
     ingest.send_signal(signal.SIGINT)
     out, err = ingest.communicate(timeout=120)
