@@ -40,8 +40,11 @@ emacs:
 		apt-get install -y -qq emacs-nox elpa-eglot >/dev/null; } || \
 		echo "emacs or eglot is not installed: the Emacs package's tests will be skipped"
 
+# The tests run in parallel, one process per core (pytest-xdist), each idle one taking tests from the busiest;
+# `make test TEST_WORKERS=4` asks for more. One file alone runs serially: .venv/bin/python -m pytest tests/x.py
+TEST_WORKERS ?= auto
 test: $(STAMP) tmux emacs
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done

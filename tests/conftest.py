@@ -41,6 +41,17 @@ EXAMPLES = _examples()  # the bundled examples, as committed: every test copies 
 
 
 @pytest.fixture(scope="session", autouse=True)
+def no_terminal_size():
+    """No COLUMNS or LINES in the environment: pytest-xdist's workers are started with COLUMNS=80 and LINES=24,
+    which a serial run has not, and a program a test starts in a terminal (the REPL in tmux) would draw for 80
+    columns whatever the size of its terminal."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("COLUMNS", raising=False)
+        patch.delenv("LINES", raising=False)
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def user_cache(tmp_path_factory) -> Path:
     """The session's own $XDG_CACHE_HOME, where the embedder keeps the model it derives: derived once per
     session (and reused by the programs tests start), never written to the user's cache folder."""

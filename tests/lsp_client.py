@@ -36,12 +36,14 @@ class Editor:
         return from_fs_path(str(self.root / path))
 
     def open(self, path: str, text: str | None = None) -> str:
-        """Open a file (as saved, or with `text` as an unsaved buffer); its uri."""
+        """Open a file (as saved, or with `text` as an unsaved buffer); its uri. A file opened again gets versions
+        past those it had, so that the diagnostics of its earlier edits are never taken for those of the new text."""
         uri = self.uri(path)
         text = (self.root / path).read_text() if text is None else text
-        self.documents[uri] = TextDocument(uri, text, version=1)
+        version = self.documents[uri].version + 1 if uri in self.documents else 1
+        self.documents[uri] = TextDocument(uri, text, version=version)
         self.client.text_document_did_open(types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="org", version=1, text=text)))
+            text_document=types.TextDocumentItem(uri=uri, language_id="org", version=version, text=text)))
         return uri
 
     def change(self, uri: str, text: str) -> int:
@@ -70,8 +72,9 @@ class Editor:
     def text(self, uri: str) -> str:
         return self.documents[uri].source
 
-    def diagnosed(self, uri: str, version: int = 1) -> list[types.Diagnostic]:
-        """The diagnostics published for a document's `version` (waiting for them)."""
+    def diagnosed(self, uri: str, version: int | None = None) -> list[types.Diagnostic]:
+        """The diagnostics published for a document's `version` (by default the one it has now), waiting for them."""
+        version = self.documents[uri].version if version is None else version
         deadline = time.monotonic() + TIMEOUT
         while time.monotonic() < deadline:
             got = self.diagnostics.get(uri)

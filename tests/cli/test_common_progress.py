@@ -16,9 +16,17 @@ def test_the_bar_counts_only_once_the_total_is_known(monkeypatch):
     monkeypatch.setattr(common.sys.stderr, "isatty", lambda: True)
     with common.progress_bar("indexing for search") as progress:
         progress(0, None, "loading the model")
-        time.sleep(0.3)  # a few refreshes while the total is unknown
+        shown(screen, "loading the model")
+        time.sleep(0.3)  # a few more refreshes while the total is unknown
         unknown = screen.getvalue()
         progress(3, 10, "embedding for search")
-        time.sleep(0.3)
-    assert "loading the model" in unknown and "/?" not in unknown and "0/" not in unknown
-    assert "3/10" in screen.getvalue()
+        shown(screen, "3/10")
+    assert "/?" not in unknown and "0/" not in unknown
+
+
+def shown(screen: io.StringIO, text: str, seconds: float = 30) -> None:
+    """Wait until the bar has drawn `text` (it refreshes in a thread of its own, late on a busy machine)."""
+    deadline = time.monotonic() + seconds
+    while text not in screen.getvalue():
+        assert time.monotonic() < deadline, f"{text!r} was never drawn: {screen.getvalue()[-500:]!r}"
+        time.sleep(0.01)

@@ -12,6 +12,7 @@ import sys
 import termios
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -221,12 +222,14 @@ def test_keys_typed_at_the_early_prompt_are_evaluated_and_the_terminal_is_left_a
 # --- the real program in a real terminal -------------------------------------------------------------
 
 class Tmux:
-    """One tmux server of our own (its own socket), with one window running a command."""
+    """One tmux server of our own (a socket named for this test alone: a server a killed run left behind, or
+    another test's, is never the one typed into), with one window running a command."""
 
     def __init__(self, command: str, env: dict):
-        self.socket = f"cortex-test-{os.getpid()}"
+        self.socket = f"cortex-test-{uuid.uuid4().hex}"
         self.env = env
-        self.tmux("-f", "/dev/null", "new-session", "-d", "-s", "repl", "-x", "120", "-y", "50", command)
+        made = self.tmux("-f", "/dev/null", "new-session", "-d", "-s", "repl", "-x", "120", "-y", "50", command)
+        assert made.returncode == 0, made.stderr
 
     def tmux(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run(["tmux", "-L", self.socket, *args], env=self.env, capture_output=True, text=True,
@@ -241,7 +244,7 @@ class Tmux:
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", "repl", "-S", "-500").stdout
 
-    def wait_for(self, text: str, seconds: float = 20) -> str:
+    def wait_for(self, text: str, seconds: float = 60) -> str:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             screen = self.screen()

@@ -79,6 +79,15 @@ def wait_for_pending(service, count: int) -> None:
         time.sleep(0.01)
 
 
+def wait_for_queued(service, count: int) -> None:
+    """Wait until `count` deliveries are queued behind the group being routed: a claimed delivery (pending)
+    joins the routing queue a moment later, which on a busy machine can be after the next group was taken."""
+    deadline = time.monotonic() + 30
+    while len(service._routing._queue) < count:
+        assert time.monotonic() < deadline, f"{len(service._routing._queue)} deliveries queued, not {count}"
+        time.sleep(0.01)
+
+
 def test_concurrent_deliveries_are_routed_in_groups_each_logged_once(cortex, org, service, monkeypatch):
     counted = Counted(cortex, service, monkeypatch)
     requests = [github(service, n) for n in range(50)]
@@ -89,7 +98,8 @@ def test_concurrent_deliveries_are_routed_in_groups_each_logged_once(cortex, org
             first = pool.submit(post, requests[0])
             wait_for_pending(service, 1)  # its group is being routed, and waits for the lock
             rest = [pool.submit(post, request) for request in requests[1:]]
-            wait_for_pending(service, 20)  # 19 more queued behind it: all the clients can send
+            wait_for_pending(service, 20)
+            wait_for_queued(service, 19)  # 19 more queued behind it: all the clients can send
         answers = [first.result(), *(future.result() for future in rest)]
     assert {(a.status_code, a.json()["outcome"]) for a in answers} == {(200, "routed")}
     ids = [a.json()["delivery"] for a in answers]
@@ -121,6 +131,7 @@ def test_a_replay_a_duplicate_and_a_failure_in_a_group_leave_their_group_mates_r
                 ("twice", twice), ("twice again", twice), ("replayed", replayed), ("replayed again", replayed),
                 ("failing", failing)]}
             wait_for_pending(service, 1 + 4 + 3)  # each copy waits for its original, which is queued
+            wait_for_queued(service, 4 + 3)
         answers = {name: future.result() for name, future in group.items()}
     assert first.result().json()["outcome"] == "routed"
     outcome = {name: (a.status_code, a.json()["outcome"], a.json().get("reason")) for name, a in answers.items()}
