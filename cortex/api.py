@@ -986,6 +986,8 @@ class Cortex:
             if not self.store.read_only:
                 self._search_index.save()
         try:
+            if not self._closed:
+                self.workspace.close()
             if not self._closed and not self.store.read_only:
                 ingesting.store_written(self.store)
         except UserError:  # a cache only (a full disk, say): those files are parsed when next read

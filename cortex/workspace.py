@@ -199,6 +199,9 @@ class Workspace(ABC):
     def unsaved(self) -> list[str]:
         """The Org files of this machine whose text differs from the working state (edits not ingested yet)."""
 
+    def close(self) -> None:
+        """Finish what this process's writes left running in the background: after this, nothing writes."""
+
     @abstractmethod
     def size(self, path: str, tree: Tree) -> int:
         """How many bytes a file of `tree` (the working state) takes."""
@@ -257,6 +260,9 @@ class FolderWorkspace(Workspace):
 
     def where(self, folder: str) -> str:
         return f"under {self.root / folder}"
+
+    def close(self) -> None:
+        history.settled(self.root)
 
     def unsaved(self) -> list[str]:
         if not self.root.is_dir():

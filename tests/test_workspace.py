@@ -2,12 +2,14 @@
 one writer, whole folders removed, and erasures that run their hooks first."""
 
 import threading
+import time
 
 import pytest
 
 import cortex.api as cx
 import cortex.workspace as workspaces
 from cortex.errors import UserError
+from cortex.history import copies
 from cortex.memory.conversation.orglog import Utterance
 from cortex.objects import Tree
 from cortex.workspace import UNCHANGED, FolderWorkspace, StoreWorkspace
@@ -179,3 +181,22 @@ def test_a_write_into_a_root_that_does_not_exist_yet_makes_it(tmp_path):
         path = c.memory.record_session("assistant", [Utterance("User", "hello")], session="s1")
         assert (root / "agents" / "assistant" / "memory.org").is_file() and (root / path).is_file()
         assert "agents/assistant/memory.org" in c.working().entries
+
+
+def test_a_closed_session_writes_nothing_more_into_its_folder(tmp_path, monkeypatch):
+    """A sync names the folder's new base after it returns, in a thread: closing the session waits for it, so
+    a folder removed after `close` is not written into again (a `.cortex` left half removed)."""
+    settle, settled = copies._settle, []
+
+    def slow_settle(*args):
+        time.sleep(0.3)
+        settle(*args)
+        settled.append(True)
+
+    monkeypatch.setattr(copies, "_settle", slow_settle)
+    org = tmp_path / "org"
+    org.mkdir()
+    (org / "a.org").write_text("* A\n")
+    with cx.open(tmp_path / "store", org) as c:
+        c.ingest()
+    assert settled == [True] and (org / copies.BASE).exists()

@@ -7,7 +7,8 @@ the public parts of them all.
 
 from .checkout import DirtyWorkingFiles, RollbackReport, RollbackStopped, UnsnapshottableFiles, disk_files, rollback, \
     rollback_state, unsnapshotted_edits
-from .copies import Copy, NotACopy, SyncReport, check_out, conflicts, forget_copy, is_copy, sync, working_copies
+from .copies import (Copy, NotACopy, SyncReport, check_out, conflicts, forget_copy, is_copy, settled, sync,
+                     working_copies)
 from .diff import Change, LogEntry, Version, change_counts, diff, headline_history, log, patch, patched, tree_of
 from .forget import PURGES, Forgotten, Tombstone, forget, purges, rewrite_documents
 from .fsck import FsckProblem, fsck, repair
@@ -24,5 +25,6 @@ __all__ = [
     "FsckProblem", "fsck", "repair",
     "PURGES", "Tombstone", "purges", "rewrite_documents",
     "change_counts", "patch", "patched",
-    "Copy", "NotACopy", "SyncReport", "check_out", "conflicts", "forget_copy", "is_copy", "sync", "working_copies",
+    "Copy", "NotACopy", "SyncReport", "check_out", "conflicts", "forget_copy", "is_copy", "settled", "sync",
+    "working_copies",
 ]

@@ -53,7 +53,8 @@ from .merge import merge_documents, merge_trees
 from .siblings import Getter
 
 __all__ = ["BASE", "COPIES", "NEXT", "READS", "RECORD", "RECORD_BYTES", "REF_PREFIX", "SYNC_WAIT", "Copy", "CopyBusy",
-           "NotACopy", "SyncReport", "check_out", "conflicts", "forget_copy", "is_copy", "sync", "working_copies"]
+           "NotACopy", "SyncReport", "check_out", "conflicts", "forget_copy", "is_copy", "settled", "sync",
+           "working_copies"]
 
 BASE = Path(".cortex") / "base"
 REF_PREFIX = "copies/"
@@ -254,8 +255,7 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None, *, t
         return CopyBusy(f"{folder}: another sync of this folder has run for over {SYNC_WAIT:.0f} seconds")
 
     with folder_lock(folder, SYNC_WAIT, busy):
-        if (settling := _settling.pop((os.getpid(), folder), None)) is not None:
-            settling.result()  # the last sync here names its base first, so that this one merges no more
+        settled(folder)  # the last sync here names its base first, so that this one merges no more
         if tracked and _record_of(store, folder) is None:  # not a copy yet (or one this store forgot)
             _write_record(store, folder, uuid.uuid4().hex, joined=False)
         for _ in range(READS):
@@ -412,6 +412,13 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
         store.transact(settled)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def settled(folder: str | os.PathLike) -> None:
+    """Wait until this process's last sync of `folder` has made its renames durable and named its base: after
+    this, nothing it started writes into the folder."""
+    if (settling := _settling.pop((os.getpid(), Path(os.path.abspath(folder))), None)) is not None:
+        settling.result()
 
 
 def _mine(base: Tree, ours: Tree, unreadable: set[str], scope: str, in_scope: Callable[[str], bool]) -> Tree:
