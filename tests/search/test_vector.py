@@ -75,7 +75,9 @@ def test_large_index_uses_the_graph_and_honours_wide_masks():
     for query in unit_rows(5, seed=3):
         hits = index.search(query, 10, mask=set(even.tolist()))
         assert len(hits) == 10 and all(key % 2 == 0 for key, _ in hits)
-        assert hits[0][0] == brute_force(vectors[::2], even, query, 1)[0][0]
+        # the graph is approximate (and built by several threads, so not the same graph each run): the best
+        # hit is among the exact best few, not always the exact best, for random 32-dimension rows
+        assert hits[0][0] in brute_force(vectors[::2], even, query, 3)[0]
 
 
 @pytest.mark.parametrize("left_out", [15, 40])  # found by fetching more from the graph; by a scan at last
