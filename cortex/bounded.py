@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 
-class BoundedDict(dict):
-    """A dict of at most `limit` entries; setting a new key past it drops the entry set longest ago."""
+
+class BoundedDict(OrderedDict):
+    """A dict of at most `limit` entries; setting a new key past it drops the entry set longest ago, in constant
+    time (a plain dict's oldest key is found by stepping over every key deleted before it: quadratic once full)."""
 
     def __init__(self, limit: int):
         super().__init__()
@@ -12,5 +15,5 @@ class BoundedDict(dict):
 
     def __setitem__(self, key, value) -> None:
         if key not in self and len(self) >= self.limit:
-            del self[next(iter(self))]
+            self.popitem(last=False)
         super().__setitem__(key, value)
