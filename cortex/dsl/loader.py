@@ -11,7 +11,9 @@ from cortex.dsl.diagnostics import DslError, Problems
 from cortex.dsl.interpret import Context, Parsed, check_unique, interpret_form
 from cortex.dsl.literate import cortex_blocks
 from cortex.dsl.reader import MAX_SIZE, SourceFile, read_forms, too_large
+from cortex.bounded import BoundedDict
 from cortex.errors import NotFound, UserError
+from cortex.hashing import hash_text
 from cortex.reads import ORG_FILE, read_bounded
 
 __all__ = ["collect", "extract_from_org", "extract_memory_definitions", "extract_webhook_definitions",
@@ -19,11 +21,13 @@ __all__ = ["collect", "extract_from_org", "extract_memory_definitions", "extract
 
 # Lets one file be both loaded as data and run by Hy, which needs the macros required first.
 _REQUIRE = hy.read("(require cortex.dsl.macros)")
+READ_KEPT = 32  # sources whose definitions are kept, by name and digest: a search reads them at every call
+_read_before: BoundedDict = BoundedDict(READ_KEPT)
 
 
 def parse_definitions(source: str, filename: str = "<string>") -> Definitions:
     """Read every definition of a Hy source; raise `DslError` listing all its problems."""
-    return _definitions(*collect(SourceFile(filename, source)))
+    return _read(source, filename, org=False)
 
 
 def extract_memory_definitions(source: str, filename: str = "<string>") -> list[MemoryDefinition]:
@@ -38,9 +42,23 @@ def extract_webhook_definitions(source: str, filename: str = "<string>") -> list
 
 def extract_from_org(text: str, filename: str = "<string>") -> Definitions:
     """The definitions in an Org file's `#+begin_src hy :cortex yes` blocks, located in the Org file."""
+    return _read(text, filename, org=True)
+
+
+def _read(text: str, filename: str, org: bool) -> Definitions:
+    """The definitions of a source, read once per name and text (they are frozen; a source with problems is
+    read again each time, as its error is raised, not kept)."""
+    key = (filename, org, hash_text(text))
+    if (known := _read_before.get(key)) is not None:
+        return known
     source = SourceFile(filename, text)
-    problems = Problems()
-    return _definitions(*collect(source, cortex_blocks(source, problems), problems))
+    if org:
+        problems = Problems()
+        definitions = _definitions(*collect(source, cortex_blocks(source, problems), problems))
+    else:
+        definitions = _definitions(*collect(source))
+    _read_before[key] = definitions
+    return definitions
 
 
 def load_definitions(path: str | Path) -> Definitions:

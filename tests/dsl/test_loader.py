@@ -260,6 +260,25 @@ def test_load_definitions_reports_missing_and_undecodable_files(tmp_path):
         load_definitions(latin)
 
 
+def test_a_file_is_read_once_per_text_and_again_when_it_changes_or_has_problems(tmp_path, monkeypatch):
+    import cortex.dsl.loader as loader
+
+    reads = []
+    collect = loader.collect
+    monkeypatch.setattr(loader, "collect", lambda *args: reads.append(1) or collect(*args))
+    path = tmp_path / "definitions.hy"
+    path.write_text('(defmemory m :path "m")')
+    first = load_definitions(path)
+    assert load_definitions(path) is first and len(reads) == 1
+    path.write_text('(defmemory m :path "n")')
+    assert load_definitions(path).memories[0].path == "n" and len(reads) == 2
+    path.write_text('(defmemory m :path 1)')
+    for _ in range(2):
+        with pytest.raises(DslError, match=":path takes a string"):
+            load_definitions(path)
+    assert len(reads) == 4
+
+
 def test_show_rows_describe_each_definition_and_never_print_an_inline_secret():
     defs = parse_definitions('(defmemory m :retention "2w")\n'
                              '(defwebhook w :path "/w" :provider slack :secret "hunter2" :agent bot)', "d.hy")
