@@ -90,6 +90,40 @@ def interactive(store: Path, org: Path) -> tuple[float, float, float, float]:
     return prompt_at, echo_at, editor_at, ingested_at
 
 
+def first_answer(store: Path, org: Path, form: str, answer: str) -> float:
+    """Seconds from exec until the REPL prints `answer` to `form`, typed the moment its line editor is up (as a
+    user types their first question): the REPL's start to its first answer, in a pseudo-terminal."""
+    argv = [sys.executable, "-m", "cortex.repl", "--store", str(store), str(org)]
+    started = time.perf_counter()
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(argv[0], argv, ENV)
+    seen, typed_at, answered_at = b"", None, None
+    deadline = started + 30
+    try:
+        # Done once the prompt is drawn again below the answer: Ctrl-D must meet the line editor, not cooked mode.
+        while not (answered_at and b"cortex=>" in seen[typed_at:].rpartition(answer.encode())[2]) \
+                and time.perf_counter() < deadline:
+            if select.select([fd], [], [], 0.05)[0]:
+                chunk = os.read(fd, 65536)
+                seen += chunk
+                for _ in range(chunk.count(CURSOR_QUERY)):
+                    os.write(fd, b"\x1b[1;1R")
+                if typed_at is None and CURSOR_QUERY in chunk:
+                    typed_at = len(seen)
+                    os.write(fd, form.encode() + b"\r")
+                if answered_at is None and typed_at is not None \
+                        and answer.encode() in ESCAPE.sub(b"", seen[typed_at:]).rpartition(form.encode())[2]:
+                    answered_at = time.perf_counter() - started
+        os.write(fd, b"\x04")
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    if answered_at is None:
+        raise RuntimeError(f"the REPL did not answer {form}: {seen[-500:]!r}")
+    return answered_at
+
+
 def main() -> None:
     """Measure every start-up interleaved, then print medians and ratios to `hy -c 1`."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

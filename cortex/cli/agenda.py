@@ -68,4 +68,4 @@ def backlinks(cx, node, ref):
     click.echo(f"{len(found)} backlink{'s' * (len(found) != 1)}")
 
 
-agenda_commands = (agenda, links, backlinks)
+commands = (agenda, links, backlinks)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import sys
@@ -13,22 +14,43 @@ from rich.markup import escape
 from ..errors import CortexError
 from ..words import QUOTED, quoted
 from . import interrupted
-from .agenda import agenda_commands
-from .lsp import lsp_command
-from .mcp import mcp_command
-from .query import query
 from .common import Commands, Interrupted, err_console, no_org_option, store_option
-from .dsl import dsl_group
-from .memory import memory_group
-from .review import review_group
-from .search import search
-from .webhooks import serve_command, webhook_group
-from .history import history_commands
-from .hooks import hook_commands
-from .store import store_commands
+
+# The commands of each module of this package, by name. A module is imported when one of its commands runs (or
+# `--help` lists them), so a command never waits for what the others stand on (tests/cli/test_app.py keeps this
+# true: every module's `commands`, and nothing else, are here).
+MODULES = {
+    "store": ("ingest", "show", "find", "ls", "stats", "fsck"),
+    "history": ("snapshot", "snapshots", "rollback", "diff", "log", "history", "gc", "export", "import", "checkout",
+                "sync", "conflicts", "copies"),
+    "search": ("search",),
+    "query": ("query",),
+    "agenda": ("agenda", "links", "backlinks"),
+    "memory": ("memory",),
+    "review": ("review",),
+    "dsl": ("dsl",),
+    "webhooks": ("webhook", "serve"),
+    "mcp": ("mcp",),
+    "hooks": ("brief", "hook"),
+    "lsp": ("lsp",),
+}
+_MODULE_OF = {name: module for module, names in MODULES.items() for name in names}
 
 
-@click.group(cls=Commands, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+class TopCommands(Commands):
+    """`cortex`'s commands, each module's imported on first use (`MODULES`)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *_MODULE_OF})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in _MODULE_OF:
+            for command in importlib.import_module(f"{__package__}.{_MODULE_OF[name]}").commands:
+                self.add_command(command)
+        return self.commands.get(name)
+
+
+@click.group(cls=TopCommands, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cortex")
 @click.pass_context
 def cli(ctx: click.Context) -> None:
@@ -63,10 +85,8 @@ def eval_(store, org_root, no_org, forms):
     sys.exit(eval_source(source, store, org_root, folder=not no_org, filename="<eval>" if forms else "<stdin>"))
 
 
-for command in (repl, eval_, *store_commands, *history_commands, search, query, *agenda_commands, memory_group,
-                review_group, dsl_group, webhook_group, serve_command, mcp_command, *hook_commands,
-                lsp_command):
-    cli.add_command(command)
+cli.add_command(repl)
+cli.add_command(eval_)
 
 
 def _warn(message, category, filename, lineno, file=None, line=None) -> None:

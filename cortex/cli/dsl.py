@@ -58,3 +58,6 @@ def convert(file, output):
         console.print(f"wrote {output}")
     else:
         click.echo(converted, nl=False)
+
+
+commands = (dsl_group,)

@@ -254,5 +254,5 @@ def copies_(cx, forget):
     console.print(t)
 
 
-history_commands = (snapshot, snapshots, rollback, diff, log, history_, gc, export, import_, checkout, sync, conflicts,
+commands = (snapshot, snapshots, rollback, diff, log, history_, gc, export, import_, checkout, sync, conflicts,
                     copies_)

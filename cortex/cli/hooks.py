@@ -112,4 +112,4 @@ def _install(project: Path, agent, store, org_root, no_org) -> None:
                   f"({', '.join(cc.EVENTS)}); its MCP server is {next(iter(servers))}", markup=False)
 
 
-hook_commands = (brief, hook)
+commands = (brief, hook)

@@ -26,3 +26,6 @@ def lsp_command(store, org_root, no_org, stdio):
 
     with api.open(store, org_root, folder=not no_org) as cx:
         serve(cx)
+
+
+commands = (lsp_command,)

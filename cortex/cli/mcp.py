@@ -112,3 +112,6 @@ def invocation(store, org_root, no_org: bool, words: list[str]) -> list[str]:
     if command is None:
         return [sys.executable, "-c", "from cortex.cli import main; main()", *args]
     return [command, *args]
+
+
+commands = (mcp_command,)

@@ -265,3 +265,6 @@ def retire(cx, agent, item, at):
     retired = cx.memory.retire(agent, item, at=at)
     console.print(f"retired  {retired.id}  {retired.title}  (no longer true from {shown(retired.validity.end)})",
                   markup=False)
+
+
+commands = (memory_group,)

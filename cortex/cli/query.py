@@ -26,3 +26,6 @@ def query(cx, text, ref, match, valid_at, all_):
     cortex query '(path "agents/assistant")' --valid-at 2026-11-01
     """
     print_nodes(cx.query(text, as_of=ref, match=True if match else None, **holding(valid_at, all_)))
+
+
+commands = (query,)

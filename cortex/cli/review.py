@@ -77,3 +77,6 @@ def _print(cx, proposal) -> None:
     if proposal.pending:
         for line in cx.proposal_patch(proposal.id).splitlines():
             console.print(Text("  " + line, style=PATCH_STYLE.get(line[:1], "")))
+
+
+commands = (review_group,)

@@ -67,3 +67,6 @@ def note_status(results) -> None:
     if not results.status.complete:
         err_console.print(f"[yellow]{escape(str(results.status))}[/]: those without one were found by their words; "
                           "`cortex ingest` embeds the rest", markup=True)
+
+
+commands = (search,)

@@ -112,4 +112,4 @@ def fsck(cx, repair):
                   "verified")
 
 
-store_commands = (ingest, show, find, ls, stats, fsck)
+commands = (ingest, show, find, ls, stats, fsck)

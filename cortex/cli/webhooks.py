@@ -205,3 +205,6 @@ def _read_payload(path: str) -> str:
         raise UserError(f"--payload @{path}: {err.strerror}") from None
     except UnicodeDecodeError:
         raise UserError(f"--payload @{path}: not UTF-8 text") from None
+
+
+commands = (webhook_group, serve_command)

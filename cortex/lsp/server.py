@@ -16,7 +16,6 @@ import os
 import stat
 import sys
 import threading
-from importlib.metadata import version
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
@@ -24,6 +23,7 @@ from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import default_converter
 
+from .. import __version__
 from ..api import Cortex
 from ..errors import UserError
 from . import commands, diagnostics, features
@@ -38,7 +38,7 @@ class CortexLanguageServer(LanguageServer):
     """cortex for editors: one `Session` over an open `Cortex`."""
 
     def __init__(self, cx: Cortex):
-        super().__init__("cortex", version("cortex"), text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        super().__init__("cortex", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          converter_factory=_converter)
         self.cx = cx
         self._session: Session | None = None

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import logging
 import sys
-from importlib.metadata import version
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer, ResourceSecurity
@@ -18,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp_types import Resource, ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
+from .. import __version__
 from ..api import Cortex
 from ..errors import CortexError, UserError
 from ..listen import listen
@@ -52,7 +52,7 @@ class CortexServer(MCPServer):
     def __init__(self, session: Session):
         scope = f" Bound to agent {session.bound!r}: only agents/{session.bound}/ is visible." if session.bound else ""
         review = REVIEWED if session.cx.review else ""
-        super().__init__("cortex", instructions=INSTRUCTIONS + scope + review, version=version("cortex"),
+        super().__init__("cortex", instructions=INSTRUCTIONS + scope + review, version=__version__,
                          log_level="WARNING")
         self.session = session
         self.refused: dict[str, str] = {}

@@ -158,3 +158,31 @@ def test_commands_that_find_nothing_say_no_results_without_an_empty_table(run):
     for command in (("find", "no such words anywhere"), ("query", '(heading "no such words anywhere")')):
         result = run(*command)
         assert result.stdout == "" and result.stderr == "no results\n", result.output
+
+
+def test_each_module_s_commands_are_named_where_the_cli_finds_them_and_only_there():
+    import importlib
+    import pkgutil
+
+    import click
+
+    import cortex.cli as package
+    from cortex.cli.app import MODULES
+
+    found = {}
+    for module in pkgutil.iter_modules(package.__path__):
+        commands = getattr(importlib.import_module(f"cortex.cli.{module.name}"), "commands", None)
+        if isinstance(commands, tuple) and all(isinstance(c, click.Command) for c in commands):
+            found[module.name] = tuple(c.name for c in commands)
+    assert found == MODULES
+    assert set(cli.list_commands(None)) == {name for names in MODULES.values() for name in names} | {"repl", "eval"}
+
+
+def test_a_command_imports_its_own_module_and_not_the_others(tmp_path):
+    import subprocess
+    import sys
+
+    shown = subprocess.run([sys.executable, "-c", "import sys; from cortex.cli.app import main; main(['lsp', '--help']); "
+                            "print(sorted(m for m in sys.modules if m.startswith('cortex.cli.')))"],
+                           capture_output=True, text=True, check=True).stdout
+    assert "['cortex.cli.app', 'cortex.cli.common', 'cortex.cli.lsp'" in shown and "cortex.cli.hooks" not in shown
