@@ -10,7 +10,7 @@ thread routes all those queued: per agent, one write of each daily log and one i
 their entries, whose commit records how each ended. A delivery to route is recorded pending
 (with its keys and body) before its entry is written, so a receiver cut off in between leaves
 it for `recover`. Each delivery is answered once durable: its records, or, in an Org folder
-while other deliveries are on their way, its entry whole on disk after its pending record; the
+(not under review) while other deliveries are on their way, its entry whole on disk after its pending record; the
 ingest is then put off (for at most INGEST_EVERY seconds), and a later group, or the last
 delivery of the burst, ingests the entries of several groups and records how they ended.
 """
@@ -54,7 +54,7 @@ from cortex.webhooks.secrets import SECRET_SCHEME, MissingSecret, redact_headers
 from cortex.webhooks.seen import DELIVERY, REPLAY, SeenKey
 from cortex.webhooks.verify import Reason, Verifier, verifier_for
 from cortex.words import brief, quoted
-from cortex.workspace import UNCHANGED, Current, Workspace
+from cortex.workspace import UNCHANGED, Current, FolderWorkspace, Workspace
 
 __all__ = ["LEASE", "MAX_BODY", "SHOWN", "Endpoint", "WebhookService", "build_endpoint", "find_webhook"]
 
@@ -359,8 +359,8 @@ class WebhookService:
         """Save a group's entries in the agent's logs, `record(errors)` running in the commit that ingests them;
         return what `save_contexts` does, and whether they were ingested. In an Org folder the entries are
         appended and synced to disk first, and the ingest may be put off (`_ingest_now`): then `record` does
-        not run."""
-        if self.workspace.root is None:  # the write is the commit
+        not run. With no folder the write is the commit; under review, the proposal's."""
+        if not isinstance(self.workspace, FolderWorkspace):
             return self.memory.save_contexts(agent, contexts, then=record, operation="delivery"), True
         with self.workspace.held(self.memory.folder(agent)):
             saved = self.memory.save_contexts(agent, contexts, operation="delivery", ingest=False)
