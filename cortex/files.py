@@ -355,6 +355,23 @@ def append_under(root: Path, rel: str, old: bytes, addition: bytes) -> None:
             os.close(fd)
 
 
+def as_appended(root: Path, rel: str, data: bytes) -> bool:
+    """Whether the Org file `rel` under `root` holds `data` as this process's last append there left it: the
+    same stat (size, times, identity) and last bytes, so that the rest need not be read (False when that
+    cannot be told so: the file was not appended to here, or changed since)."""
+    try:
+        target = confined(root, rel)
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except (OSError, OutsideRoot):
+        return False
+    try:
+        mark = _marks.get(str(target))
+        return mark is not None and mark[0] == stat_signature(os.fstat(fd)) and len(data) == mark[0][0] and \
+            data.endswith(mark[1]) and os.pread(fd, len(mark[1]), len(data) - len(mark[1])) == mark[1]
+    finally:
+        os.close(fd)
+
+
 def _ends_as(fd: int, stat: os.stat_result, target: Path, old: bytes) -> bool:
     """Whether the open file `fd` (its `stat`) holds exactly `old`: its size and last bytes, when this
     process last left it so; else compared whole."""

@@ -156,8 +156,8 @@ class ReviewedWorkspace(Workspace):
     def held(self, folder: str):
         return self.inner.held(folder)
 
-    def refresh(self, folder: str) -> IngestReport | None:
-        return self.inner.refresh(folder)
+    def refresh(self, folder: str, written=None, digests=None, then=None) -> IngestReport | None:
+        return self.inner.refresh(folder, written, digests, then)
 
     def ingest(self, path=None, progress=None, written=None, digests=None, then=None) -> IngestReport:
         return self.inner.ingest(path, progress, written, digests, then)
@@ -177,7 +177,7 @@ class ReviewedWorkspace(Workspace):
     # --- writing: a proposal ---------------------------------------------------------------------------
 
     def change_files(self, message, edits, *, within=".", expected=None, digests=None, then=None,
-                     operation="write") -> Changed:
+                     operation="write", ingest=True) -> Changed:
         """Under review, the files' new bytes made on the working state are kept as a proposal on it (so that
         a proposal holds its own write alone, and a rejected one never comes in with another); an edit that
         changes nothing in the view (the agent's pending writes included) is no proposal."""
@@ -219,7 +219,7 @@ class ReviewedWorkspace(Workspace):
         if done is not None:
             return done
         return self.inner.change_files(message, edits, within=within, expected=expected, digests=digests,
-                                       then=then, operation=operation)
+                                       then=then, operation=operation, ingest=ingest)
 
     def _viewing(self, view: _View, proposal: Proposal, written: dict[str, bytes | None] | None,
                  staged: ingesting.StagedFiles) -> None:

@@ -170,13 +170,15 @@ class Workspace(ABC):
     def change_files(self, message: str, edits: Mapping[str, Edit] | Callable[[Tree], Mapping[str, Edit]], *,
                      within: str = ".", expected: Mapping[str, bytes] | None = None,
                      digests: Callable[[str, bytes], bytes | None] | None = None,
-                     then: Callable[[IngestReport], None] | None = None, operation: str = "write") -> Changed:
+                     then: Callable[[IngestReport], None] | None = None, operation: str = "write",
+                     ingest: bool = True) -> Changed:
         """Change files, each by its edit (a function of its current version; `edits` may be a function of
         the working state under `within`, a folder, giving them), and commit them with `message`;
         `then(report)` runs in that commit. `expected`: the bytes the caller last saw in some files (a
         folder's file is then read only if it changed); `digests(path, bytes written)`: their hash, when the
-        caller knows it; `operation`: what the write does (add, forget, compact...), for a review of it. See
-        the module."""
+        caller knows it; `operation`: what the write does (add, forget, compact...), for a review of it.
+        `ingest=False` (no `then`): in a folder, the files are written and synced to disk but not ingested,
+        which a later sync of them does (with no folder, the write is the commit). See the module."""
 
     def check_erase(self) -> None:
         """Refuse, before anything changes, an erasure this workspace cannot make (a UserError)."""
@@ -191,9 +193,13 @@ class Workspace(ABC):
         """A context in which this process alone writes the files under `folder` (a path from the root)."""
 
     @abstractmethod
-    def refresh(self, folder: str) -> IngestReport | None:
+    def refresh(self, folder: str, written: Mapping[str, bytes] | None = None,
+                digests: Mapping[str, bytes] | None = None,
+                then: Callable[[IngestReport], None] | None = None) -> IngestReport | None:
         """Bring the working state in line with this machine's files under `folder` (a path from the root):
-        a sync of them, or nothing when there is no Org folder (or the store is open read-only)."""
+        a sync of them, or nothing when there is no Org folder (or the store is open read-only). `written`:
+        what some of those files hold, as this process wrote them (taken as read; `digests`: their hashes);
+        `then(report)` runs in the sync's commit, if there is one."""
 
     @abstractmethod
     def unsaved(self) -> list[str]:
@@ -243,14 +249,14 @@ class FolderWorkspace(Workspace):
             raise UserError(f"{self.root / scope}: no such file or folder")
         return self._synced(scope, progress, written, digests, then)
 
-    def refresh(self, folder: str) -> IngestReport | None:
+    def refresh(self, folder: str, written=None, digests=None, then=None) -> IngestReport | None:
         if self.store.read_only or not self.root.is_dir():
             return None
         if not (self.root / folder).is_dir():
             if not any(paths_under(self.working(), folder.rstrip("/") + "/")):
                 return None
             folder = "."  # (gone from the folder: its removal is sent)
-        return self._synced(folder)[0]
+        return self._synced(folder, None, written, digests, then)[0]
 
     def read(self, path: str) -> bytes | None:
         try:
@@ -334,7 +340,9 @@ class FolderWorkspace(Workspace):
         return removed
 
     def change_files(self, message, edits, *, within=".", expected=None, digests=None, then=None,
-                     operation="write") -> Changed:
+                     operation="write", ingest=True) -> Changed:
+        if then is not None and not ingest:
+            raise ValueError("a write that is not ingested has no commit for `then` to run in")
         if callable(edits):
             self.refresh(within)
             edits = edits(self.working())
@@ -352,6 +360,8 @@ class FolderWorkspace(Workspace):
                 changed.append(path)
                 if data is not None:
                     written[path] = data
+        if not ingest:
+            return Changed(changed, None)
         known = {path: digest for path, data in written.items() if digests and (digest := digests(path, data))}
         scope = _narrowest(self.root, changed) if changed else within
         report = self._synced(scope, None, written, known, then)[0] if changed or then else None
@@ -374,7 +384,7 @@ class StoreWorkspace(Workspace):
     def held(self, folder: str):
         return nullcontext()  # compare-and-swap takes turns
 
-    def refresh(self, folder: str) -> None:
+    def refresh(self, folder: str, written=None, digests=None, then=None) -> None:
         return None  # the working state is what there is
 
     def read(self, path: str) -> bytes | None:
@@ -390,7 +400,7 @@ class StoreWorkspace(Workspace):
         return len(self.rendered(path, tree).encode("utf-8"))
 
     def change_files(self, message, edits, *, within=".", expected=None, digests=None, then=None,
-                     operation="write") -> Changed:
+                     operation="write", ingest=True) -> Changed:
         changed: list[str] = []
 
         def change(tree: Tree) -> dict[str, bytes | None]:

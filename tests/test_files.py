@@ -802,6 +802,19 @@ def test_an_append_to_a_file_saved_since_it_was_read_runs_again_on_the_saved_byt
     assert given == [b"#+TITLE: a\n* 0\n", saved] and data == saved + b"* 1\n" == path.read_bytes()
 
 
+def test_a_file_is_known_as_appended_only_while_it_is_as_the_append_left_it(tmp_path):
+    path = log_of(tmp_path, b"#+TITLE: a\n")
+    assert not files.as_appended(tmp_path, LOG, b"#+TITLE: a\n")  # never appended to here: read it to know
+    files.append_under(tmp_path, LOG, b"#+TITLE: a\n", b"* 0\n")
+    assert files.as_appended(tmp_path, LOG, b"#+TITLE: a\n* 0\n")
+    assert not files.as_appended(tmp_path, LOG, b"#+TITLE: a\n* 1\n")  # other last bytes
+    assert not files.as_appended(tmp_path, LOG, b"#+TITLE: a\n")  # other length
+    with path.open("ab") as log:  # another writer's append
+        log.write(b"* 1\n")
+    assert not files.as_appended(tmp_path, LOG, b"#+TITLE: a\n* 0\n* 1\n")
+    assert not files.as_appended(tmp_path, "agents/a/logs/none.org", b"")
+
+
 def test_an_append_refuses_a_file_that_no_longer_holds_what_it_read_and_writes_nothing(tmp_path):
     path = log_of(tmp_path, b"#+TITLE: a\n* 0\n")
     with pytest.raises(ChangedMeanwhile):

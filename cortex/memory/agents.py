@@ -31,6 +31,7 @@ import blake3
 from ..backends.group import GroupCommit, Member
 from ..bounded import BoundedDict
 from ..errors import NotFound, UserError
+from ..files import as_appended
 from ..hashing import THREADED_BYTES, Oid
 from ..history import head
 from ..objects import Snapshot, Tree
@@ -41,7 +42,7 @@ from . import compaction, consolidation, forgetting
 from .changes import (FIELDS, MemoryContext, Save, context_of, log_edited, log_edits_by_day, log_title, merged_into,
                       minute, outcome, prepared_save)
 from .items import MemoryItem, check_text, make_id, normalise
-from .layout import AGENTS, ITEM_TYPES, check_agent_id, log_path, logs_in, memory_path
+from .layout import AGENTS, ITEM_TYPES, LOGS, check_agent_id, log_path, logs_in, memory_path
 from .compaction import CompactionReport
 from .consolidation import Consolidation
 from .forgetting import ForgetReport, PurgeReport
@@ -116,14 +117,16 @@ class AgentMemory:
 
     def save_contexts(self, agent: str, contexts: list[tuple[MemoryContext, datetime | None]], *,
                       then: Callable[[list[UserError | None]], None] | None = None, operation: str = "save",
-                      ) -> list[MemoryContext | UserError]:
+                      ingest: bool = True) -> list[MemoryContext | UserError]:
         """Save (context, now) pairs of one agent in order as one write of each file and one commit; for each,
         the memory as saved or the error that kept it out (a conflict with memory.org, a summary Org would
         misread). What fails them all is raised.
 
         `then(errors)`, given each context's error (None: saved), runs in the store transaction that
         commits the saves, so that what the caller records of them lands with them; it does not run when
-        the saves fail (nothing written, or the commit refused)."""
+        the saves fail (nothing written, or the commit refused). `ingest=False` (no `then`; contexts that
+        only add to daily logs): in an Org folder, the logs are written and synced to disk, and the next
+        write or sync of the agent's folder ingests them."""
         check_agent_id(agent)
         saves: list[Save | UserError] = []
         for context, now in contexts:
@@ -131,7 +134,7 @@ class AgentMemory:
                 saves.append(prepared_save(agent, context, now, operation))
             except UserError as error:
                 saves.append(error)
-        model, errors = self._write_saves(agent, saves, then)
+        model, errors = self._write_saves(agent, saves, then, ingest)
         return [context_of(agent, model) if error is None else error for error in errors]
 
     def delete_context(self, agent: str) -> bool:
@@ -410,7 +413,7 @@ class AgentMemory:
             member.succeed(model) if error is None else member.fail(error)
 
     def _write_saves(self, agent: str, saves: list[Save | UserError],
-                     then: Callable[[list[UserError | None]], None] | None = None,
+                     then: Callable[[list[UserError | None]], None] | None = None, ingest: bool = True,
                      ) -> tuple[MemoryFile | None, list[UserError | None]]:
         """Write saves to one agent in order, memory.org and each day's log once, in one commit; return the
         memory.org as saved and, for each save, the error that kept it out (a save may be given as its error).
@@ -438,7 +441,7 @@ class AgentMemory:
             changed = self.workspace.change_files(
                 f"saved the memory of {agent}", edits, expected=expected, digests=self._log_digest,
                 then=None if then is None else lambda _: then(outcome(saves, errors)),
-                operation="+".join(sorted({save.operation for save in ready})))
+                operation="+".join(sorted({save.operation for save in ready})), ingest=ingest or path in edits)
         if saved.get("data") is not None:  # (a proposal's document is not what its agent reads next)
             tree = None if changed.proposal is not None else self.workspace.working() if changed.report is None \
                 else self.workspace.store.objects[changed.report.root]
@@ -468,6 +471,18 @@ class AgentMemory:
         if b"\0" not in addition:  # text, as the bytes it extends were: the next append need not decode them
             self._known_logs[path] = _KnownLog(data, hasher)
         return new
+
+    def ingest_logs(self, agent: str, then: Callable[[], None] | None = None) -> None:
+        """Ingest the agent's daily logs in an Org folder (`save_contexts(ingest=False)` wrote them); `then()` runs
+        in the commit. Bytes this process appended are taken as written, unread, while the file is as it left them."""
+        folder = self.folder(agent)
+        if self.workspace.root is None:
+            return
+        with self.workspace.held(folder):
+            written = {path: known.data for path, known in list(self._known_logs.items())
+                       if path.startswith(folder + "/") and as_appended(self.workspace.root, path, known.data)}
+            digests = {path: digest for path, data in written.items() if (digest := self._log_digest(path, data))}
+            self.workspace.refresh(f"{folder}/{LOGS}", written, digests, None if then is None else lambda _: then())
 
     def _log_digest(self, path: str, data: bytes) -> bytes | None:
         """The hash of bytes just written to a log, when its state was kept as they were made."""

@@ -7,10 +7,12 @@ Nothing serialises deliveries: the writes of concurrent ones are grouped instead
 commit). Their claims share store transactions, each claim in its own nested scope (the
 store groups concurrent transactions). The claimed deliveries to route then queue, and one
 thread routes all those queued: per agent, one write of each daily log and one ingest for all
-their entries, then one transaction recording how each ended. Each delivery is answered once
-its own records are durable. A delivery to route is recorded pending (with its keys) before
-its entry is written and completed after, so a receiver cut off in between leaves it for
-`recover`.
+their entries, whose commit records how each ended. A delivery to route is recorded pending
+(with its keys and body) before its entry is written, so a receiver cut off in between leaves
+it for `recover`. Each delivery is answered once durable: its records, or, in an Org folder
+(not under review) while other deliveries are on their way, its entry whole on disk after its pending record; the
+ingest is then put off (for at most INGEST_EVERY seconds), and a later group, or the last
+delivery of the burst, ingests the entries of several groups and records how they ended.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import posixpath
 import socket
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -52,7 +54,7 @@ from cortex.webhooks.secrets import SECRET_SCHEME, MissingSecret, redact_headers
 from cortex.webhooks.seen import DELIVERY, REPLAY, SeenKey
 from cortex.webhooks.verify import Reason, Verifier, verifier_for
 from cortex.words import brief, quoted
-from cortex.workspace import UNCHANGED, Current, Workspace
+from cortex.workspace import UNCHANGED, Current, FolderWorkspace, Workspace
 
 __all__ = ["LEASE", "MAX_BODY", "SHOWN", "Endpoint", "WebhookService", "build_endpoint", "find_webhook"]
 
@@ -60,6 +62,9 @@ MAX_BODY = 1 << 20  # bytes; a larger body is refused with 413
 SHOWN = 10  # webhooks a message lists by name
 # A pending delivery older than this is taken over whoever marked it: routing one takes seconds.
 LEASE = timedelta(minutes=5)
+# Seconds at most an entry appended to an agent's daily log waits for its ingest while deliveries to route keep
+# coming (in an Org folder): the groups routed meanwhile are appended and synced to disk, one ingest takes them all.
+INGEST_EVERY = 0.5
 
 _log = logging.getLogger(__name__)
 
@@ -161,6 +166,10 @@ class WebhookService:
         self.workspace, self.memory = workspace, memory
         self.log = DeliveryLog(workspace.store, keep_logs)
         self._routing = GroupCommit(self._route_group)
+        # agent -> since when its logs hold entries appended and not ingested yet
+        self._unsettled: dict[str, float] = {}
+        self._late: dict[str, dict[str, Delivery]] = {}  # agent -> the deliveries answered, by id, not recorded yet
+        self._on_way, self._counting = 0, threading.Lock()  # deliveries to route, from their claim to their answer
         self.max_body = max_body
         self.warnings: list[str] = []
         self.endpoints: dict[str, Endpoint] = {}
@@ -219,13 +228,14 @@ class WebhookService:
         if assessed.route:
             record.update(status=202, outcome=Outcome.PENDING, agent=definition.agent)
         claimed = Delivery(**record)
-        with _IN_FLIGHT.hold(claimed.id):  # from before its pending mark is written
+        with _IN_FLIGHT.hold(claimed.id), self._on_its_way(assessed.route):  # from before its pending mark is written
             conflict = self.log.claim(claimed, kept, assessed.keys)
             if conflict is not None and conflict[1].outcome == Outcome.PENDING:
                 self._finish_abandoned(conflict[1])
                 conflict = self.log.claim(claimed, kept, assessed.keys)  # the holder may have ended meanwhile
             if conflict is not None:
-                return self.log.record(_copy(record, *conflict))
+                key, holder = conflict
+                return self.log.record(_copy(record, key, self._answered(holder.id) or holder))
             if not assessed.route:
                 return claimed
             routed = _ToRoute(claimed, body, assessed.payload, started)
@@ -244,8 +254,17 @@ class WebhookService:
                             redelivery_of=original.id)
 
     def recover(self) -> list[Delivery]:
-        """Finish the deliveries that receivers stopped while routing (a kill, a crash); return them as they ended."""
-        return [done for delivery, _, _ in self.log.pending() if (done := self._finish_abandoned(delivery))]
+        """Finish the deliveries that receivers stopped while routing (a kill, a crash); return them as they ended.
+        An entry an append left cut off is cut away first; then those whole in a log are ingested, the others
+        written again, and the agents' logs ingested (a receiver stopped under load may have left entries
+        appended and not ingested yet: `INGEST_EVERY`)."""
+        pending = [delivery for delivery, _, _ in self.log.pending()]
+        for agent, path in sorted({(d.agent, _log_file(d)) for d in pending if d.agent}):
+            self._cut_torn(agent, path)  # first: an ingest must never read an entry cut off
+        done = [done for delivery in pending if (done := self._finish_abandoned(delivery))]
+        for agent in sorted({e.definition.agent for e in self.endpoints.values() if e.definition.agent}):
+            self.memory.ingest_logs(agent)
+        return done
 
     def _finish_abandoned(self, pending: Delivery) -> Delivery | None:
         """Route a pending delivery whose receiver stopped and return it as it ended; None when it is not one.
@@ -253,6 +272,8 @@ class WebhookService:
         A delivery this process is routing is waited for, so the caller then sees how it ended.
         """
         with _IN_FLIGHT.hold(pending.id):
+            if self._answered(pending.id):  # routed here, its record waiting for the ingest
+                return None
             try:
                 current = self.log.get(pending.id)
             except NotFound:  # dropped with the log's retention meanwhile
@@ -270,7 +291,8 @@ class WebhookService:
             done = self._routing.run(lambda: _ToRoute(pending, body, parse_payload(body), None))
         else:
             try:
-                self.workspace.refresh(posixpath.dirname(_log_file(pending)))
+                with self.workspace.held(self.memory.folder(pending.agent)):  # (no append half made meanwhile)
+                    self.workspace.refresh(posixpath.dirname(_log_file(pending)))
                 error = None
             except Exception as err:  # noqa: BLE001 - whatever failed, the delivery is still logged
                 error = err
@@ -308,8 +330,9 @@ class WebhookService:
                 recorded.clear()
                 recorded.update(zip(group, done))
 
+            ingested = True
             try:
-                saved = self.memory.save_contexts(agent, list(contexts.values()), then=record, operation="delivery")
+                saved, ingested = self._save(agent, list(contexts.values()), record, len(members))
             except Exception as err:  # noqa: BLE001 - whatever failed, the deliveries are still logged
                 saved = [err] * len(contexts)
                 # `record` ran, but its records landed only if the ingest's transaction committed.
@@ -318,11 +341,109 @@ class WebhookService:
             for n, result in zip(contexts, saved):
                 if isinstance(result, Exception):
                     errors[n] = result
+            if not ingested:  # their entries are on disk: answered now, recorded by the ingest that takes them
+                answered = [n for n in contexts if errors[n] is None]
+                late = dict(zip(answered, self._ended([(queued[n].pending, None, queued[n].started)
+                                                       for n in answered])))
+                with self._counting:
+                    self._late.setdefault(agent, {}).update((done.id, done) for done in late.values())
+                ended.update(late)
         rest = [n for n in range(len(queued)) if n not in ended]
         if rest:
             ended.update(zip(rest, self._end([(queued[n].pending, errors[n], queued[n].started) for n in rest])))
         for n, member in enumerate(members):
             member.succeed(ended[n])
+
+    def _save(self, agent: str, contexts: list, record: Callable[[list[Exception | None]], None],
+              group: int) -> tuple[list, bool]:
+        """Save a group's entries in the agent's logs, `record(errors)` running in the commit that ingests them;
+        return what `save_contexts` does, and whether they were ingested. In an Org folder the entries are
+        appended and synced to disk first, and the ingest may be put off (`_ingest_now`): then `record` does
+        not run. With no folder the write is the commit; under review, the proposal's."""
+        if not isinstance(self.workspace, FolderWorkspace):
+            return self.memory.save_contexts(agent, contexts, then=record, operation="delivery"), True
+        with self.workspace.held(self.memory.folder(agent)):
+            saved = self.memory.save_contexts(agent, contexts, operation="delivery", ingest=False)
+            errors = [result if isinstance(result, Exception) else None for result in saved]
+            if any(error is None for error in errors) and not self._ingest_now(agent, group):
+                return saved, False
+            self._ingest(agent, lambda: record(errors))
+        return saved, True
+
+    def _ingest(self, agent: str, record: Callable[[], None] | None = None) -> None:
+        """Ingest the agent's logs; the records of the deliveries answered before their entries were ingested
+        (and `record()`) land in its commit. Those that did not land wait for the next ingest (or, if the
+        receiver stops first, for `recover`)."""
+        with self._counting:
+            late = list(self._late.pop(agent, {}).values())
+        landed = []
+
+        def then() -> None:
+            if record is not None:
+                record()
+            if late:
+                self.log.finish(late)
+            landed.append(True)
+
+        try:
+            self.memory.ingest_logs(agent, then=then)
+        except BaseException:
+            landed.clear()
+            raise
+        finally:
+            if late and not landed:
+                with self._counting:
+                    self._late.setdefault(agent, {}).update((done.id, done) for done in late)
+                    self._unsettled.setdefault(agent, time.monotonic())
+
+    def _answered(self, delivery_id: str) -> Delivery | None:
+        """The record this process answered a delivery with, while the one in the store waits for its ingest."""
+        with self._counting:
+            return next((late[delivery_id] for late in self._late.values() if delivery_id in late), None)
+
+    @contextmanager
+    def _on_its_way(self, route: bool) -> Iterator[None]:
+        """Count a delivery to route from its claim to its answer; the last one of a burst to end (routed or not)
+        ingests what groups appended without ingesting it (`_ingest_now`)."""
+        if not route:
+            yield
+            return
+        with self._counting:
+            self._on_way += 1
+        try:
+            yield
+        finally:
+            with self._counting:
+                self._on_way -= 1
+                unsettled = sorted(self._unsettled) if self._on_way == 0 else []
+            for agent in unsettled:
+                self._settle(agent)
+
+    def _ingest_now(self, agent: str, group: int) -> bool:
+        """Whether the `group` deliveries just appended to the agent's logs are ingested now, their records
+        landing in that commit; if not, they are answered at once (their entries and pending records durable),
+        and a later group, or the last delivery of the burst to end, ingests their entries and records them.
+        It is put off only while other deliveries to route are on their way, and for at most INGEST_EVERY
+        seconds since the first entry it leaves waiting."""
+        now = time.monotonic()
+        with self._counting:
+            if self._on_way > group and now - self._unsettled.get(agent, now) < INGEST_EVERY:
+                self._unsettled.setdefault(agent, now)
+                return False
+            self._unsettled.pop(agent, None)
+        return True
+
+    def _settle(self, agent: str) -> None:
+        """Ingest what groups appended to the agent's logs without ingesting it, and record those deliveries
+        (when this fails, the next ingest does it, or, if the receiver stops first, `recover`)."""
+        try:
+            with self.workspace.held(self.memory.folder(agent)):
+                with self._counting:
+                    if self._unsettled.pop(agent, None) is None:
+                        return
+                self._ingest(agent)
+        except Exception:  # noqa: BLE001 - nothing is lost: the next sync of the folder ingests them
+            _log.exception("ingesting the daily logs of agent %s failed", agent)
 
     def _landed(self, done: Delivery) -> bool:
         """Whether the log holds the record `done` of a delivery (False when it cannot tell)."""

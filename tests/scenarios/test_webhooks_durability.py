@@ -319,6 +319,52 @@ def test_an_entry_a_kill_left_cut_off_is_written_again_whole_never_taken_as_rout
     assert retried.status_code == 200 and retried.json()["outcome"] == "duplicate"
 
 
+def test_a_kill_before_the_ingest_of_a_group_answered_on_its_entries_alone_loses_and_doubles_nothing(
+        receivers, store_at, org):
+    """Under load a group is answered once its entries are on disk, their ingest (and the records saying routed)
+    put off; a kill -9 before that ingest leaves them pending, whole in the log: the next start ingests and
+    records them, each once."""
+    receiver = receivers(store=store_at)
+    headers, body = github({"action": "opened", "number": 0})
+    assert receiver.post("/hooks/github", body, headers).json()["outcome"] == "routed"  # the day's log exists
+    requests = [github({"action": "opened", "number": n}) for n in range(1, 21)]
+    answers: dict[int, httpx.Response] = {}
+
+    def send(n: int) -> None:
+        with suppress(httpx.HTTPError):  # the receiver is killed before it answers
+            answers[n] = receiver.post("/hooks/github", requests[n - 1][1], requests[n - 1][0])
+
+    def wait(ready, what: str) -> None:
+        deadline = time.monotonic() + 30
+        while not ready():
+            assert time.monotonic() < deadline, f"waited in vain for {what}"
+            time.sleep(0.02)
+
+    with ThreadPoolExecutor(20) as pool, cx.open(store_at, org) as c:
+        log = DeliveryLog(c.store)
+        with held_folder(org):  # the Org folder's sync waits: nothing is ingested
+            with held_folder(org / "agents" / "assistant"):  # the first group waits while the next one queues
+                pool.submit(send, 1)
+                wait(lambda: len(log.pending()) == 1, "the first delivery's claim")
+                for n in range(2, 21):
+                    pool.submit(send, n)
+                wait(lambda: len(log.pending()) == 20, "the others' claims")
+            # The first group, with more on their way, is answered on its entry; the next waits for its ingest.
+            wait(lambda: 1 in answers and len(logged_sessions(org)) == 21, "the first answer and every entry")
+            receiver.process.kill()
+            receiver.process.wait()
+        pool.shutdown(cancel_futures=True)
+        [first] = {d.id for d, _, _ in log.pending()} & {answers[1].json()["delivery"]}
+    assert answers[1].status_code == 200 and answers[1].json()["outcome"] == "routed" and set(answers) == {1}
+    retry = receivers(store=store_at)  # starting ingests and records what the kill left pending
+    with cx.open(store_at, org) as c:
+        routed = check_routed_whole_once(c, org)
+    assert first in routed and len(routed) == 21
+    retried = [retry.post("/hooks/github", requests[n - 1][1], requests[n - 1][0]) for n in range(1, 21)]
+    assert {(r.status_code, r.json()["outcome"]) for r in retried} == {(200, "duplicate")}
+    assert len(logged_sessions(org)) == 21
+
+
 def test_kill_9_under_load_loses_no_acknowledged_delivery_and_routes_none_cut_off(receivers, store_at, org):
     count = 200
     requests = [github({"action": "opened", "number": n}) for n in range(count)]
