@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import statistics
 import subprocess
 import tempfile
@@ -74,17 +75,17 @@ async def stopped(client: LanguageClient) -> None:
 async def start_to_first_answer(store: Path, org: Path, file: str, runs: int, where: str) -> None:
     """Start to the `initialize` answer and to the first hover, against the REPL's start on the same folder,
     taken in turns. Like for like, the baseline is the REPL's first answer: the outline of the same file,
-    `(ls FILE)`, typed the moment its line editor is up (it answers once its start-up ingest is done, while
+    `(len (ls FILE))`, typed the moment its line editor is up (it answers once its start-up ingest is done, while
     the server's first sync goes on after it answers). The REPL's earlier moments answer nothing: its prompt is
     drawn and keys echo by a banner, then its line editor is up."""
-    heading = next(n for n, line in enumerate((org / file).read_text().split("\n"), 1) if line.startswith("*"))
+    headings = len(re.findall(r"(?m)^\*+[ \t]", (org / file).read_text()))
     starts, prompts, answers = [], [], []
     for _ in range(runs):
         client, _, initialized, hovered = await started(store, org, file)
         starts.append((initialized, hovered))
         await stopped(client)
         prompts.append(interactive(store, org))
-        answers.append(first_answer(store, org, f'(ls "{file}")', f"{file}:{heading}"))
+        answers.append(first_answer(store, org, f'(len (ls "{file}"))', f"\n{headings}\r"))
     first = statistics.median(s[1] for s in starts)
     report(f"initialize answered{where} vs REPL prompt drawn", statistics.median(s[0] for s in starts),
            statistics.median(p[0] for p in prompts))
