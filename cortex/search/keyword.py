@@ -204,7 +204,9 @@ class KeywordIndex:
         self._bm25 = base
         self._keys = keys
         self._alive = alive
-        self._position = {int(key): pos for pos, key in enumerate(keys) if alive[pos]}
+        self._order = np.argsort(keys, kind="stable")  # base positions by key: `_positions` bisects them
+        self._sorted = keys[self._order]
+        self._count = int(np.count_nonzero(alive))  # live base documents
         self._total_length = total_length
         self._doc_freq = np.diff(base.scores["indptr"]) if base is not None else np.zeros(0)
         self._overlay: dict[int, list[str]] = {}
@@ -234,15 +236,24 @@ class KeywordIndex:
                    sum(map(len, corpus)), {})
 
     def __len__(self) -> int:
-        return len(self._position) + len(self._overlay)
+        return self._count + len(self._overlay)
 
     def __contains__(self, key: int) -> bool:
-        return key in self._position or key in self._overlay
+        return key in self._overlay or self._positions([key])[0] >= 0
+
+    def _positions(self, keys: Iterable[int]) -> np.ndarray:
+        """The base positions of `keys`, -1 for keys the base does not hold or holds removed."""
+        keys = np.fromiter(keys, dtype=np.uint64)
+        if not len(self._sorted) or not len(keys):
+            return np.full(len(keys), -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self._sorted, keys), len(self._sorted) - 1)
+        positions = self._order[at]
+        return np.where((self._sorted[at] == keys) & (self._alive[positions] != 0), positions, -1)
 
     @property
     def needs_rebuild(self) -> bool:
         """True once deletions and overlay together exceed `rebuild_fraction` of the base."""
-        changes = len(self._keys) - len(self._position) + len(self._overlay)
+        changes = len(self._keys) - self._count + len(self._overlay)
         return changes > max(self.rebuild_floor, self.rebuild_fraction * len(self._keys))
 
     def add(self, items: Iterable[tuple[int, str]]) -> None:
@@ -254,10 +265,12 @@ class KeywordIndex:
     def remove(self, keys: Iterable[int]) -> None:
         """Forget `keys`; unknown keys are ignored."""
         self._kept_weights.clear()
+        keys = list(keys)
+        positions = self._positions(keys)
+        positions = positions[positions >= 0]
+        self._alive[positions] = 0.0
+        self._count -= len(positions)
         for key in keys:
-            pos = self._position.pop(key, None)
-            if pos is not None:
-                self._alive[pos] = 0.0
             terms = self._overlay.pop(key, None)
             if terms is not None:
                 self._overlay_length -= len(terms)
@@ -304,14 +317,13 @@ class KeywordIndex:
         terms = exact_terms(query) if identifiers_only else query_terms(query)
         overlay = self._overlay_scores(terms)
         raw = self._raw_scores(terms)
-        out = []
-        for key in keys:
-            pos = self._position.get(key)
-            if pos is None:
-                out.append(overlay.get(key, 0.0))
-            else:
-                out.append(0.0 if raw is None else float(raw[pos] * self._alive[pos]))
-        return np.array(out, dtype=np.float32)
+        keys = list(keys)
+        positions = self._positions(keys)
+        out = np.array([overlay.get(key, 0.0) for key in keys], dtype=np.float32)
+        if raw is not None:
+            based = positions >= 0
+            out[based] = raw[positions[based]]
+        return out
 
     def weight(self, query: str) -> float:
         """The sum of the idf of the query's terms, a term no item holds weighing most: an item of average
@@ -326,7 +338,7 @@ class KeywordIndex:
     def title_matches(self, query: str, keys: Iterable[int]) -> np.ndarray:
         """For each of `keys`, whether its title (first line) holds every one of the query's `title_terms`."""
         keys = list(keys)
-        positions = np.array([self._position.get(key, -1) for key in keys], dtype=np.int64)
+        positions = self._positions(keys)
         found = np.ones(len(keys), dtype=bool)
         terms = title_terms(query)
         for term in terms:
@@ -351,7 +363,8 @@ class KeywordIndex:
             self._kept_weights.move_to_end(id(allowed))
             return kept[1]
         weights = np.zeros_like(self._alive)
-        weights[[self._position[key] for key in allowed if key in self._position]] = 1.0
+        positions = self._positions(allowed)
+        weights[positions[positions >= 0]] = 1.0
         self._kept_weights[id(allowed)] = (allowed, weights)
         if len(self._kept_weights) > WEIGHTS_KEPT:
             self._kept_weights.popitem(last=False)

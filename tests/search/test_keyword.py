@@ -229,6 +229,21 @@ def test_empty_index_grows_through_the_overlay():
     assert KeywordIndex.build([(5, "the and of")]).search("the", 1) == []
 
 
+def test_keys_in_any_order_and_of_all_64_bits_are_found_removed_and_scored():
+    keys = [2**64 - 1, 7, 2**63 + 5, 0, 12345]  # not in order; past int64
+    index = KeywordIndex.build(zip(keys, ["alpha one", "beta two", "gamma three", "delta four", "alpha five"]))
+    assert all(key in index for key in keys) and 8 not in index and len(index) == 5
+    found = dict(index.search("alpha", 5))
+    assert found == {key: pytest.approx(float(index.scores("alpha", [key])[0])) for key in (2**64 - 1, 12345)}
+    index.remove([2**64 - 1, 8, 0])
+    assert 2**64 - 1 not in index and 0 not in index and len(index) == 3
+    assert index.scores("alpha gamma", [2**64 - 1, 2**63 + 5, 12345, 99]).tolist() == [
+        0.0, pytest.approx(index.search("gamma", 1)[0][1]), pytest.approx(index.search("alpha", 1)[0][1]), 0.0]
+    assert index.search("alpha", 5, mask={2**64 - 1, 12345}) == index.search("alpha", 1)
+    index.add([(0, "delta again")])
+    assert 0 in index and len(index) == 4 and index.search("delta", 1)[0][0] == 0
+
+
 def test_duplicate_keys_are_refused():
     with pytest.raises(ValueError, match="duplicate"):
         KeywordIndex.build([(1, "a b"), (1, "c d")])
