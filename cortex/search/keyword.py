@@ -456,8 +456,8 @@ class KeywordIndex:
 
 class Vocabulary(Mapping):
     """bm25s's vocabulary (term -> term id) as saved here: the terms' UTF-8 bytes in byte order in one array,
-    memory-mapped, each term found by bisection. Nothing is read as it loads: as JSON, the two million terms of
-    a million headlines took seconds to parse into a dict."""
+    memory-mapped, each term found by bisection. Nothing is read as it loads: as JSON, the 200,000 terms of
+    100,000 generated headlines took 0.31 s to parse into a dict, and they grow with the items."""
 
     FILES = ("terms.npy", "term_ends.npy", "term_ids.npy")
 
