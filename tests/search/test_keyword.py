@@ -5,8 +5,8 @@ import pytest
 
 from cortex.errors import FormatError
 from cortex.search import keyword
-from cortex.search.keyword import (TITLE, KeywordIndex, document_terms, exact_terms, query_terms, title_terms,
-                                   tokenize)
+from cortex.search.keyword import (TITLE, KeywordIndex, Vocabulary, document_terms, exact_terms, query_terms,
+                                   title_terms, tokenize)
 
 DOCS = {
     1: "Error E1234 from the upload service means the signed URL expired.",
@@ -229,6 +229,21 @@ def test_empty_index_grows_through_the_overlay():
     assert KeywordIndex.build([(5, "the and of")]).search("the", 1) == []
 
 
+def test_keys_in_any_order_and_of_all_64_bits_are_found_removed_and_scored():
+    keys = [2**64 - 1, 7, 2**63 + 5, 0, 12345]  # not in order; past int64
+    index = KeywordIndex.build(zip(keys, ["alpha one", "beta two", "gamma three", "delta four", "alpha five"]))
+    assert all(key in index for key in keys) and 8 not in index and len(index) == 5
+    found = dict(index.search("alpha", 5))
+    assert found == {key: pytest.approx(float(index.scores("alpha", [key])[0])) for key in (2**64 - 1, 12345)}
+    index.remove([2**64 - 1, 8, 0])
+    assert 2**64 - 1 not in index and 0 not in index and len(index) == 3
+    assert index.scores("alpha gamma", [2**64 - 1, 2**63 + 5, 12345, 99]).tolist() == [
+        0.0, pytest.approx(index.search("gamma", 1)[0][1]), pytest.approx(index.search("alpha", 1)[0][1]), 0.0]
+    assert index.search("alpha", 5, mask={2**64 - 1, 12345}) == index.search("alpha", 1)
+    index.add([(0, "delta again")])
+    assert 0 in index and len(index) == 4 and index.search("delta", 1)[0][0] == 0
+
+
 def test_duplicate_keys_are_refused():
     with pytest.raises(ValueError, match="duplicate"):
         KeywordIndex.build([(1, "a b"), (1, "c d")])
@@ -255,10 +270,37 @@ def test_save_replaces_the_previous_index(index, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kw"]
 
 
+def test_a_saved_vocabulary_finds_every_term_and_no_other(tmp_path):
+    terms = {"a": 3, "ab": 0, "abc": 5, "b": 1, "é": 2, "ü-1.2": 4, "^x": 6, "z\udcff": 7}  # prefixes, accents, a lone surrogate
+    Vocabulary.write(terms, tmp_path)
+    loaded = Vocabulary.load(tmp_path)
+    assert dict(loaded) == terms and len(loaded) == len(terms)
+    assert [loaded.get(t) for t in ("", "aa", "abcd", "c", "e", "z")] == [None] * 6 and "aa" not in loaded
+    (tmp_path / "again").mkdir()
+    Vocabulary.write(loaded, tmp_path / "again")
+    assert dict(Vocabulary.load(tmp_path / "again")) == terms
+    Vocabulary.write({}, tmp_path / "again")
+    assert dict(Vocabulary.load(tmp_path / "again")) == {}
+
+
+def test_an_index_saved_twice_searches_as_built(index, tmp_path):
+    index.save(tmp_path / "kw")
+    KeywordIndex.load(tmp_path / "kw").save(tmp_path / "kw2")  # its vocabulary as loaded, written again
+    loaded = KeywordIndex.load(tmp_path / "kw2")
+    for query in ("E1234", "upload service", "2.3.10", "max_retry_delay", "dark mode", "nothing like it"):
+        assert loaded.search(query, 3) == index.search(query, 3)
+    assert not (tmp_path / "kw2" / "bm25" / "vocab.index.json").exists()  # bm25s's JSON of it is not kept
+
+
 def test_unreadable_index_is_a_format_error(tmp_path):
     with pytest.raises(FormatError, match="missing"):
         KeywordIndex.load(tmp_path / "missing")
     KeywordIndex.build(DOCS.items()).save(tmp_path / "kw")
     (tmp_path / "kw" / "meta.json").write_text("{not json")
+    with pytest.raises(FormatError, match="kw"):
+        KeywordIndex.load(tmp_path / "kw")
+    KeywordIndex.build(DOCS.items()).save(tmp_path / "kw")
+    ends = tmp_path / "kw" / "bm25" / "term_ends.npy"
+    ends.write_bytes(ends.read_bytes()[:-8])  # a term's end cut off
     with pytest.raises(FormatError, match="kw"):
         KeywordIndex.load(tmp_path / "kw")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from cortex.errors import FormatError
-from cortex.search.vector import VectorIndex
+from cortex.search.vector import EXPANSION_ADD, EXPANSION_SEARCH, VectorIndex
 
 HALF = 2e-3  # vectors are held in half precision: a cosine is within this of the exact one
 
@@ -120,6 +120,24 @@ def test_save_and_load_then_keep_editing(small, tmp_path):
     loaded.add([105, 106], vectors[[5, 6]])  # safe: loaded into memory, not viewed
     assert loaded.search(vectors[6], 1)[0][0] == 106
     assert [p.name for p in tmp_path.iterdir()] == ["vectors.usearch"]
+
+
+def test_a_loaded_index_maps_its_file_until_it_changes(small, tmp_path):
+    vectors, path = unit_rows(100), tmp_path / "vectors.usearch"
+    small.save(path)
+    loaded = VectorIndex.load(path)
+    assert loaded._viewed
+    other = VectorIndex(32)
+    other.add([1], vectors[[7]])
+    other.save(path)  # a later save replaces the file under the mapping: the mapping keeps the old one
+    assert loaded.search(vectors[7], 1) == [(107, pytest.approx(1.0, abs=HALF))] and len(loaded) == 100
+    loaded.remove([107])  # copied into memory first: the file is not written
+    loaded.add([1], vectors[[8]])
+    assert not loaded._viewed
+    assert loaded.search(vectors[8], 2)[0][0] in (1, 108) and 107 not in loaded and len(loaded) == 100
+    assert len(VectorIndex.load(path)) == 1
+    for index in (loaded._index, VectorIndex.load(path)._index):  # the file keeps neither setting
+        assert (index.expansion_add, index.expansion_search) == (EXPANSION_ADD, EXPANSION_SEARCH)
 
 
 def test_unreadable_index_is_a_format_error(tmp_path):
