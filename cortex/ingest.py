@@ -604,7 +604,8 @@ class _Batch:
         return oid
 
     def add(self, obj: OrgObject) -> None:
-        self.objects.setdefault(obj.oid, obj)
+        for one in (obj, *obj.parts()):
+            self.objects.setdefault(one.oid, one)
 
     def write(self, leaving: Collection[Oid] = (), reached_from: Collection[Oid] | None = None) -> int:
         """Write everything gathered but the documents `leaving`; with `reached_from`, only the objects

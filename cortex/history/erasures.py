@@ -168,10 +168,13 @@ def _put(store: Store, copy_id: str, key: bytes | None, waiting: Waiting) -> Non
         return
     raw: dict[bytes, bytes] = {}
     for after, before in waiting.bases.items():  # the base as it was, with the documents the erasure replaced
-        raw[before] = waiting.get(before).encoded
-        now = waiting.get(after).entries
-        for path, doc in waiting.get(before).entries.items():
-            if now.get(path) != doc:
+        was, now = waiting.get(before), waiting.get(after)
+        raw[before] = was.encoded
+        for path, oid in was.folders.items():  # the folders the erasure changed (the others are the store's)
+            if now.folders.get(path) != oid:
+                raw[oid] = was.folder(path).encoded
+        for path in was.differing(now):
+            if (doc := was.entries.get(path)) is not None:
                 _gather(waiting.get, doc, raw)
     for _, real in waiting.overlay.values():
         if real is not None:
@@ -211,6 +214,9 @@ def waiting_for(store: Store, copy_id: str, folder: Path, get: Getter) -> Waitin
     for _, sealed in found:  # oldest first
         overlay, bases, objects = _opened(key, sealed, folder)
         waiting.objects.update(objects)
+        for obj in objects.values():
+            if isinstance(obj, Tree):
+                obj.bind(waiting.get)
         for path, entry in overlay.items():  # a later erasure's stand-in is what an earlier one's became
             earlier = waiting.overlay.get(path)
             waiting.overlay[path] = entry if earlier is None or earlier[0] != entry[1] else (entry[0], earlier[1])

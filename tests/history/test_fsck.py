@@ -157,8 +157,10 @@ def _object_swapped(c):
 
 def _object_dangling(c):
     tree = Tree({"gone.org": Oid(MISSING)})
+    folder = tree.folder("")  # stored with its tree: it is the folder that names the missing document
     engine_put(c, OBJECTS, tree.oid, tree.encoded)
-    return tree.oid.hex()
+    engine_put(c, OBJECTS, folder.oid, folder.encoded)
+    return folder.oid.hex()
 
 
 def _turn_index_dangling(c):
