@@ -250,20 +250,21 @@ def stage_files(store: Store, base: Tree, files: Mapping[str, "bytes | None"],
     named = [f"{rel}: {problem}" for rel in files if (problem := path_problem(rel)) is not None]
     if named:
         raise UserError("cannot write these files:\n  " + "\n  ".join(named))
-    entries = dict(base.entries)
+    entries: dict[str, Oid | None] = {}  # changes to `base`
     report = IngestReport(root=base.oid, files=len(files))
     with store.reading():
         batch = _Batch(store, _layouts.setdefault(store, {}), base, None)
         for rel, data in files.items():
             if data is None:
-                report.removed += [rel] if entries.pop(rel, None) else []
+                report.removed += [rel] if rel in base.entries else []
+                entries[rel] = None
                 continue
             try:
                 entries[rel], changed = batch.document(rel, data, digests and digests(rel, data) or hash_bytes(data))
             except NotOrgText as exc:
                 raise UserError(located(rel, exc.line, exc.reason)) from None
             report.parsed += [rel] if changed else []
-    tree = Tree(dict(sorted(entries.items())))
+    tree = base.with_changes(entries)
     report.root = tree.oid
     return StagedFiles(tree, report, batch)
 
@@ -382,7 +383,8 @@ class FolderRead:
         ReadCollected if a gc has collected an object the reading reused meanwhile."""
         if any(oid not in self.batch.store.objects for oid in self.batch.reused):
             raise ReadCollected(f"{self.root}: a gc collected objects this read of the folder reused; read it again")
-        kept = {oid for tree in trees for oid in tree.entries.values()}
+        # (a document read here that a tree keeps is kept at the path it was read at: only those are looked up)
+        kept = {oid for path, oid in self.tree.entries.items() if any(tree.entries.get(path) == oid for tree in trees)}
         kept.update(child for obj in made for child in getattr(obj, "children", ()))
         leaving = {oid for oid in self.tree.entries.values() if oid not in kept}
         here = {os.fsencode(os.path.join(self.root, rel)) for rel in self.tree.entries}

@@ -424,12 +424,18 @@ def settled(folder: str | os.PathLike) -> None:
 def _mine(base: Tree, ours: Tree, unreadable: set[str], scope: str, in_scope: Callable[[str], bool]) -> Tree:
     """The folder's files as a tree: those read under `scope`, and every other one (not read: it cannot be, or
     lies outside the scope) as the base has it."""
-    entries = dict(base.entries) if scope != "." else {p: base.entries[p] for p in unreadable if p in base.entries}
-    if scope != ".":
-        for path in [p for p in entries if in_scope(p) and p not in unreadable]:  # (in the scope: as read)
-            del entries[path]
-    entries.update(ours.entries)
-    return Tree(dict(sorted(entries.items())))
+    if scope == ".":
+        return ours.with_changes({p: oid for p in unreadable if (oid := base.entries.get(p)) is not None})
+    gone = {p: None for p in _paths_within(base, scope) if in_scope(p) and p not in unreadable and p not in ours.entries}
+    return base.with_changes({**gone, **{p: oid for p, oid in ours.entries.items() if base.entries.get(p) != oid}})
+
+
+def _paths_within(tree: Tree, scope: str) -> list[str]:
+    """The paths of `tree` under `scope` (a folder or a file, from the root), opening only the folders there."""
+    if scope in tree.entries:
+        return [scope]
+    return [f"{folder}/{name}" if folder else name for folder in tree.folders
+            if folder == scope or folder.startswith(scope + "/") for name in tree.folder(folder).files]
 
 
 def _tree(get: Getter, oid: Oid) -> Tree:
@@ -438,15 +444,7 @@ def _tree(get: Getter, oid: Oid) -> Tree:
 
 def _standing_in(tree: Tree, hidden: Mapping[str, tuple[Oid | None, Oid | None]]) -> Tree:
     """`tree` with the stand-in at each path `hidden` names (path -> (stand-in, what it hides))."""
-    if not hidden:
-        return tree
-    entries = dict(tree.entries)
-    for path, (stand_in, _) in hidden.items():
-        if stand_in is None:
-            entries.pop(path, None)
-        else:
-            entries[path] = stand_in
-    return Tree(dict(sorted(entries.items())))
+    return tree.with_changes({path: stand_in for path, (stand_in, _) in hidden.items()})
 
 
 def _base(get: Getter, sure: Tree, made: Oid | None, recorded: bytes | None, ours: Tree,
@@ -461,17 +459,14 @@ def _base(get: Getter, sure: Tree, made: Oid | None, recorded: bytes | None, our
     if made is None:
         return base
     result: Tree = get(made)
-    entries = dict(base.entries)
+    changes: dict[str, Oid | None] = {}
     for path in differing(base, result):
         was, now, have = base.entries.get(path), result.entries.get(path), ours.entries.get(path)
         if unread(path) or now == was or not (have == now or None not in (now, have) and _brought(
                 get, was, now, have)):
             continue
-        if now is None:
-            entries.pop(path, None)
-        else:
-            entries[path] = now
-    return Tree(dict(sorted(entries.items())))
+        changes[path] = now
+    return base.with_changes(changes)
 
 
 def _brought(get: Getter, was: Oid | None, now: Oid, have: Oid) -> bool:
@@ -562,7 +557,7 @@ def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, writes: dict[str, 
                       unread: Callable[[str], bool], spare: Callable[[str], bool] | None) -> Tree:
     """Put into the folder what the merge changed there, moving each file's new bytes from `staged` to
     `placed` (the old ones to be freed), but for the files `spare` names; return the copy's new base, file by file."""
-    agreed = dict(merged.entries)
+    agreed: dict[str, Oid | None] = {}  # changes to `merged`
     for rel in sorted(differing(mine, merged)):
         was = mine.entries.get(rel)
         if unread(rel):
@@ -588,15 +583,12 @@ def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, writes: dict[str, 
             # Saved during the sync: the store has what was read; what was saved since merges next time.
             report.kept.append(rel)
             _keep_base(agreed, rel, was)
-    return Tree(dict(sorted(agreed.items())))
+    return merged.with_changes(agreed)
 
 
-def _keep_base(agreed: dict[str, Oid], rel: str, was: Oid | None) -> None:
+def _keep_base(agreed: dict[str, Oid | None], rel: str, was: Oid | None) -> None:
     """Make the folder's version (None: no file) the base of `rel`: the store holds what it changed."""
-    if was is None:
-        agreed.pop(rel, None)
-    else:
-        agreed[rel] = was
+    agreed[rel] = was
 
 
 def _record_of(store: Store, folder: Path) -> CopyRecord | None:
