@@ -256,6 +256,10 @@ class Tree(OrgObject):
         """The folders made with this tree, not read from a store: stored with it."""
         return [] if self._legacy is not None else [self._at_hand[f] for f in self._fresh if f in self._folders]
 
+    def mark_stored(self) -> None:
+        """Its folders are stored (committed): the trees made from it from now on store only their own."""
+        self._fresh = set()
+
     @property
     def folders(self) -> Mapping[str, Oid]:
         """Folder path ("" at the top) -> the oid of its files."""

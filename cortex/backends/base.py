@@ -204,6 +204,8 @@ class ObjectStore:
 
     def remember(self, obj: OrgObject) -> None:
         """Cache an object already stored (committed), so that reading it back decodes nothing."""
+        if isinstance(obj, Tree):
+            obj.mark_stored()
         if len(self._cache) >= self.CACHE_SIZE:
             self._cache.clear()
         self._cache[bytes(obj.oid)] = obj
