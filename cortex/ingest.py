@@ -479,7 +479,9 @@ class _Batch:
         self.store = store
         self.layouts = layouts
         self.new_layouts: dict[str, org.Layout] = {}
-        self.in_base = set(base.entries.values())  # stored: the working state reaches them
+        # Stored, as the working state reaches them: known without a lookup while a folder is read (a few files
+        # staged look each up instead of listing every file of the tree).
+        self.in_base = set(base.entries.values()) if under is not None else set()
         self.stats = store.table(STATS)
         # The stat entries of every file under `under` (a folder, or one file; None: no files read), in one
         # scan rather than a lookup per file: on a database server each lookup is a round trip.
