@@ -457,10 +457,7 @@ def _gone(current: Current) -> None:
 
 
 def _narrowest(root: Path, paths: list[str]) -> str:
-    """The one file of `paths` (files, as paths from the root) if there is one and it is there, else the deepest
-    folder of the Org folder holding every one of them."""
-    if len(paths) == 1 and (root / paths[0]).is_file():
-        return paths[0]
+    """The deepest folder of the Org folder holding every one of `paths` (files, as paths from the root)."""
     common = os.path.commonpath([os.path.dirname(path) for path in paths])
     while common and not (root / common).is_dir():
         common = os.path.dirname(common)
