@@ -238,14 +238,16 @@ def _write_base(folder: Path, base: Oid) -> None:
 def sync(store: Store, folder: str | os.PathLike, label: str | None = None, *, tracked: bool = False,
          progress: Progress | None = None, marker: bytes | None = None, written: Mapping[str, bytes] | None = None,
          digests: Mapping[str, bytes] | None = None, then: Callable[[IngestReport], None] | None = None,
-         scope: str = ".", message: str | None = None, spare: Callable[[str], bool] | None = None) -> SyncReport:
+         scope: str = ".", message: str | None = None, spare: Callable[[str], bool] | None = None,
+         deep: bool = True) -> SyncReport:
     """Merge a working copy's edits into the store and the store's changes into it (see the module).
 
     `tracked`: the folder is the Org folder the store tracks, made a working copy here if it is not one
     yet. The folder is read as `ingest.ingest` reads it (`progress`, `written`, `digests`), and the
     report lists the files changed that hold `marker`; `then(report of the read)` runs in the sync's
     commit, which the working state's log names `message`. Only the files under `scope` (a path from the
-    folder) are read, sent and received; the others wait for a sync that reads them. Syncs of one folder
+    folder; of a folder not `deep`, only the files in it, not in its subfolders) are read, sent and received; the
+    others wait for a sync that reads them. Syncs of one folder
     take turns (on its machine): one that read the folder before another brought it up to date would take
     that other's writes for edits of its own. A file `spare(path)` names (open in an editor) is read and sent
     but never written: what the store changed in it waits for a sync that does not spare it (`deferred`)."""
@@ -261,7 +263,7 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None, *, t
         for _ in range(READS):
             try:
                 return _sync(store, folder, label, progress, marker, written, digests, then, tracked, scope, message,
-                             spare)
+                             spare, deep or scope == ".")
             except ReadCollected:  # nothing was committed: the folder is read again
                 continue
         raise UserError(f"{folder}: a gc kept collecting what this sync read ({READS} times); sync again")
@@ -270,13 +272,13 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None, *, t
 def _sync(store: Store, folder: Path, label: str | None, progress: Progress | None, marker: bytes | None,
           written: Mapping[str, bytes] | None, digests: Mapping[str, bytes] | None,
           then: Callable[[IngestReport], None] | None, tracked: bool, scope: str, message: str | None,
-          spare: Callable[[str], bool] | None) -> SyncReport:
+          spare: Callable[[str], bool] | None, deep: bool) -> SyncReport:
     started = time.perf_counter()
     copy_id, recorded, joining = _copy_record(store, folder)
     sure, made = _ref(copy_id), _ref(copy_id) + NEXT
     first = (_first_base(store) if tracked else None) if joining else None
     key = erasures.new_key(folder) if joining else _key_of(store, copy_id, folder)
-    read = read_folder(store, folder, progress, marker, written, digests, scope)
+    read = read_folder(store, folder, progress, marker, written, digests, scope, deep)
     # What hard erasures took from this copy's bases, if any: merged against, so the erased text leaves the folder.
     waiting = None if joining else erasures.waiting_for(store, copy_id, folder, read.get)
     get = read.get if waiting is None else waiting.get
@@ -286,7 +288,7 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
     report.problems = [str(p) for p in read.report.problems]
     ours = read.tree
     unreadable = {p.path for p in read.report.problems}
-    in_scope = scope_test(scope, (folder / scope).is_dir())
+    in_scope = scope_test(scope, (folder / scope).is_dir(), deep)
 
     def unread(path: str) -> bool:  # as the base has it: its edits wait for a sync that reads it
         return path in unreadable or not in_scope(path)
