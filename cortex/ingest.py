@@ -250,20 +250,21 @@ def stage_files(store: Store, base: Tree, files: Mapping[str, "bytes | None"],
     named = [f"{rel}: {problem}" for rel in files if (problem := path_problem(rel)) is not None]
     if named:
         raise UserError("cannot write these files:\n  " + "\n  ".join(named))
-    entries = dict(base.entries)
+    entries: dict[str, Oid | None] = {}  # changes to `base`
     report = IngestReport(root=base.oid, files=len(files))
     with store.reading():
         batch = _Batch(store, _layouts.setdefault(store, {}), base, None)
         for rel, data in files.items():
             if data is None:
-                report.removed += [rel] if entries.pop(rel, None) else []
+                report.removed += [rel] if rel in base.entries else []
+                entries[rel] = None
                 continue
             try:
                 entries[rel], changed = batch.document(rel, data, digests and digests(rel, data) or hash_bytes(data))
             except NotOrgText as exc:
                 raise UserError(located(rel, exc.line, exc.reason)) from None
             report.parsed += [rel] if changed else []
-    tree = Tree(dict(sorted(entries.items())))
+    tree = base.with_changes(entries)
     report.root = tree.oid
     return StagedFiles(tree, report, batch)
 
@@ -382,7 +383,8 @@ class FolderRead:
         ReadCollected if a gc has collected an object the reading reused meanwhile."""
         if any(oid not in self.batch.store.objects for oid in self.batch.reused):
             raise ReadCollected(f"{self.root}: a gc collected objects this read of the folder reused; read it again")
-        kept = {oid for tree in trees for oid in tree.entries.values()}
+        # (a document read here that a tree keeps is kept at the path it was read at: only those are looked up)
+        kept = {oid for path, oid in self.tree.entries.items() if any(tree.entries.get(path) == oid for tree in trees)}
         kept.update(child for obj in made for child in getattr(obj, "children", ()))
         leaving = {oid for oid in self.tree.entries.values() if oid not in kept}
         here = {os.fsencode(os.path.join(self.root, rel)) for rel in self.tree.entries}
@@ -421,17 +423,17 @@ def _stored_entries(store: Store, documents: Mapping[bytes, Oid], leaving: Colle
 
 def read_folder(store: Store, root: Path, progress: Progress | None = None, marker: bytes | None = None,
                 written: Mapping[str, bytes] | None = None, digests: Mapping[str, bytes] | None = None,
-                scope: str = ".") -> FolderRead:
-    """Every Org file under `root` (or under `scope`, a path from it) as a tree of documents, parsing only
-    what changed, without moving any ref (see `ingest` for the rest)."""
+                scope: str = ".", deep: bool = True) -> FolderRead:
+    """Every Org file under `root` (or under `scope`, a path from it; not `deep`: the folder's own files, not its
+    subfolders') as a tree of documents, parsing only what changed, without moving any ref (see `ingest`)."""
     root = Path(os.path.abspath(root))
     target = root / scope
     folder = target.is_dir()
-    files, skipped = _files_under(root, target, scope, folder)
+    files, skipped = _files_under(root, target, scope, folder, deep)
     report = IngestReport(root=EMPTY_TREE.oid, files=len(files) + len(skipped), problems=list(skipped))
     with store.reading():
         under = os.path.join(target, "") if folder else os.fspath(target)
-        batch = _Batch(store, _layouts.setdefault(store, {}), EMPTY_TREE, under)
+        batch = _Batch(store, _layouts.setdefault(store, {}), EMPTY_TREE, under, deep)
         tree = Tree(dict(sorted(_read(batch, root, files, report, progress, marker, written, digests).items())))
     report.root = tree.oid
     return FolderRead(root, tree, report, batch)
@@ -442,22 +444,25 @@ def _within(tree: Tree, in_scope: Callable[[str], bool]) -> dict[str, Oid]:
     return {path: oid for path, oid in tree.entries.items() if in_scope(path)}
 
 
-def scope_test(scope: str, folder: bool) -> Callable[[str], bool]:
-    """Whether a path of the working state lies in an ingest's scope: the root, a folder, or one file."""
+def scope_test(scope: str, folder: bool, deep: bool = True) -> Callable[[str], bool]:
+    """Whether a path of the working state lies in an ingest's scope: the root, a folder (not `deep`: its own
+    files only), or one file."""
     if scope == ".":
         return lambda path: True
+    if folder and not deep:
+        return lambda path: path.startswith(scope + "/") and "/" not in path[len(scope) + 1:]
     if folder:
         return lambda path: path.startswith(scope + "/")
     return lambda path: path == scope
 
 
-def _files_under(root: Path, target: Path, scope: str, folder: bool | None = None,
+def _files_under(root: Path, target: Path, scope: str, folder: bool | None = None, deep: bool = True,
                  ) -> tuple[list[str], list[Problem]]:
-    """The Org files to read under `target` (by path from `root`), and those skipped (links, bad names);
-    `folder`: whether `target` is a folder, when the caller knows."""
+    """The Org files to read under `target` (by path from `root`; not `deep`: in that folder itself), and those
+    skipped (links, bad names); `folder`: whether `target` is a folder, when the caller knows."""
     if target.is_dir() if folder is None else folder:
         prefix = "" if scope == "." else scope + "/"
-        scan = scan_folder(target, root)
+        scan = scan_folder(target, root, deep=deep)
         remove_leftovers(scan.leftovers)
         files = [prefix + rel for rel in scan.paths]
         skipped = [Problem(prefix + p.path, p.reason) for p in scan.skipped]
@@ -473,15 +478,20 @@ def _files_under(root: Path, target: Path, scope: str, folder: bool | None = Non
 class _Batch:
     """Objects and cache entries gathered during one ingest, written in one transaction."""
 
-    def __init__(self, store: Store, layouts: dict[str, org.Layout], base: Tree, under: str | None):
+    def __init__(self, store: Store, layouts: dict[str, org.Layout], base: Tree, under: str | None,
+                 deep: bool = True):
         self.store = store
         self.layouts = layouts
         self.new_layouts: dict[str, org.Layout] = {}
-        self.in_base = set(base.entries.values())  # stored: the working state reaches them
+        # Stored, as the working state reaches them: known without a lookup while a folder is read (a few files
+        # staged look each up instead of listing every file of the tree).
+        self.in_base = set(base.entries.values()) if under is not None else set()
         self.stats = store.table(STATS)
         # The stat entries of every file under `under` (a folder, or one file; None: no files read), in one
         # scan rather than a lookup per file: on a database server each lookup is a round trip.
-        self.seen = {} if under is None else dict(self.stats.items(os.fsencode(under)))
+        # (not `deep`: the folder's own files only)
+        self.seen = {} if under is None else {key: entry for key, entry in self.stats.items(os.fsencode(under))
+                                              if deep or b"/" not in key[len(os.fsencode(under)):]}
         self.new_stats: dict[bytes, tuple[bytes, Oid]] = {}  # path -> its stat entry, and the document read
         self.docs = store.table(DOCS_BY_BYTES)
         self.subtrees = store.table(SUBTREES)
@@ -604,7 +614,8 @@ class _Batch:
         return oid
 
     def add(self, obj: OrgObject) -> None:
-        self.objects.setdefault(obj.oid, obj)
+        for one in (obj, *obj.parts()):
+            self.objects.setdefault(one.oid, one)
 
     def write(self, leaving: Collection[Oid] = (), reached_from: Collection[Oid] | None = None) -> int:
         """Write everything gathered but the documents `leaving`; with `reached_from`, only the objects

@@ -1,4 +1,4 @@
-"""Immutable object kinds: headline, document, tree, snapshot.
+"""Immutable object kinds: headline, document, folder, tree, snapshot.
 
 An object's oid is the blake3 of its canonical encoding; it is derived, never stored
 beside the object. Children are referenced by oid, so a change to a headline changes
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
+from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
 from typing import ClassVar
 
@@ -47,6 +48,10 @@ class OrgObject:
     def references(self) -> list[Oid]:
         """The oids this object's content depends on (a snapshot's parent is history, not content)."""
         return list(getattr(self, "children", ()))
+
+    def parts(self) -> list["OrgObject"]:
+        """Objects made with this one that are stored with it (a tree's new folders)."""
+        return []
 
     @classmethod
     def from_fields(cls, data: dict) -> "OrgObject":
@@ -155,23 +160,230 @@ def children_in_encoding(obj: OrgObject) -> tuple[bytes, int] | None:
 
 
 @dataclass(frozen=True, eq=True)
-class Tree(OrgObject):
-    """A set of files: relative POSIX path -> document oid (like a git tree)."""
+class Folder(OrgObject):
+    """The files of one folder of a tree: file name -> document oid."""
 
-    kind: ClassVar[str] = "tree"
-    entries: dict[str, Oid] = field(default_factory=dict)
+    kind: ClassVar[str] = "folder"
+    files: dict[str, Oid] = field(default_factory=dict)
 
     def __hash__(self):
         return hash(self.oid)
 
     @property
     def references(self) -> list[Oid]:
-        return list(self.entries.values())
+        return list(self.files.values())
+
+    @classmethod
+    def from_fields(cls, data: dict) -> "Folder":
+        files = data["files"]
+        return cls(files=dict(zip(files, Oid.many(files.values()))))
+
+
+Loader = Callable[[Oid], "Folder"]
+
+
+class Tree(OrgObject):
+    """A set of files: relative POSIX path -> document oid (like a git tree), kept as one `Folder` per folder
+    (the root names each folder's path and oid): a tree made from another with a few files changed encodes
+    only their folders, and two trees are compared folder by folder, opening only the folders that differ.
+    `entries` is the flat view, path -> oid. A tree stored by an older cortex names every path itself (one
+    flat map): it reads the same, keeps its oid, and the trees made from it are kept by folder."""
+
+    kind: ClassVar[str] = "tree"
+
+    def __init__(self, entries: Mapping[str, Oid] | None = None):
+        grouped: dict[str, dict[str, Oid]] = {}
+        for path, oid in (entries or {}).items():
+            folder, _, name = path.rpartition("/")
+            grouped.setdefault(folder, {})[name] = oid
+        made = {folder: Folder(dict(sorted(files.items()))) for folder, files in sorted(grouped.items())}
+        self._set({folder: obj.oid for folder, obj in made.items()}, made, None, set(made))
+
+    def _set(self, folders: dict[str, Oid], at_hand: dict[str, Folder], load: Loader | None, fresh: set[str],
+             legacy: dict[str, Oid] | None = None) -> None:
+        self._folders = folders  # folder path ("" at the top) -> its Folder's oid
+        self._at_hand = at_hand  # the Folder objects made or read so far
+        self._load = load  # reads a Folder this tree has not at hand
+        self._fresh = fresh  # the folders made here, not read from a store: stored with the tree
+        self._legacy = legacy  # the entries of a tree stored by an older cortex (its encoding), else None
+
+    @classmethod
+    def _made(cls, folders: dict[str, Oid], at_hand: dict[str, Folder], load: Loader | None,
+              fresh: set[str]) -> "Tree":
+        tree = cls.__new__(cls)
+        tree._set(folders, at_hand, load, fresh)
+        return tree
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Tree) and self.oid == other.oid
+
+    def __hash__(self):
+        return hash(self.oid)
+
+    def __repr__(self) -> str:
+        return f"Tree({len(self._folders)} folders, {self.oid.hex()[:12]})"
+
+    def to_fields(self) -> dict:
+        return {"entries": self._legacy} if self._legacy is not None else {"folders": self._folders}
+
+    @property
+    def references(self) -> list[Oid]:
+        return list(self._legacy.values()) if self._legacy is not None else list(self._folders.values())
 
     @classmethod
     def from_fields(cls, data: dict) -> "Tree":
+        if "folders" in data:
+            folders = data["folders"]
+            return cls._made(dict(zip(folders, Oid.many(folders.values()))), {}, None, set())
         entries = data["entries"]
-        return cls(entries=dict(zip(entries, Oid.many(entries.values()))))
+        flat = dict(zip(entries, Oid.many(entries.values())))
+        tree = cls(flat)
+        tree._legacy = flat
+        return tree
+
+    @property
+    def stored_flat(self) -> bool:
+        """Whether this tree was stored by an older cortex, naming every path itself."""
+        return self._legacy is not None
+
+    def bind(self, load: Loader) -> "Tree":
+        """Read the folders this tree has not at hand with `load` (a store binds the trees it decodes)."""
+        if self._load is None:
+            self._load = load
+        return self
+
+    def parts(self) -> list["Folder"]:
+        """The folders made with this tree, not read from a store: stored with it."""
+        return [] if self._legacy is not None else [self._at_hand[f] for f in self._fresh if f in self._folders]
+
+    def mark_stored(self) -> None:
+        """Its folders are stored (committed): the trees made from it from now on store only their own."""
+        self._fresh = set()
+
+    @property
+    def folders(self) -> Mapping[str, Oid]:
+        """Folder path ("" at the top) -> the oid of its files."""
+        return self._folders
+
+    def folder(self, path: str) -> "Folder | None":
+        """The files of one folder (None: the tree has none there)."""
+        found = self._at_hand.get(path)
+        if found is None and (oid := self._folders.get(path)) is not None:
+            if self._load is None:
+                raise LookupError(f"a tree's folder {oid.hex()[:12]} is not at hand")
+            found = self._load(oid)
+            if not isinstance(found, Folder):
+                raise FormatError(f"a tree names a {found.kind} {oid.hex()[:12]} where a folder belongs")
+            self._at_hand[path] = found
+        return found
+
+    @cached_property
+    def entries(self) -> "Entries":
+        """Path -> document oid, for every file (looking one path up opens only its folder)."""
+        return Entries(self)
+
+    def with_changes(self, changes: Mapping[str, Oid | None]) -> "Tree":
+        """This tree with the files `changes` names set to another document (None: removed); only the folders
+        they lie in are made again."""
+        if not changes:
+            return self
+        grouped: dict[str, dict[str, Oid | None]] = {}
+        for path, oid in changes.items():
+            folder, _, name = path.rpartition("/")
+            grouped.setdefault(folder, {})[name] = oid
+        folders, at_hand = dict(self._folders), dict(self._at_hand)
+        fresh = set(self._folders) if self._legacy is not None else set(self._fresh)
+        for path, edits in grouped.items():
+            old = self.folder(path)
+            files = dict(old.files) if old is not None else {}
+            for name, oid in edits.items():
+                if oid is None:
+                    files.pop(name, None)
+                else:
+                    files[name] = oid
+            if old is not None and files == old.files:
+                continue
+            fresh.add(path)
+            if files:
+                made = at_hand[path] = Folder(dict(sorted(files.items())))
+                folders[path] = made.oid
+            else:
+                folders.pop(path, None)
+                at_hand.pop(path, None)
+        return Tree._made(dict(sorted(folders.items())), at_hand, self._load, fresh)
+
+    def differing(self, other: "Tree") -> set[str]:
+        """The paths whose documents the two trees do not share; a folder both hold alike is not opened."""
+        if self is other or self.oid == other.oid:
+            return set()
+        mine, theirs = self._folders, other._folders
+        found: set[str] = set()
+        for path in mine.keys() | theirs.keys():
+            if mine.get(path) == theirs.get(path):
+                continue
+            a, b = self.folder(path), other.folder(path)
+            prefix = path + "/" if path else ""
+            found.update(prefix + name for name, _ in
+                         (a.files.items() if a else {}.items()) ^ (b.files.items() if b else {}.items()))
+        return found
+
+    def flat(self) -> dict[str, Oid]:
+        """Every path -> document oid, in path order (made once per tree: it opens every folder)."""
+        flat = self.__dict__.get("_all")
+        if flat is None:
+            flat = self._legacy if self._legacy is not None else dict(sorted(
+                (f"{path}/{name}" if path else name, oid)
+                for path in self._folders for name, oid in self.folder(path).files.items()))
+            self.__dict__["_all"] = flat
+        return flat
+
+
+class Entries(Mapping):
+    """A tree's files, path -> document oid: a lookup opens one folder; walking them all, every folder."""
+
+    __slots__ = ("_tree",)
+
+    def __init__(self, tree: Tree):
+        self._tree = tree
+
+    def __getitem__(self, path: str) -> Oid:
+        folder, _, name = path.rpartition("/") if isinstance(path, str) else ("", "", path)
+        found = self._tree.folder(folder)
+        if found is None:
+            raise KeyError(path)
+        return found.files[name]
+
+    def get(self, path, default=None):
+        try:
+            return self[path]
+        except KeyError:
+            return default
+
+    def __contains__(self, path) -> bool:
+        return self.get(path) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tree.flat())
+
+    def __len__(self) -> int:
+        return len(self._tree.flat())
+
+    def keys(self):
+        return self._tree.flat().keys()
+
+    def items(self):
+        return self._tree.flat().items()
+
+    def values(self):
+        return self._tree.flat().values()
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Entries) and self._tree.oid == other._tree.oid:
+            return True
+        return self._tree.flat() == (other._tree.flat() if isinstance(other, Entries) else other)
+
+    def __repr__(self) -> str:
+        return f"Entries({self._tree.flat()!r})"
 
 
 @dataclass(frozen=True, eq=True)

@@ -53,3 +53,8 @@ def agent_folder_of(path: str) -> str | None:
 def tree_problems(paths) -> list[str]:
     """A line for each path of a tree that cannot name a file under the Org root."""
     return [f"{path!r} {problem}" for path in paths if (problem := path_problem(path)) is not None]
+
+
+def folder_problems(names) -> list[str]:
+    """A line for each name of a tree's folder that names more than one file (a path, not a name)."""
+    return [f"{name!r} is not a file name" for name in names if not isinstance(name, str) or "/" in name]

@@ -230,8 +230,7 @@ class ReviewedWorkspace(Workspace):
         if written is not None:
             following = view._replace(key=key, unparsed={**view.unparsed, **written})
         else:
-            entries = {**view.tree.entries, **{path: staged.tree.entries.get(path) for path in proposal.paths}}
-            tree = Tree(dict(sorted((path, oid) for path, oid in entries.items() if oid is not None)))
+            tree = view.tree.with_changes({path: staged.tree.entries.get(path) for path in proposal.paths})
             following = _View(key, tree, {**view.made, **staged.objects}, view.unparsed)
         with self._lock:
             if self._view is not None and self._view.key == view.key:

@@ -38,11 +38,11 @@ class FolderScan:
     leftovers: list[str] = field(default_factory=list)
 
 
-def scan_folder(folder: str | os.PathLike, root: str | os.PathLike | None = None) -> FolderScan:
-    """Every Org file under `folder` by relative POSIX path, skipping hidden ones, in a stable order: a
-    folder's files by name, then its subfolders by name. Links to folders are not followed, links to
-    files only to files inside `root` (default: `folder`); a link that loops or breaks is skipped, and so
-    is a folder deeper than a tree may name (`paths.MAX_DEPTH`)."""
+def scan_folder(folder: str | os.PathLike, root: str | os.PathLike | None = None, *, deep: bool = True) -> FolderScan:
+    """Every Org file under `folder` (not `deep`: its own files only, not its subfolders') by relative POSIX
+    path, skipping hidden ones, in a stable order: a folder's files by name, then its subfolders by name.
+    Links to folders are not followed, links to files only to files inside `root` (default: `folder`); a
+    link that loops or breaks is skipped, and so is a folder deeper than a tree may name (`paths.MAX_DEPTH`)."""
     scan = FolderScan()
     real_root = Path(os.path.realpath(root if root is not None else folder))
     stack = [(os.fspath(folder), "")]  # folders to visit, the next on top: nesting costs no recursion
@@ -68,7 +68,7 @@ def scan_folder(folder: str | os.PathLike, root: str | os.PathLike | None = None
                 elif problem:
                     scan.skipped.append(Problem(prefix + entry.name, problem))
         stack.extend((entry.path, prefix + entry.name + "/") for entry in reversed(entries)
-                     if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False))
+                     if deep and not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False))
     return scan
 
 

@@ -282,11 +282,11 @@ class FolderWorkspace(Workspace):
         except OSError:
             return 0
 
-    def _synced(self, scope: str, progress=None, written=None, digests=None, then=None
+    def _synced(self, scope: str, progress=None, written=None, digests=None, then=None, deep: bool = True
                 ) -> tuple[IngestReport, history.SyncReport]:
         synced = history.sync(self.store, self.root, tracked=True, progress=progress, marker=self.marker,
                               written=written, digests=digests, then=then, scope=scope,
-                              message=f"ingest {scope}{ingesting.SYNCED}", spare=self.spare)
+                              message=f"ingest {scope}{ingesting.SYNCED}", spare=self.spare, deep=deep)
         self._note_literate_definitions(synced.sent + synced.received, synced.marked)
         return _ingest_report(self.store, synced), synced
 
@@ -364,7 +364,9 @@ class FolderWorkspace(Workspace):
             return Changed(changed, None)
         known = {path: digest for path, data in written.items() if digests and (digest := digests(path, data))}
         scope = _narrowest(self.root, changed) if changed else within
-        report = self._synced(scope, None, written, known, then)[0] if changed or then else None
+        # Files changed in one folder: its own files are read (not its subfolders', which nothing here changed).
+        shallow = len({os.path.dirname(path) for path in changed}) == 1 and scope == os.path.dirname(changed[0])
+        report = self._synced(scope, None, written, known, then, deep=not shallow)[0] if changed or then else None
         return Changed(changed, report)
 
 

@@ -17,7 +17,7 @@ import pytest
 import cortex.api as cx
 from cortex import files
 from cortex.org import parse
-from cortex.codec import encode
+from cortex.codec import encode, encode_object
 from cortex.errors import UserError
 from cortex.files import (COMPARED_BYTES, SPARE_SECONDS, ChangedMeanwhile, OutsideRoot, Staged, file_holds,
                           remove_tree, remove_under, write_under)
@@ -26,7 +26,7 @@ from cortex.history import (DamagedExport, DirtyWorkingFiles, RollbackStopped, S
                             snapshot_key)
 from cortex.history.transfer import MAGIC
 from cortex.ingest import READ_ATTEMPTS
-from cortex.objects import Snapshot, Tree
+from cortex.objects import Folder, Snapshot, Tree
 from cortex.paths import path_problem
 from cortex.query import render_file
 
@@ -52,13 +52,16 @@ def test_paths_ingest_writes_are_accepted(path):
     assert path_problem(path) is None
 
 
-def crafted_export(cortex, tmp_path, entries) -> Path:
-    """An export whose snapshot's tree names `entries` (path -> a real document), checksums all valid."""
+def crafted_export(cortex, tmp_path, entries, flat: bool = False) -> Path:
+    """An export whose snapshot's tree names `entries` (path -> a real document), checksums all valid; `flat`:
+    the tree as an earlier version stored it, one map of every path."""
     doc = parse("* Payload\n#!/bin/sh\nrm -rf ~\n").document
     objects = [*parse("* Payload\n#!/bin/sh\nrm -rf ~\n").objects]
     tree = Tree({path: doc.oid for path in entries})
-    snap = Snapshot(root=tree.oid, parent=None, time_ns=1, message="crafted")
-    pairs = [[o.oid, o.encoded] for o in (*objects, tree, snap)]
+    raw = encode_object("tree", {"entries": {path: doc.oid for path in entries}}) if flat else tree.encoded
+    root = hash_bytes(raw)
+    snap = Snapshot(root=root, parent=None, time_ns=1, message="crafted")
+    pairs = [[o.oid, o.encoded] for o in (*objects, *([] if flat else tree.parts()), snap)] + [[root, raw]]
     body = encode([1, snap.oid, pairs])
     path = tmp_path / "crafted.cortex"
     path.write_bytes(MAGIC + body + hash_bytes(body))
@@ -67,11 +70,30 @@ def crafted_export(cortex, tmp_path, entries) -> Path:
 
 @pytest.mark.parametrize("bad", ["../victim.org", "/tmp/victim.org", "notes/../../victim.org", ".x/a.org",
                                  "evil.sh", "a\x1bb.org", "d/" * 3000 + "deep.org"])
-def test_import_refuses_a_crafted_tree_and_adds_nothing(cortex, tmp_path, bad):
+@pytest.mark.parametrize("flat", [False, True], ids=["by folder", "flat"])
+def test_import_refuses_a_crafted_tree_and_adds_nothing(cortex, tmp_path, bad, flat):
     objects, snaps = cortex.object_count, cortex.snapshot_count
     with pytest.raises(DamagedExport, match="cannot be under an Org root"):
-        cortex.import_(crafted_export(cortex, tmp_path, ["notes/fine.org", bad]))
+        cortex.import_(crafted_export(cortex, tmp_path, ["notes/fine.org", bad], flat))
     assert cortex.object_count == objects and cortex.snapshot_count == snaps
+
+
+def test_import_refuses_a_folder_naming_paths_or_missing_or_of_the_wrong_kind(cortex, tmp_path):
+    parsed = parse("* A\n")
+    doc = parsed.document
+    folder = Folder({"x/../../victim.org": doc.oid})  # a name, in a folder object, is one file's
+    cases = (({"notes": folder.oid}, [folder], "a folder of its tree names files by path"),
+             ({"notes": folder.oid}, [], f"refers to {folder.oid.hex()[:12]}, which is missing"),
+             ({"notes": doc.oid}, [], "a document where a folder belongs"))
+    for folders, objects, refused in cases:
+        tree = encode_object("tree", {"folders": folders})  # as anyone may write one
+        snap = Snapshot(root=hash_bytes(tree), parent=None, time_ns=1)
+        pairs = [[o.oid, o.encoded] for o in (*parsed.objects, *objects, snap)] + [[hash_bytes(tree), tree]]
+        body = encode([1, snap.oid, pairs])
+        (tmp_path / "x.cortex").write_bytes(MAGIC + body + hash_bytes(body))
+        with pytest.raises(DamagedExport, match=refused):
+            cortex.import_(tmp_path / "x.cortex")
+    assert cortex.snapshot_count == 0
 
 
 def test_import_refuses_objects_of_the_wrong_kind(cortex, tmp_path):

@@ -100,8 +100,8 @@ def test_edit_stores_only_the_changed_headline_and_its_ancestors(cortex, org):
     path.write_text(text.replace("Blocked on the schema review.", "Unblocked: review passed."))
     report = cortex.ingest()
     assert report.parsed == ["notes/projects.org"]
-    # the edited headline, its parent, the document and the tree
-    assert report.new_objects == 4
+    # the edited headline, its parent, the document, its folder and the tree
+    assert report.new_objects == 5
     node = cortex.lookup("task-staging-migration")
     assert "Unblocked: review passed." in cortex.show(node)
     assert cortex.show("notes/projects.org") == path.read_text()

@@ -200,3 +200,21 @@ def test_a_closed_session_writes_nothing_more_into_its_folder(tmp_path, monkeypa
     with cx.open(tmp_path / "store", org) as c:
         c.ingest()
     assert settled == [True] and (org / copies.BASE).exists()
+
+
+def test_a_write_of_one_file_reads_its_folder_s_own_files_not_its_subfolders(store_at, tmp_path):
+    org = tmp_path / "org"
+    (org / "agents" / "ann" / "logs").mkdir(parents=True)
+    (org / "agents" / "ann" / "notes.org").write_text("* Notes\n")
+    (org / "agents" / "ann" / "logs" / "2026-11-20.org").write_text("* Log\n")
+    with cx.open(store_at, org) as c:
+        c.ingest()
+        (org / "agents" / "ann" / "notes.org").write_text("* Notes, edited by hand\n")
+        (org / "agents" / "ann" / "logs" / "2026-11-20.org").write_text("* Log, edited by hand\n")
+        c.memory.add_item("ann", "fact", "Ann likes tea.")
+        assert c.show("agents/ann/notes.org") == "* Notes, edited by hand\n"  # the folder the write was in
+        assert c.show("agents/ann/logs/2026-11-20.org") == "* Log\n"  # a subfolder: its next sync reads it
+        assert (org / "agents" / "ann" / "logs" / "2026-11-20.org").read_text() == "* Log, edited by hand\n"
+        c.ingest()
+        assert c.show("agents/ann/logs/2026-11-20.org") == "* Log, edited by hand\n"
+        assert "Ann likes tea." in c.show("agents/ann/memory.org")

@@ -22,7 +22,7 @@ from typing import TypeVar
 from ..codec import FORMAT_VERSION, decode, encode
 from ..errors import ChecksumMismatch, FormatError, IntegrityError, NotFound, RefConflict, UserError
 from ..hashing import OID_SIZE, Oid, hash_bytes
-from ..objects import OrgObject
+from ..objects import OrgObject, Tree
 from ..objects import decode as decode_object
 
 T = TypeVar("T")
@@ -197,11 +197,15 @@ class ObjectStore:
             raise ChecksumMismatch(bytes(oid).hex(), found.hex())
         obj = decode_object(data)
         obj.__dict__.update(encoded=data, oid=Oid(oid))  # primes the cached properties
+        if isinstance(obj, Tree):  # its folders are read from here, when opened
+            obj.bind(self.__getitem__)
         self.remember(obj)
         return obj
 
     def remember(self, obj: OrgObject) -> None:
         """Cache an object already stored (committed), so that reading it back decodes nothing."""
+        if isinstance(obj, Tree):
+            obj.mark_stored()
         if len(self._cache) >= self.CACHE_SIZE:
             self._cache.clear()
         self._cache[bytes(obj.oid)] = obj
@@ -230,7 +234,10 @@ class ObjectStore:
 
     def add_many(self, objs: Iterable[OrgObject]) -> int:
         """Store objects in one transaction; return how many were new."""
-        pending = {obj.oid: obj.encoded for obj in objs}
+        pending = {}
+        for obj in objs:
+            pending[obj.oid] = obj.encoded
+            pending.update((part.oid, part.encoded) for part in obj.parts())
         return self.add_raw(pending.items())
 
     def add_raw(self, items: Iterable[tuple[bytes, bytes]]) -> int:

@@ -238,14 +238,16 @@ def _write_base(folder: Path, base: Oid) -> None:
 def sync(store: Store, folder: str | os.PathLike, label: str | None = None, *, tracked: bool = False,
          progress: Progress | None = None, marker: bytes | None = None, written: Mapping[str, bytes] | None = None,
          digests: Mapping[str, bytes] | None = None, then: Callable[[IngestReport], None] | None = None,
-         scope: str = ".", message: str | None = None, spare: Callable[[str], bool] | None = None) -> SyncReport:
+         scope: str = ".", message: str | None = None, spare: Callable[[str], bool] | None = None,
+         deep: bool = True) -> SyncReport:
     """Merge a working copy's edits into the store and the store's changes into it (see the module).
 
     `tracked`: the folder is the Org folder the store tracks, made a working copy here if it is not one
     yet. The folder is read as `ingest.ingest` reads it (`progress`, `written`, `digests`), and the
     report lists the files changed that hold `marker`; `then(report of the read)` runs in the sync's
     commit, which the working state's log names `message`. Only the files under `scope` (a path from the
-    folder) are read, sent and received; the others wait for a sync that reads them. Syncs of one folder
+    folder; of a folder not `deep`, only the files in it, not in its subfolders) are read, sent and received; the
+    others wait for a sync that reads them. Syncs of one folder
     take turns (on its machine): one that read the folder before another brought it up to date would take
     that other's writes for edits of its own. A file `spare(path)` names (open in an editor) is read and sent
     but never written: what the store changed in it waits for a sync that does not spare it (`deferred`)."""
@@ -261,7 +263,7 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None, *, t
         for _ in range(READS):
             try:
                 return _sync(store, folder, label, progress, marker, written, digests, then, tracked, scope, message,
-                             spare)
+                             spare, deep or scope == ".")
             except ReadCollected:  # nothing was committed: the folder is read again
                 continue
         raise UserError(f"{folder}: a gc kept collecting what this sync read ({READS} times); sync again")
@@ -270,13 +272,13 @@ def sync(store: Store, folder: str | os.PathLike, label: str | None = None, *, t
 def _sync(store: Store, folder: Path, label: str | None, progress: Progress | None, marker: bytes | None,
           written: Mapping[str, bytes] | None, digests: Mapping[str, bytes] | None,
           then: Callable[[IngestReport], None] | None, tracked: bool, scope: str, message: str | None,
-          spare: Callable[[str], bool] | None) -> SyncReport:
+          spare: Callable[[str], bool] | None, deep: bool) -> SyncReport:
     started = time.perf_counter()
     copy_id, recorded, joining = _copy_record(store, folder)
     sure, made = _ref(copy_id), _ref(copy_id) + NEXT
     first = (_first_base(store) if tracked else None) if joining else None
     key = erasures.new_key(folder) if joining else _key_of(store, copy_id, folder)
-    read = read_folder(store, folder, progress, marker, written, digests, scope)
+    read = read_folder(store, folder, progress, marker, written, digests, scope, deep)
     # What hard erasures took from this copy's bases, if any: merged against, so the erased text leaves the folder.
     waiting = None if joining else erasures.waiting_for(store, copy_id, folder, read.get)
     get = read.get if waiting is None else waiting.get
@@ -286,7 +288,7 @@ def _sync(store: Store, folder: Path, label: str | None, progress: Progress | No
     report.problems = [str(p) for p in read.report.problems]
     ours = read.tree
     unreadable = {p.path for p in read.report.problems}
-    in_scope = scope_test(scope, (folder / scope).is_dir())
+    in_scope = scope_test(scope, (folder / scope).is_dir(), deep)
 
     def unread(path: str) -> bool:  # as the base has it: its edits wait for a sync that reads it
         return path in unreadable or not in_scope(path)
@@ -424,12 +426,18 @@ def settled(folder: str | os.PathLike) -> None:
 def _mine(base: Tree, ours: Tree, unreadable: set[str], scope: str, in_scope: Callable[[str], bool]) -> Tree:
     """The folder's files as a tree: those read under `scope`, and every other one (not read: it cannot be, or
     lies outside the scope) as the base has it."""
-    entries = dict(base.entries) if scope != "." else {p: base.entries[p] for p in unreadable if p in base.entries}
-    if scope != ".":
-        for path in [p for p in entries if in_scope(p) and p not in unreadable]:  # (in the scope: as read)
-            del entries[path]
-    entries.update(ours.entries)
-    return Tree(dict(sorted(entries.items())))
+    if scope == ".":
+        return ours.with_changes({p: oid for p in unreadable if (oid := base.entries.get(p)) is not None})
+    gone = {p: None for p in _paths_within(base, scope) if in_scope(p) and p not in unreadable and p not in ours.entries}
+    return base.with_changes({**gone, **{p: oid for p, oid in ours.entries.items() if base.entries.get(p) != oid}})
+
+
+def _paths_within(tree: Tree, scope: str) -> list[str]:
+    """The paths of `tree` under `scope` (a folder or a file, from the root), opening only the folders there."""
+    if scope in tree.entries:
+        return [scope]
+    return [f"{folder}/{name}" if folder else name for folder in tree.folders
+            if folder == scope or folder.startswith(scope + "/") for name in tree.folder(folder).files]
 
 
 def _tree(get: Getter, oid: Oid) -> Tree:
@@ -438,15 +446,7 @@ def _tree(get: Getter, oid: Oid) -> Tree:
 
 def _standing_in(tree: Tree, hidden: Mapping[str, tuple[Oid | None, Oid | None]]) -> Tree:
     """`tree` with the stand-in at each path `hidden` names (path -> (stand-in, what it hides))."""
-    if not hidden:
-        return tree
-    entries = dict(tree.entries)
-    for path, (stand_in, _) in hidden.items():
-        if stand_in is None:
-            entries.pop(path, None)
-        else:
-            entries[path] = stand_in
-    return Tree(dict(sorted(entries.items())))
+    return tree.with_changes({path: stand_in for path, (stand_in, _) in hidden.items()})
 
 
 def _base(get: Getter, sure: Tree, made: Oid | None, recorded: bytes | None, ours: Tree,
@@ -461,17 +461,14 @@ def _base(get: Getter, sure: Tree, made: Oid | None, recorded: bytes | None, our
     if made is None:
         return base
     result: Tree = get(made)
-    entries = dict(base.entries)
+    changes: dict[str, Oid | None] = {}
     for path in differing(base, result):
         was, now, have = base.entries.get(path), result.entries.get(path), ours.entries.get(path)
         if unread(path) or now == was or not (have == now or None not in (now, have) and _brought(
                 get, was, now, have)):
             continue
-        if now is None:
-            entries.pop(path, None)
-        else:
-            entries[path] = now
-    return Tree(dict(sorted(entries.items())))
+        changes[path] = now
+    return base.with_changes(changes)
 
 
 def _brought(get: Getter, was: Oid | None, now: Oid, have: Oid) -> bool:
@@ -562,7 +559,7 @@ def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, writes: dict[str, 
                       unread: Callable[[str], bool], spare: Callable[[str], bool] | None) -> Tree:
     """Put into the folder what the merge changed there, moving each file's new bytes from `staged` to
     `placed` (the old ones to be freed), but for the files `spare` names; return the copy's new base, file by file."""
-    agreed = dict(merged.entries)
+    agreed: dict[str, Oid | None] = {}  # changes to `merged`
     for rel in sorted(differing(mine, merged)):
         was = mine.entries.get(rel)
         if unread(rel):
@@ -588,15 +585,12 @@ def _bring_up_to_date(folder: Path, mine: Tree, merged: Tree, writes: dict[str, 
             # Saved during the sync: the store has what was read; what was saved since merges next time.
             report.kept.append(rel)
             _keep_base(agreed, rel, was)
-    return Tree(dict(sorted(agreed.items())))
+    return merged.with_changes(agreed)
 
 
-def _keep_base(agreed: dict[str, Oid], rel: str, was: Oid | None) -> None:
+def _keep_base(agreed: dict[str, Oid | None], rel: str, was: Oid | None) -> None:
     """Make the folder's version (None: no file) the base of `rel`: the store holds what it changed."""
-    if was is None:
-        agreed.pop(rel, None)
-    else:
-        agreed[rel] = was
+    agreed[rel] = was
 
 
 def _record_of(store: Store, folder: Path) -> CopyRecord | None:

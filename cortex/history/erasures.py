@@ -88,14 +88,8 @@ class Waiting:
 
     def sure(self, tree: Tree) -> Tree:
         """The sure base `tree` (as the store holds it) as it really is."""
-        entries = dict(tree.entries)
-        for path, (stand_in, real) in self.overlay.items():
-            if entries.get(path) == stand_in:
-                if real is None:
-                    entries.pop(path, None)
-                else:
-                    entries[path] = real
-        return Tree(dict(sorted(entries.items())))
+        return tree.with_changes({path: real for path, (stand_in, real) in self.overlay.items()
+                                  if tree.entries.get(path) == stand_in})
 
     def next(self, oid: Oid | None) -> Oid | None:
         """The next base `oid` (as the store holds it) as it was."""
@@ -107,10 +101,9 @@ class Waiting:
         for path, (stand_in, real) in self.overlay.items():
             yield path, stand_in, real
         if (before := self.bases.get(made)) is not None:
-            now, then = self.get(made).entries, self.get(before).entries
-            for path in now.keys() | then.keys():
-                if now.get(path) != then.get(path):
-                    yield path, now.get(path), then.get(path)
+            now, then = self.get(made), self.get(before)
+            for path in now.differing(then):
+                yield path, now.entries.get(path), then.entries.get(path)
 
     def erased(self, made: Oid | None) -> frozenset[Oid]:
         """The headlines (by oid) the bases held before the erasures whose own text they do not hold now
@@ -143,9 +136,9 @@ def seal(store: Store, copies: Mapping[str, tuple[bytes | None, Oid | None, Oid 
     for copy_id, (key, sure, made) in copies.items():
         waiting = Waiting(store_get=store.objects.__getitem__)
         if sure is not None and rewritten(sure) != sure:
-            before, after = _tree(store, sure).entries, _tree(store, rewritten(sure)).entries
-            waiting.overlay = {path: (after.get(path), before.get(path)) for path in before.keys() | after.keys()
-                               if before.get(path) != after.get(path)}
+            before, after = _tree(store, sure), _tree(store, rewritten(sure))
+            waiting.overlay = {path: (after.entries.get(path), before.entries.get(path))
+                               for path in before.differing(after)}
         if made is not None and rewritten(made) != made:
             waiting.bases = {rewritten(made): made}
         if waiting.overlay or waiting.bases:
@@ -168,10 +161,13 @@ def _put(store: Store, copy_id: str, key: bytes | None, waiting: Waiting) -> Non
         return
     raw: dict[bytes, bytes] = {}
     for after, before in waiting.bases.items():  # the base as it was, with the documents the erasure replaced
-        raw[before] = waiting.get(before).encoded
-        now = waiting.get(after).entries
-        for path, doc in waiting.get(before).entries.items():
-            if now.get(path) != doc:
+        was, now = waiting.get(before), waiting.get(after)
+        raw[before] = was.encoded
+        for path, oid in was.folders.items():  # the folders the erasure changed (the others are the store's)
+            if now.folders.get(path) != oid:
+                raw[oid] = was.folder(path).encoded
+        for path in was.differing(now):
+            if (doc := was.entries.get(path)) is not None:
                 _gather(waiting.get, doc, raw)
     for _, real in waiting.overlay.values():
         if real is not None:
@@ -211,6 +207,9 @@ def waiting_for(store: Store, copy_id: str, folder: Path, get: Getter) -> Waitin
     for _, sealed in found:  # oldest first
         overlay, bases, objects = _opened(key, sealed, folder)
         waiting.objects.update(objects)
+        for obj in objects.values():
+            if isinstance(obj, Tree):
+                obj.bind(waiting.get)
         for path, entry in overlay.items():  # a later erasure's stand-in is what an earlier one's became
             earlier = waiting.overlay.get(path)
             waiting.overlay[path] = entry if earlier is None or earlier[0] != entry[1] else (entry[0], earlier[1])

@@ -24,9 +24,9 @@ from ..codec import FORMAT_VERSION, decode
 from ..errors import FormatError, IntegrityError, NotFound
 from ..hashing import OID_SIZE, hash_bytes
 from ..ingest import DOCS_BY_BYTES, STATS, SUBTREES
-from ..objects import Document, Headline, OrgObject, Snapshot, Tree
+from ..objects import Document, Folder, Headline, OrgObject, Snapshot, Tree
 from ..objects import decode as decode_object
-from ..paths import tree_problems
+from ..paths import folder_problems, tree_problems
 from .copies import COPIES, REF_PREFIX
 from .erasures import ERASURES
 from .forget import PURGES
@@ -221,7 +221,15 @@ def _object(store: Store, oid: bytes, data: bytes) -> str | None:
     missing = [ref.hex() for ref in obj.references if ref not in store.objects]
     if missing:
         return f"refers to missing object {', '.join(missing)}"
-    crafted = tree_problems(obj.entries) if isinstance(obj, Tree) else []
+    if isinstance(obj, Folder):
+        crafted = folder_problems(obj.files)
+    elif isinstance(obj, Tree):  # its folders read as they are stored: their own checks report their damage
+        try:
+            crafted = tree_problems(obj.bind(lambda ref: decode_object(store.objects.raw(ref))).entries)
+        except (NotFound, *_UNREADABLE):
+            crafted = []
+    else:
+        crafted = []
     return f"a tree naming files that cannot be under an Org root: {'; '.join(crafted)}" if crafted else None
 
 

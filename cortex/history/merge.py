@@ -183,12 +183,13 @@ def merge_trees(base: Tree | Mapping[str, Oid] | None, ours: Tree | Mapping[str,
     """Merge two trees (path -> document oid) against their base; only files changed on both sides are opened.
     `erased`: base headlines a hard erasure took from theirs; a file that held one, changed by ours and gone
     from theirs, keeps only what ours changed (as `erased` conflicts)."""
-    b, o, t = (_entries(tree) for tree in (base, ours, theirs))
-    entries: dict[str, Oid] = dict(o)  # ours, then each path a side changed (found as sets, at C speed)
+    base, ours, theirs = (_tree(tree) for tree in (base, ours, theirs))
+    b, o, t = base.entries, ours.entries, theirs.entries
+    changes: dict[str, Oid | None] = {}  # to ours: each path a side changed (the folders alike are not opened)
     files: dict[str, Merged] = {}
     conflicts: list[Conflict] = []
     objects: list[OrgObject] = []
-    for path in sorted({path for path, _ in (o.items() ^ b.items()) | (t.items() ^ b.items())}):
+    for path in sorted(ours.differing(base) | theirs.differing(base)):
         x, y, z = b.get(path), o.get(path), t.get(path)
         if y == z or x == z:
             kept = y
@@ -207,11 +208,9 @@ def merge_trees(base: Tree | Mapping[str, Oid] | None, ours: Tree | Mapping[str,
                                                    labels=labels, erased=erased)
             objects.extend(merged.objects)
             kept = merged.document.oid
-        if kept is None:
-            entries.pop(path, None)
-        else:
-            entries[path] = kept
-    tree = ours if isinstance(ours, Tree) and entries == o else Tree(dict(sorted(entries.items())))  # (encoded once)
+        if kept != y:
+            changes[path] = kept
+    tree = ours.with_changes(changes)
     return TreeMerge(tree, (*objects, tree), files, tuple(conflicts))
 
 
@@ -226,11 +225,9 @@ def holds(get: Getter, document: Oid, headlines: frozenset[Oid] | set[Oid]) -> b
     return False
 
 
-def _entries(tree: Tree | Mapping[str, Oid] | None) -> Mapping[str, Oid]:
-    """A tree's path -> oid entries (none for a missing base)."""
-    if tree is None:
-        return {}
-    return tree.entries if isinstance(tree, Tree) else tree
+def _tree(tree: Tree | Mapping[str, Oid] | None) -> Tree:
+    """A tree, given as one or as its path -> oid entries (none for a missing base)."""
+    return tree if isinstance(tree, Tree) else Tree(tree)
 
 
 class _Block:

@@ -324,7 +324,7 @@ def _restricted(store: Store, base: Tree, proposed: Tree, names: tuple[str, ...]
         picked += named
     taken = {c.new for c in picked if c.new is not None}
     dropped = {c.old for c in picked if c.old is not None and c.kind in ("removed", "moved")}
-    entries = dict(base.entries)
+    entries: dict[str, Oid] = {}  # changes to `base`
     get = store.objects.__getitem__
     for path in sorted({c.path for c in picked} | {c.old_path for c in picked if c.old_path}):
         a, b = base.entries.get(path), proposed.entries.get(path)
@@ -334,7 +334,7 @@ def _restricted(store: Store, base: Tree, proposed: Tree, names: tuple[str, ...]
         parsed = org.parse(text)
         made.update((obj.oid, obj) for obj in parsed.objects)
         entries[path] = parsed.document.oid
-    tree = Tree(dict(sorted(entries.items())))
+    tree = base.with_changes(entries)
     made[tree.oid] = tree
     return tree
 

@@ -54,13 +54,16 @@ def summary(store: Store, tree: Tree, base: Tree | None = None) -> dict[str, int
         return found
 
     known = None if base is None else table.get(base.oid)
-    if known is not None:  # the sets are made at C speed; only the documents that differ are counted
-        added, removed = tree.entries.items() - base.entries.items(), base.entries.items() - tree.entries.items()
-        headlines = decode(known)["headlines"] + sum(count(oid) for _, oid in added) - \
-            sum(count(oid) for _, oid in removed)
+    if known is not None:  # only the folders and documents that differ are opened
+        counts = decode(known)
+        files, headlines = counts["files"], counts["headlines"]
+        for path in tree.differing(base):
+            was, now = base.entries.get(path), tree.entries.get(path)
+            files += (now is not None) - (was is not None)
+            headlines += (0 if now is None else count(now)) - (0 if was is None else count(was))
     else:
-        headlines = sum(count(oid) for oid in tree.entries.values())
-    counts = {"files": len(tree.entries), "headlines": headlines}
+        files, headlines = len(tree.entries), sum(count(oid) for oid in tree.entries.values())
+    counts = {"files": files, "headlines": headlines}
     new[tree.oid] = encode(counts)
     table.update(new)  # one commit, however many documents are new
     return counts

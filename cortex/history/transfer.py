@@ -9,10 +9,10 @@ from ..codec import decode, encode
 from ..errors import UserError
 from ..files import write_atomically
 from ..hashing import hash_bytes
-from ..paths import tree_problems
+from ..paths import folder_problems, tree_problems
 from ..reads import read_file_bounded
 from ..words import quoted
-from ..objects import Document, Headline, OrgObject, Snapshot, Tree
+from ..objects import Document, Folder, Headline, OrgObject, Snapshot, Tree
 from ..objects import decode as decode_object
 from .gc import reach
 from .snapshots import SNAPSHOTS, resolve, snapshot_key
@@ -91,15 +91,18 @@ def _read_export(path: Path) -> tuple[bytes, dict[bytes, bytes]]:
     return bytes(snap_oid), objects
 
 
-_CHILD_KIND = {Snapshot: Tree, Tree: Document, Document: Headline, Headline: Headline}
+_CHILD_KIND = {Snapshot: Tree, Folder: Document, Document: Headline, Headline: Headline}
 
 
 def _reached(store: Store, where: str, snap: Snapshot, decoded: dict[bytes, OrgObject]) -> set[bytes]:
     """The exported objects `snap` reaches, each checked to be what its referrer expects."""
     seen: set[bytes] = set()
-    wanted = [(bytes(snap.oid), snap, Snapshot)]
+    trees: list[Tree] = []
+    wanted: list[tuple[bytes, OrgObject]] = [(bytes(snap.oid), snap)]
     while wanted:
-        referrer, obj, kind = wanted.pop()
+        referrer, obj = wanted.pop()
+        # A tree names its folders; one stored by an older cortex, its documents.
+        expected = (Document if obj.stored_flat else Folder) if isinstance(obj, Tree) else _CHILD_KIND[type(obj)]
         for ref in obj.references:
             ref = bytes(ref)
             if ref in seen:
@@ -110,12 +113,17 @@ def _reached(store: Store, where: str, snap: Snapshot, decoded: dict[bytes, OrgO
                     raise DamagedExport(f"{where}: object {referrer.hex()[:12]} refers to {ref.hex()[:12]}, "
                                         "which is missing")
                 continue  # the store's own objects were checked when they entered it
-            if not isinstance(child, _CHILD_KIND[kind]):
+            if not isinstance(child, expected):
                 raise DamagedExport(f"{where}: object {referrer.hex()[:12]} refers to {ref.hex()[:12]}, a "
-                                    f"{child.kind} where a {_CHILD_KIND[kind].kind} belongs")
-            if isinstance(child, Tree) and (problems := tree_problems(child.entries)):
-                raise DamagedExport(f"{where}: its tree names files that cannot be under an Org root:\n  "
-                                    + "\n  ".join(problems))
+                                    f"{child.kind} where a {expected.kind} belongs")
+            if isinstance(child, Folder) and (problems := folder_problems(child.files)):
+                raise DamagedExport(f"{where}: a folder of its tree names files by path:\n  " + "\n  ".join(problems))
+            if isinstance(child, Tree):
+                trees.append(child)
             seen.add(ref)
-            wanted.append((ref, child, type(child)))
+            wanted.append((ref, child))
+    for tree in trees:  # every folder found and checked: the paths they make
+        if problems := tree_problems(tree.bind(lambda oid: decoded.get(oid) or store.objects[oid]).entries):
+            raise DamagedExport(f"{where}: its tree names files that cannot be under an Org root:\n  "
+                                + "\n  ".join(problems))
     return seen | {bytes(snap.oid)}

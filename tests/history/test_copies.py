@@ -595,3 +595,21 @@ def test_a_file_a_sync_wrote_is_read_back_without_parsing_here_and_in_a_later_se
         assert read_folder(c.store, copy).report.parsed == []  # its document is remembered here
     with cx.open(tmp_path / "store", org) as c:  # and stored in the parse cache as the session closed
         assert read_folder(c.store, copy).report.parsed == [] and fsck(c.store) == []
+
+
+def test_a_sync_of_one_file_makes_only_its_folder_of_the_tree_again(store, tmp_path, monkeypatch):
+    from cortex import objects
+    commit_files(store, lambda tree: {f"notes/p{n:02}/n{i}.org": f"* Note {n}\n".encode()
+                                      for n in range(20) for i in range(5)}, "notes")
+    check_out(store, tmp_path / "a")
+    edit(tmp_path / "a", "notes/p07/n1.org", "Note 7", "Note seven")
+    encoded, encode = [], objects.encode_object  # (kind, how many entries) of each tree and folder encoded
+
+    def encoding(kind, fields):
+        encoded.append(len(fields.get("files") or fields.get("folders") or fields.get("entries") or ()))
+        return encode(kind, fields)
+
+    monkeypatch.setattr(objects, "encode_object", encoding)
+    report = sync(store, tmp_path / "a", scope="notes/p07/n1.org")
+    assert report.sent == ["notes/p07/n1.org"] and "Note seven" in stored(store, "notes/p07/n1.org")
+    assert sum(encoded) < 102  # the file's folder and the root: never every path of the tree

@@ -14,7 +14,7 @@ from cortex import ingest as ingesting
 from cortex.org import parse
 from cortex.backends.base import META, OBJECTS, REFLOG, REFS, TABLES
 from cortex.cli.app import cli
-from cortex.codec import encode
+from cortex.codec import encode, encode_object
 from cortex.hashing import Oid, hash_bytes
 from cortex.history import PURGES, SNAPSHOTS, SUMMARIES, fsck as history_fsck
 from cortex.history.copies import COPIES
@@ -157,6 +157,25 @@ def _object_swapped(c):
 
 def _object_dangling(c):
     tree = Tree({"gone.org": Oid(MISSING)})
+    folder = tree.folder("")  # stored with its tree: it is the folder that names the missing document
+    engine_put(c, OBJECTS, tree.oid, tree.encoded)
+    engine_put(c, OBJECTS, folder.oid, folder.encoded)
+    return folder.oid.hex()
+
+
+def _crafted(kind: str, fields):
+    """An object as anyone may write one, naming the document of projects.org (`fields(document)`)."""
+    def apply(c):
+        data = encode_object(kind, fields(c.working().entries[PROJECTS]))
+        engine_put(c, OBJECTS, hash_bytes(data), data)
+        return hash_bytes(data).hex()
+    return apply
+
+
+def _tree_leaving_the_root(c):
+    tree = Tree({"notes/fine.org": c.working().entries[PROJECTS], "../victim.org": c.working().entries[PROJECTS]})
+    for folder in tree.parts():  # its folders are sound: the path they make with the tree's is not
+        engine_put(c, OBJECTS, folder.oid, folder.encoded)
     engine_put(c, OBJECTS, tree.oid, tree.encoded)
     return tree.oid.hex()
 
@@ -236,6 +255,11 @@ DAMAGES = [
     Damage("object hashes to another oid", _object_swapped, OBJECTS, "hashes to", False),
     Damage("object refers to a missing one", _object_dangling, OBJECTS, f"refers to missing object {MISSING.hex()}",
            False),
+    Damage("tree names a path out of the root", _tree_leaving_the_root, OBJECTS, "'../victim.org' climbs out", False),
+    Damage("flat tree names a path out of the root", _crafted("tree", lambda doc: {"entries": {"../v.org": doc}}),
+           OBJECTS, "'../v.org' climbs out", False),
+    Damage("folder names a path", _crafted("folder", lambda doc: {"files": {"a/b.org": doc}}), OBJECTS,
+           "'a/b.org' is not a file name", False),
     Damage("ref points at a missing object", _set(REFS, b"broken", MISSING, "broken", engine=True), REFS,
            f"points at missing object {MISSING.hex()}", False),
     Damage("unknown config key", _set(cx.CONFIG, b"colour", b"blue", "colour"), cx.CONFIG, "unknown key", False),

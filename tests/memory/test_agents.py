@@ -482,3 +482,25 @@ def test_classify(path, outline, tags, expected):
 
     headline = Headline(level=len(outline), title=outline[-1], raw="", tags=tags)
     assert classify(path, outline, headline) == expected
+
+
+def test_a_memory_add_makes_only_the_agent_s_folder_of_the_tree_again(store_at, tmp_path, monkeypatch):
+    from cortex import objects
+    org = tmp_path / "org"
+    for n in range(20):
+        (org / "notes" / f"p{n:02}").mkdir(parents=True)
+        for i in range(5):
+            (org / "notes" / f"p{n:02}" / f"n{i}.org").write_text(f"* Note {n}\n")
+    with cx.open(store_at, org) as c:
+        c.ingest()
+        c.memory.add_item("ann", "fact", "Ann likes tea.")
+        encoded, encode = [], objects.encode_object  # how many entries each tree and folder encoded held
+
+        def encoding(kind, fields):
+            encoded.append(len(fields.get("files") or fields.get("folders") or fields.get("entries") or ()))
+            return encode(kind, fields)
+
+        monkeypatch.setattr(objects, "encode_object", encoding)
+        c.memory.add_item("ann", "fact", "Ann takes it green.")
+        assert sum(encoded) < 101  # agents/ann's folder and the root, never every path of the tree
+        assert titles(c.memory.load_context("ann").facts) == ["Ann likes tea.", "Ann takes it green."]
