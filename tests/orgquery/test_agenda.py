@@ -12,7 +12,7 @@ from click.testing import CliRunner
 import cortex.api as cx
 import cortex.repl.agenda_forms  # noqa: F401 - registers the forms
 from cortex.org import parse
-from cortex.cli.agenda import agenda
+from cortex.cli import agenda as agenda_cli
 from cortex.orgquery.agenda import AgendaFile, agenda
 from cortex.orgquery.errors import QueryError
 from cortex.query import walk_document
@@ -158,11 +158,11 @@ def test_cortex_agenda_prints_org_agendas_text(tmp_path):
     shutil.copy(AGENDA / "deadlines.org", org)
     with cx.open(tmp_path / "store", org) as c:
         c.ingest()
-    result = CliRunner().invoke(agenda, ["--start", "2026-11-23", "--today", "2026-11-25",
+    result = CliRunner().invoke(agenda_cli.agenda, ["--start", "2026-11-23", "--today", "2026-11-25",
                                                      "--store", str(tmp_path / "store"), "--org", str(org)])
     assert result.exit_code == 0, result.output
     assert result.output.rstrip("\n") == expected(AGENDA / "deadlines.org")
-    wrong = CliRunner().invoke(agenda, ["--start", "soon", "--store", str(tmp_path / "store")])
+    wrong = CliRunner().invoke(agenda_cli.agenda, ["--start", "soon", "--store", str(tmp_path / "store")])
     assert wrong.exit_code == 1 and isinstance(wrong.exception, QueryError)
 
 
