@@ -48,8 +48,9 @@ SKIPPED = {"repl"}  # the interactive REPL: its forms are swept below, through e
 
 
 def commands(group=cli, path=()):
-    """(command path, command) of every command of the CLI."""
-    for name, command in group.commands.items():
+    """(command path, command) of every command of the CLI (its modules loaded as a run would)."""
+    context = click.Context(group)
+    for name, command in ((name, group.get_command(context, name)) for name in group.list_commands(context)):
         if isinstance(command, click.Group):
             yield from commands(command, (*path, name))
         elif " ".join((*path, name)) not in SKIPPED:

@@ -117,8 +117,12 @@ def test_the_python_and_definition_examples_run(walk):
 
 
 def test_every_command_has_help_and_is_shown():
+    def subcommands(group: click.Group):  # (name, command), each module loaded as a run would
+        context = click.Context(group)
+        return [(name, group.get_command(context, name)) for name in group.list_commands(context)]
+
     def commands(group: click.Group, path: str):
-        for name, command in group.commands.items():
+        for name, command in subcommands(group):
             yield f"{path} {name}", command
             if isinstance(command, click.Group):
                 yield from commands(command, f"{path} {name}")
@@ -131,7 +135,7 @@ def test_every_command_has_help_and_is_shown():
             return re.sub(r"-\s+", "-", " ".join(text.split()))
 
         listed = words(CliRunner().invoke(group, ["--help"], terminal_width=80).output)
-        for name, command in group.commands.items():  # each first paragraph whole, wrapped, never cut mid-phrase
+        for name, command in subcommands(group):  # each first paragraph whole, wrapped, never cut mid-phrase
             first = inspect.cleandoc(command.help).split("\n\n")[0]
             assert words(first) in listed, f"{path} {name}"
 
