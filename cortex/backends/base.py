@@ -248,14 +248,16 @@ class ObjectStore:
         """The objects named `oids`, those not cached read in one batch; a missing one is NotFound, or
         left out when `missing_ok`."""
         oids = [bytes(oid) for oid in oids]
-        missing = [oid for oid in dict.fromkeys(oids) if oid not in self._cache]
-        fetched = dict(zip(missing, self._engine.get_many(OBJECTS, missing)))
+        # Taken from the cache first: decoding the others may clear it (when full), and an object that was
+        # cached must not then count as missing (gc would collect what it reaches).
+        known = {oid: obj for oid in dict.fromkeys(oids) if (obj := self._cache.get(oid)) is not None}
+        missing = [oid for oid in dict.fromkeys(oids) if oid not in known]
+        for oid, data in zip(missing, self._engine.get_many(OBJECTS, missing)):
+            if data is not None:
+                known[oid] = self._decoded(oid, data)
         found = []
         for oid in oids:
-            obj = self._cache.get(oid)
-            if obj is None and (data := fetched.get(oid)) is not None:
-                obj = self._decoded(oid, data)
-            if obj is not None:
+            if (obj := known.get(oid)) is not None:
                 found.append(obj)
             elif not missing_ok:
                 raise NotFound(f"no object {oid.hex()}")

@@ -21,3 +21,20 @@ def test_gc_keeps_the_folders_kept_states_reach_and_collects_the_others(store_at
         assert first.folders["b"] not in store.objects and first.oid not in store.objects
         assert all(oid in store.objects for oid in second.folders.values())
         assert fsck(store) == []
+
+
+def test_gc_keeps_everything_a_kept_state_reaches_when_the_object_cache_fills_while_it_marks(store_at, monkeypatch):
+    """The object cache clears itself when full: an object cached as a level of the walk began, then cleared by
+    the decoding of the others, was taken as missing, and gc collected what it reached (seen at 1M headlines)."""
+    from cortex.backends.base import ObjectStore
+
+    files = {f"notes/{n}.org": f"* Note {n}\n** Part {n}\nText {n}.\n".encode() for n in range(40)}
+    with open_store(store_at) as store:
+        commit_files(store, lambda tree: files, "first")
+        snapshot(store, "first")
+        before = len(store.objects)
+    with open_store(store_at) as store:
+        monkeypatch.setattr(ObjectStore, "CACHE_SIZE", 16)
+        store.objects.load_many(list(working_tree(store).entries.values())[:8])  # cached as gc begins
+        assert gc(store) == 0
+        assert len(store.objects) == before and fsck(store) == []
