@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..backends import Store
-from ..errors import UserError
+from ..errors import NotFound, UserError
 from ..hashing import Oid
 from ..objects import EMPTY_TREE, Tree
 from . import saving
@@ -205,25 +205,36 @@ class SearchIndex:
             if old is None:  # the tree we were built for was collected: start over
                 self._reset()
                 old = EMPTY_TREE
-            removed: set[int] = set()
-            added: dict[int, Item] = {}
-            get = self.store.objects.__getitem__
-            changed = [path for path in old.entries.keys() | tree.entries.keys()
-                       if old.entries.get(path) != tree.entries.get(path)]
-            self.store.objects.preload(doc.entries[path] for doc in (old, tree) for path in changed
-                                       if path in doc.entries)
-            for path in changed:
-                a, b = old.entries.get(path), tree.entries.get(path)
-                gone, came = changed_units(get, path, a and get(a), b and get(b))
-                indexed = self.by_path.get(path, set())
-                removed |= (gone.keys() - came.keys()) & indexed
-                added.update((k, i) for k, i in came.items() if k not in indexed)
-                self.lines.changed(path)
-                if a is None and b is not None:  # a new file: its lines are counted once, as it is read
-                    self.lines.count(path, get(b), came)
-            self._apply(removed, added)
-            self.root, self.tree = tree.oid, tree
-            self.dirty = True
+            try:
+                self._follow(old, tree)
+            except NotFound:
+                if old is EMPTY_TREE:
+                    raise
+                # what that tree reached was collected (gc in another process) while its root stayed cached here
+                self._reset()
+                self._follow(EMPTY_TREE, tree)
+
+    def _follow(self, old: Tree, tree: Tree) -> None:
+        """`follow` from `old`, the tree the indexes were built for."""
+        removed: set[int] = set()
+        added: dict[int, Item] = {}
+        get = self.store.objects.__getitem__
+        changed = [path for path in old.entries.keys() | tree.entries.keys()
+                   if old.entries.get(path) != tree.entries.get(path)]
+        self.store.objects.preload(doc.entries[path] for doc in (old, tree) for path in changed
+                                   if path in doc.entries)
+        for path in changed:
+            a, b = old.entries.get(path), tree.entries.get(path)
+            gone, came = changed_units(get, path, a and get(a), b and get(b))
+            indexed = self.by_path.get(path, set())
+            removed |= (gone.keys() - came.keys()) & indexed
+            added.update((k, i) for k, i in came.items() if k not in indexed)
+            self.lines.changed(path)
+            if a is None and b is not None:  # a new file: its lines are counted once, as it is read
+                self.lines.count(path, get(b), came)
+        self._apply(removed, added)
+        self.root, self.tree = tree.oid, tree
+        self.dirty = True
 
     def _apply(self, removed: set[int], added: dict[int, Item]) -> None:
         # a filter's keys change by what changed, not by the thousands of items that stay

@@ -177,3 +177,33 @@ def test_a_result_names_its_line_after_headlines_were_added_above_it(cortex, org
     cortex.ingest()
     hit = cortex.search(query, limit=1)[0]
     assert "Rotate the webhook secrets" in path.read_text().splitlines()[hit.line - 1]
+
+
+COLLECT_ELSEWHERE = """
+import sys
+from cortex.backends import open_store
+from cortex.history import gc
+with open_store(sys.argv[1]) as store:
+    for name in store.refs.names():
+        store.refs.expire(name, lambda entry: False)
+    print(gc(store))
+"""
+
+
+def test_an_index_whose_state_was_collected_by_another_process_starts_over(tmp_path, org):
+    import subprocess
+    import sys
+
+    with cx.open(tmp_path / "store", org) as c:
+        c.ingest()
+        c.search("anything")
+        before = c.read_state()
+        path = org / PROJECTS
+        path.write_text(path.read_text().replace("Blocked on the schema review.", "The zebra migration is blocked."))
+        c.ingest()
+        collected = subprocess.run([sys.executable, "-c", COLLECT_ELSEWHERE, str(tmp_path / "store")],
+                                   capture_output=True, text=True, check=True).stdout
+        assert int(collected) > 0 and before.entries[PROJECTS] not in c.store.objects
+        # this process still holds the old tree, not the document it names (as a cache that filled drops it)
+        c.store.objects._cache.pop(bytes(before.entries[PROJECTS]), None)
+        assert top(c.search("zebra", limit=1)) == [(PROJECTS, "Staging database migration")]
