@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .backends import is_database_url
 from .errors import UserError
@@ -24,10 +24,9 @@ class NotACopy(UserError):
     """A folder that is not a working copy of this store."""
 
 
-@dataclass(frozen=True)
-class CopyRecord:
+class CopyRecord(NamedTuple):
     """What a folder's `.cortex/copy` says: the copy's id, its store's, whether the store knows it yet, and where
-    the store is."""
+    the store is. (A named tuple: the REPL reads it before its prompt, and a dataclass would load `inspect`.)"""
 
     copy: str
     store: str | None  # None: written before copies named their store

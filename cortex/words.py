@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import inspect
 import re
-from datetime import datetime
+import time
 
 __all__ = ["CHANGE_STYLES", "QUOTED", "brief", "counted", "files", "ingest_summary", "listed", "literal",
            "memory_summary", "patch_style", "prose", "quoted", "short", "shown_stats", "similar_item", "size",
@@ -23,7 +22,7 @@ def files(paths: list[str]) -> str:
 
 def when(time_ns: int) -> str:
     """A local time a person reads at a glance: `2026-11-20 09:30:00`."""
-    return datetime.fromtimestamp(time_ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(time_ns / 1e9))
 
 
 def short(oid) -> str:
@@ -143,6 +142,8 @@ def patch_style(line: str) -> str:
 
 def prose(doc: str | None) -> str:
     """A docstring as a reader sees it: its source indentation gone, each paragraph one line (blank lines apart)."""
+    import inspect  # here, not above: the REPL draws its prompt before anything needs it
+
     paragraphs = inspect.cleandoc(doc or "").split("\n\n")
     return "\n\n".join(" ".join(paragraph.split()) for paragraph in paragraphs if paragraph.strip())
 
