@@ -219,8 +219,7 @@ class SearchIndex:
         removed: set[int] = set()
         added: dict[int, Item] = {}
         get = self.store.objects.__getitem__
-        changed = [path for path in old.entries.keys() | tree.entries.keys()
-                   if old.entries.get(path) != tree.entries.get(path)]
+        changed = old.differing(tree)
         self.store.objects.preload(doc.entries[path] for doc in (old, tree) for path in changed
                                    if path in doc.entries)
         for path in changed:
