@@ -12,7 +12,8 @@ Prints the median wall time of:
   line editor up                            ... until prompt-toolkit takes over the prompt (its
                                             first cursor-position query)
   ingested                                  ... until the start-up ingest line is shown
-and each one's ratio to the baseline (the target is 2x for the prompt).
+and each one's ratio to the baseline (the target is 2x for the prompt), then the CPU time of `hy -c 1` and of
+the REPL until its prompt is drawn (Linux): the same comparison, less moved by other work on the machine.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import pty
+import resource
 import re
 import select
 import shutil
@@ -48,15 +50,32 @@ def timed(argv: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def interactive(store: Path, org: Path) -> tuple[float, float, float, float]:
+def cpu_timed(argv: list[str]) -> float:
+    """CPU seconds (user and system) to run a command to completion."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=ENV)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def cpu_so_far(pid: int) -> float:
+    """CPU seconds a running process has had (Linux's scheduler statistics; NaN elsewhere)."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+    except OSError:
+        return float("nan")
+
+
+def interactive(store: Path, org: Path) -> tuple[float, float, float, float, float]:
     """Seconds until the prompt is drawn, until a key typed then is echoed, until prompt-toolkit is up
-    and until the ingest line appears, in a pseudo-terminal."""
+    and until the ingest line appears, in a pseudo-terminal; then the CPU seconds the REPL had had when its
+    prompt was seen."""
     argv = [sys.executable, "-m", "cortex.repl", "--store", str(store), str(org)]
     started = time.perf_counter()
     pid, fd = pty.fork()
     if pid == 0:
         os.execve(argv[0], argv, ENV)
-    seen, typed_at, prompt_at, echo_at, editor_at, ingested_at = b"", None, None, None, None, None
+    seen, typed_at, prompt_at, echo_at, editor_at, ingested_at, prompt_cpu = b"", None, None, None, None, None, None
     deadline = started + 30
     try:
         # Done once the prompt is drawn again below the ingest line: a key sent while the line is
@@ -75,7 +94,7 @@ def interactive(store: Path, org: Path) -> tuple[float, float, float, float]:
                 if editor_at is None and CURSOR_QUERY in chunk:
                     editor_at = now
                 if prompt_at is None and b"cortex=>" in seen:
-                    prompt_at, typed_at = now, len(seen)
+                    prompt_at, typed_at, prompt_cpu = now, len(seen), cpu_so_far(pid)
                     os.write(fd, KEY)
                 if echo_at is None and typed_at is not None and KEY in ESCAPE.sub(b"", seen[typed_at:]):
                     echo_at = now
@@ -87,7 +106,7 @@ def interactive(store: Path, org: Path) -> tuple[float, float, float, float]:
         os.close(fd)
     if None in (prompt_at, echo_at, editor_at, ingested_at):
         raise RuntimeError(f"the REPL did not come up: {seen[-500:]!r}")
-    return prompt_at, echo_at, editor_at, ingested_at
+    return prompt_at, echo_at, editor_at, ingested_at, prompt_cpu
 
 
 def first_answer(store: Path, org: Path, form: str, answer: str) -> float:
@@ -135,20 +154,28 @@ def main() -> None:
         interactive(work / "store", work / "org")  # the first run creates the store; later ones re-open it
         results: dict[str, list[float]] = {"hy -c 1": [], "eval (+ 1 1)": [], "prompt drawn": [], "key echoed": [],
                                            "line editor up": [], "ingested": []}
+        cpu: dict[str, list[float]] = {"hy -c 1": [], "prompt drawn": []}
         for _ in range(args.runs):  # interleaved, so machine noise hits every measurement alike
             results["hy -c 1"].append(timed([str(BIN / "hy"), "-c", "1"]))
             results["eval (+ 1 1)"].append(timed([sys.executable, "-m", "cortex.repl", "-e", "(+ 1 1)"]))
-            for name, seconds in zip(("prompt drawn", "key echoed", "line editor up", "ingested"),
-                                     interactive(work / "store", work / "org"), strict=True):
+            *walls, prompt_cpu = interactive(work / "store", work / "org")
+            for name, seconds in zip(("prompt drawn", "key echoed", "line editor up", "ingested"), walls, strict=True):
                 results[name].append(seconds)
+            cpu["hy -c 1"].append(cpu_timed([str(BIN / "hy"), "-c", "1"]))
+            cpu["prompt drawn"].append(prompt_cpu)
     finally:
         shutil.rmtree(work)
-    baseline = statistics.median(results["hy -c 1"])
-    print(f"{'':16}{'median s':>10}{'vs hy -c 1':>12}   ({args.runs} runs each)")
+    print_ratios(results, "median s", f"   ({args.runs} runs each)")
+    print_ratios(cpu, "median CPU s")
+
+
+def print_ratios(results: dict[str, list[float]], heading: str, note: str = "") -> None:
+    """Each measurement's median and its ratio to the first one's (`hy -c 1`)."""
+    baseline = statistics.median(next(iter(results.values())))
+    print(f"{'':16}{heading:>12}{'vs hy -c 1':>12}{note}")
     for name, times in results.items():
         median = statistics.median(times)
-        print(f"{name:16}{median:10.3f}{median / baseline:11.2f}x")
-
+        print(f"{name:16}{median:12.3f}{median / baseline:11.2f}x")
 
 if __name__ == "__main__":
     main()

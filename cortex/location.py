@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import NamedTuple
 
 from .backends import is_database_url
 from .errors import UserError
@@ -24,14 +23,18 @@ class NotACopy(UserError):
     """A folder that is not a working copy of this store."""
 
 
-class CopyRecord(NamedTuple):
+class CopyRecord:
     """What a folder's `.cortex/copy` says: the copy's id, its store's, whether the store knows it yet, and where
-    the store is. (A named tuple: the REPL reads it before its prompt, and a dataclass would load `inspect`.)"""
+    the store is. (A plain class: the REPL reads it before its prompt, where a dataclass or a named tuple would
+    cost more than the rest of the record's reading.)"""
 
-    copy: str
-    store: str | None  # None: written before copies named their store
-    joined: bool
-    location: str | None = None  # a folder, or a URL without its password; None: written before records said
+    __slots__ = ("copy", "store", "joined", "location")
+
+    def __init__(self, copy: str, store: str | None, joined: bool, location: str | None = None):
+        self.copy = copy
+        self.store = store  # None: written before copies named their store
+        self.joined = joined
+        self.location = location  # a folder, or a URL without its password; None: written before records said
 
 
 def read_record(folder: Path) -> CopyRecord | None:

@@ -7,10 +7,12 @@ Each kind of input has its bound where it is read (`ORG_FILE` here, since every 
 from __future__ import annotations
 
 import os
-from typing import BinaryIO, TextIO
-
 from .errors import UserError
 from .words import size
+
+TYPE_CHECKING = False  # typing's, without loading typing before the REPL's prompt
+if TYPE_CHECKING:
+    from typing import BinaryIO, TextIO
 
 ORG_FILE = 256 << 20  # bytes an Org file may hold (a million-line log is about 100 MiB): a larger one is not read
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from cortex.lazy import lazy_names
+
+TYPE_CHECKING = False  # typing's, without loading typing before the REPL's prompt
 
 if TYPE_CHECKING:
     from .base import Store

@@ -12,12 +12,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TextIO
-
 from ..backends import is_database_url
 from ..errors import CortexError
 from ..location import copy_around, default_store_path
 from ..reads import read_text_bounded
+
+TYPE_CHECKING = False  # typing's, without loading typing before the prompt
+if TYPE_CHECKING:
+    from typing import TextIO
 
 MAX_PIPED = 16 << 20  # characters of forms read from stdin
 

@@ -20,6 +20,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.input.vt100 import raw_mode
 from prompt_toolkit.output import DummyOutput
 
+import cortex.api
 import cortex.repl
 from cortex.repl.early import BANNER, PROMPT, EarlyPrompt
 from cortex.workspace import AnotherFolder
@@ -170,6 +171,20 @@ def test_the_early_prompt_echoes_text_until_another_key_and_hands_over_every_key
         with raw_mode(program):
             assert pending(program) == b"3\r"
     assert termios.tcgetattr(program) == before
+
+
+def test_the_prompt_path_loads_no_store_no_hy_and_no_typing(tmp_path, org):
+    """What runs before the prompt (the command line, the folder check, the early prompt) is the REPL's first
+    impression: a second start, on a store that knows the working copy, loads none of these."""
+    with cortex.api.open(tmp_path / "store", org) as cx:
+        cx.sync()  # the folder becomes the store's working copy, as at the REPL's first start
+    code = ("import sys, cortex.repl.__main__ as main, cortex.repl.early; "
+            f"main.check_folder({str(tmp_path / 'store')!r}, {str(org)!r}); print(*sorted(sys.modules))")
+    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                cwd=tmp_path).stdout.split())
+    assert {"cortex.location", "cortex.repl.early", "json"} <= loaded  # the record was read
+    assert not loaded & {"cortex.backends.base", "lmdb", "hy", "prompt_toolkit", "typing", "dataclasses", "inspect",
+                         "datetime"}
 
 
 def test_leaving_the_early_prompt_restores_the_terminal(terminal):
