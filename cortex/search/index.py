@@ -17,7 +17,7 @@ are saved beside the store when the session closes (`cortex.search.saving`); an 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict, defaultdict
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date, datetime
@@ -35,7 +35,7 @@ from .building import Builder, Progress
 from .dates import Period, named_period
 from .embedders import CachedEmbedder, Embedder
 from .fusion import METHODS, Hit, Layout, Weights, hybrid_search
-from .items import SOURCES, TYPES, Item, Items, changed_units, span_of
+from .items import SOURCES, TYPES, Item, Items, KeysByPath, changed_units, span_of
 from .keyword import KeywordIndex
 from .lines import Lines
 from .results import Results, SearchResult, VectorStatus
@@ -107,7 +107,7 @@ class Places:
     """(path, position) -> the key of the item there, made for a file when first asked about (the items of a saved
     index stay encoded until looked at)."""
 
-    def __init__(self, items: Items, by_path: dict[str, set[int]]):
+    def __init__(self, items: Items, by_path: KeysByPath):
         self._items, self._by_path = items, by_path
         self._of: dict[str, dict[tuple[int, ...], int]] = {}
 
@@ -166,8 +166,8 @@ class SearchIndex:
         self.folder = folder  # where the indexes are saved (None: nowhere)
         self.root: Oid = EMPTY_TREE.oid
         self.tree: Tree | None = None  # the tree followed last, whose oid is `root` (a folder's view is not stored)
-        self.items: dict[int, Item] = Items()
-        self.by_path: dict[str, set[int]] = defaultdict(set)
+        self.items = Items()
+        self.by_path = KeysByPath()
         self.at = Places(self.items, self.by_path)  # (path, position) -> key of the item there
         self.timed: set[int] = set()  # keys of the items that say when they hold
         self.lines = Lines(store)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from itertools import accumulate
 
+import numpy as np
+
 from ..backends import Store
 from ..hashing import Oid
 from ..objects import Document, Headline, Tree
@@ -28,8 +30,11 @@ class Lines:
 
     def __init__(self, store: Store):
         self.store = store
-        # the first line of each item of the files in `lined`, counted when they were first read
+        # the first line of each item of the files in `lined`, counted when they were first read: those of a saved
+        # index in two arrays (keys sorted, lines), those counted since in a dict
         self.line_of: dict[int, int] = {}
+        self._saved_keys, self._saved_lines = np.zeros(0, dtype="<u8"), np.zeros(0, dtype="<u4")
+        self._gone: set[int] = set()  # saved keys of items since removed
         self.lined: set[str] = set()
         self._lines: dict[bytes, int] = {}  # headline oid -> lines of its subtree
         self._offsets: dict[bytes, list[int]] = {}  # document or headline oid -> lines before each child
@@ -48,16 +53,46 @@ class Lines:
     def removed(self, key: int) -> None:
         """An item left the index."""
         self.line_of.pop(key, None)
+        if self._saved_at(key) is not None:
+            self._gone.add(key)
 
     def clear(self) -> None:
         """Forget every item's line (the counts of subtrees, named by their oids, stay true)."""
+        self.load(b"", b"", [])
+
+    def load(self, keys: bytes, lines: bytes, lined: list[str]) -> None:
+        """Take the lines `packed` made, in place of those counted."""
         self.line_of.clear()
-        self.lined.clear()
+        self._gone.clear()
+        self._saved_keys, self._saved_lines = np.frombuffer(keys, "<u8"), np.frombuffer(lines, "<u4")
+        if len(self._saved_keys) != len(self._saved_lines):
+            raise ValueError("saved lines that do not match their keys")
+        self.lined = set(lined)
+
+    def packed(self) -> tuple[bytes, bytes, list[str]]:
+        """The lines counted, as `load` takes them: keys sorted, their lines, the files whose lines they are."""
+        kept = np.ones(len(self._saved_keys), dtype=bool)
+        if self._gone or self.line_of:
+            kept = ~np.isin(self._saved_keys, np.fromiter([*self._gone, *self.line_of], dtype="<u8"))
+        keys = np.concatenate([self._saved_keys[kept], np.fromiter(self.line_of, dtype="<u8", count=len(self.line_of))])
+        lines = np.concatenate([self._saved_lines[kept],
+                                np.fromiter(self.line_of.values(), dtype="<u4", count=len(self.line_of))])
+        order = np.argsort(keys, kind="stable")
+        return keys[order].tobytes(), lines[order].tobytes(), sorted(self.lined)
+
+    def _saved_at(self, key: int) -> int | None:
+        """The line saved for `key`, None when none was (or its item was removed since)."""
+        n = int(np.searchsorted(self._saved_keys, key))
+        if n < len(self._saved_keys) and int(self._saved_keys[n]) == key and key not in self._gone:
+            return int(self._saved_lines[n])
+        return None
 
     def of(self, item: Item, tree: Tree) -> int:
         """The first line of an item's headline in `tree`'s version of its file."""
-        if item.path in self.lined and (line := self.line_of.get(item.key)) is not None:
-            return line
+        if item.path in self.lined:
+            line = self.line_of.get(item.key)
+            if line is not None or (line := self._saved_at(item.key)) is not None:
+                return line
         doc = self.store.objects[tree.entries[item.path]]
         line = self._line_at(doc, item.position, item.oid)
         if line is None:  # headlines were inserted or removed before it since it was indexed

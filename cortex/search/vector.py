@@ -72,8 +72,8 @@ class VectorIndex:
         """The keys of `keys` that have no vector here."""
         if not len(keys):
             return []
-        found = self._contains(np.asarray(keys, dtype=np.uint64))
-        return [key for key, present in zip(keys, found.tolist()) if not present]
+        keys = np.asarray(keys, dtype=np.uint64)
+        return keys[~self._contains(keys)].tolist()
 
     def add(self, keys: Sequence[int] | np.ndarray, vectors: np.ndarray) -> None:
         """Add one vector per key, replacing the vectors of keys already present."""

@@ -194,3 +194,58 @@ def test_items_carry_inherited_tags_and_follow_the_edits_of_a_heading_or_the_fil
 def test_an_items_day_is_that_of_the_first_timestamp_org_sees():
     assert item_date("notes/a.org", ("Idea",), "* Idea =<2023-09-01 Fri>= <2023-09-02T10:00>\n"
                                                "  [[x][<2023-09-03 Sun>]] then <2023-09-04 Mon>") == "2023-09-04"
+
+
+def sample_items(count: int, start: int = 0) -> dict:
+    from cortex.hashing import Oid
+    from cortex.search.items import Item
+
+    return {k: Item(k, f"notes/{k % 3}.org", ("Top", f"Item {k}"), (0, k), Oid(k.to_bytes(32, "little")), None,
+                    f"text {k}", tags=("t",) if k % 2 else ()) for k in range(start * 7919 + 1, (start + count) * 7919, 7919)}
+
+
+def test_packed_items_behave_as_a_dict_through_removals_and_replacements():
+    from cortex.search.items import Items
+
+    made = Items()
+    made.update(sample_items(50))
+    loaded, expected = Items(), dict(sample_items(50))
+    loaded.load(*made.packed())
+    assert len(loaded) == 50 and loaded._above == {}  # nothing made into an Item until looked up
+    keys = sorted(expected)
+    for key in keys[:10]:  # removed: some looked up first, some not
+        if key % 2:
+            assert loaded[key] == expected[key]
+        del loaded[key], expected[key]
+    replaced = sample_items(5, start=60)
+    for old, (key, item) in zip(keys[10:15], replaced.items()):
+        loaded[old] = expected[old] = item  # replaced in place
+        loaded[key] = expected[key] = item  # and new
+    assert len(loaded) == len(expected) and set(loaded) == set(expected) and dict(loaded.items()) == expected
+    assert keys[0] not in loaded and keys[20] in loaded and 2**64 + 5 not in loaded and "x" not in loaded
+    with pytest.raises(KeyError):
+        loaded[keys[0]]
+    with pytest.raises(KeyError):
+        del loaded[keys[0]]
+    again = Items()
+    again.load(*loaded.packed())
+    assert dict(again.items()) == expected
+    again.clear()
+    assert len(again) == 0 and list(again) == [] and keys[20] not in again
+
+
+def test_packed_keys_by_path_open_one_file_at_a_time():
+    from cortex.search.items import KeysByPath
+
+    made = KeysByPath()
+    made["a.org"].update({1, 2, 3})
+    made["b.org"].add(9)
+    made["empty.org"] = set()
+    loaded = KeysByPath()
+    loaded.load(made.packed())
+    assert set(loaded) == {"a.org", "b.org"} and all(type(v) is bytes for v in dict.values(loaded))
+    assert loaded["a.org"] == {1, 2, 3} and type(dict.__getitem__(loaded, "b.org")) is bytes
+    assert loaded.get("b.org") == {9} and loaded.get("c.org") is None and loaded["c.org"] == set()
+    loaded["a.org"].discard(2)
+    assert dict(loaded.items()) == {"a.org": {1, 3}, "b.org": {9}, "c.org": set()}
+    assert KeysByPath.packed(loaded).keys() == {"a.org", "b.org"}
