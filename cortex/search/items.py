@@ -98,10 +98,10 @@ class Items(MutableMapping):
         self._above: dict[int, Item] = {}
         self._keys = np.zeros(0, dtype="<u8")  # the packed items' keys, sorted
         self._ends = np.zeros(0, dtype="<u8")  # where each one's record ends in `_records`
-        self._records: bytes = b""
+        self._records: bytes | memoryview = b""
         self._hidden: set[int] = set()  # packed keys removed, or held above
 
-    def load(self, keys: bytes, ends: bytes, records: bytes) -> None:
+    def load(self, keys: bytes, ends: bytes, records: bytes | memoryview) -> None:
         """Take the items `packed` made, in place of those held (none, as a saved index is loaded)."""
         self.clear()
         self._keys, self._ends, self._records = np.frombuffer(keys, "<u8"), np.frombuffer(ends, "<u8"), records

@@ -1,8 +1,9 @@
 """Search indexes saved beside the store, and trusted on load only when whole and made for the same history.
 
-The keyword index, the vector index and a state file (the root the indexes were made for, their items, the
-newest purge of history they were made after, the items' lines) are each replaced atomically, the state
-last, when a session closes. An index made before a purge may hold the purged text: it is never saved
+The keyword index, the vector index, the items' records (memory-mapped as loaded) and a state file (the root the
+indexes were made for, the items' keys, the newest purge of history they were made after, the items' lines) are
+each replaced atomically, the state last, when a session closes; the state names the records by a token they
+start with. An index made before a purge may hold the purged text: it is never saved
 after one, and a saved one is deleted when loaded after one (on any machine). Anything else that does not
 fit is derived data: it is rebuilt from the store, not trusted.
 
@@ -13,6 +14,8 @@ holds nothing usable fetches that copy into it before building anything.
 
 from __future__ import annotations
 
+import mmap
+import os
 import shutil
 import time
 from pathlib import Path
@@ -40,7 +43,9 @@ STATE_VERSION = 8  # 2: the state records the newest purge it was made after; 3:
 # 4: when items hold; 5: inherited tags; 6: each record encoded on its own, keys and lines packed (100,000
 # records decode in 0.12 s, not 2.2); 7: the keyword index's vocabulary memory-mapped (its format 4); 8: items,
 # their files' keys and their lines kept packed as loaded (`Items`, `KeysByPath`, `Lines`): a million items
-# loaded in 2.2 s before, most of it making dicts and sets a first search does not need
+# loaded in 2.2 s before, most of it making dicts and sets a first search does not need), the records in a file
+# of their own, memory-mapped
+RECORDS = "items.records"  # a token, then the items' encoded records (`Items.packed`)
 SAVE_LOCK = "save.lock"  # held while the indexes are written (not hidden: leftovers of saves are)
 SHARE_AFTER = 1000  # items changed since the index was loaded, or
 SHARE_AGE = 3600.0  # seconds since the shared copy was made, after which a save shares its indexes again
@@ -58,7 +63,10 @@ def save(index: SearchIndex) -> None:
     with index.lock, locked(folder / SAVE_LOCK):  # another process closing the same store saves too
         index.keyword.save(folder / "keyword")
         index.vector.save(folder / "vectors.usearch")
-        state = encode([STATE_VERSION, index.embedder.name, bytes(index.root), index.purged, *index.items.packed(),
+        keys, ends, records = index.items.packed()
+        token = os.urandom(16)
+        write_atomically(folder / RECORDS, token + records)
+        state = encode([STATE_VERSION, index.embedder.name, bytes(index.root), index.purged, token, keys, ends,
                         index.by_path.packed(), _packed(index.timed), *index.lines.packed()])
         write_atomically(folder / "state.msgpack", state)
         index.dirty = False
@@ -96,8 +104,12 @@ def _load(index: SearchIndex) -> bool:
             return False
         if version != STATE_VERSION or name != index.embedder.name:
             return False
-        keys, ends, records, by_path, timed, line_keys, line_numbers, lined = state
-        index.items.load(keys, ends, records)
+        token, keys, ends, by_path, timed, line_keys, line_numbers, lined = state
+        with (folder / RECORDS).open("rb") as file:
+            records = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        if records[:len(token)] != token:
+            raise ValueError("records of another save")
+        index.items.load(keys, ends, memoryview(records)[len(token):])
         index.lines.load(line_keys, line_numbers, lined)
         keys = np.frombuffer(keys, "<u8")
         keyword = KeywordIndex.load(folder / "keyword")

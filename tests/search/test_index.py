@@ -74,12 +74,25 @@ def test_index_is_saved_and_trusted_only_for_its_root(tmp_path, org, counting):
         assert counting.texts == ["Quokka sightings in the office", "quokka"]
 
 
-def test_damaged_index_is_rebuilt(tmp_path, org):
+DAMAGES = {
+    "vectors garbled": lambda folder: (folder / "vectors.usearch").write_bytes(b"garbage"),
+    "records of another save": lambda folder: (folder / "items.records").write_bytes(
+        bytes(16) + (folder / "items.records").read_bytes()[16:]),
+    "records cut short": lambda folder: (folder / "items.records").write_bytes(
+        (folder / "items.records").read_bytes()[:-1]),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_damaged_index_is_rebuilt(tmp_path, org, damage):
     with cx.open(tmp_path / "store", org) as c:
         c.ingest()
         c.search("deploy")
-    (tmp_path / "store" / "index" / "vectors.usearch").write_bytes(b"garbage")
+    with cx.open(tmp_path / "store", org) as c:  # as saved: trusted, its items packed until looked up
+        assert len(c._search_index.items._keys) == len(c._search_index.items) > 0
+    DAMAGES[damage](tmp_path / "store" / "index")
     with cx.open(tmp_path / "store", org) as c:
+        assert len(c._search_index.items._keys) == 0  # rebuilt from the store
         assert top(c.search("dark theme", limit=1)) == [("agents/assistant/memory.org", "User prefers dark mode in every app.")]
 
 
