@@ -59,7 +59,7 @@ def _converter():
 
 
 async def _run(call, *args):
-    """`call(*args)` in a worker thread; a user's mistake answers an invalid-params error carrying its message."""
+    """`call(*args)` in a worker thread, answered as `_answered` says."""
     return await asyncio.to_thread(_answered, call, *args)
 
 
