@@ -1,7 +1,8 @@
 """`cortex lsp` over stdio (pygls's own client) against what it stands on, measured in the same run:
 
   workspace symbol          a workspace/symbol round trip, JSON over the server's pipes as an editor reads it
-                            (`Wire`), vs `Cortex.search` of the same query in process (target <= 1.2x)
+                            (`Wire`), vs `Cortex.search` of the same query in process, its results named and
+                            placed (heading, file, line) as the symbols are (target <= 1.2x)
   one-headline edit         a didChange of one heading until the buffer's diagnostics are published, vs the
                             one-line re-ingest of the same edit saved (target <= 2x)
   start to first answer     from exec to the first hover answered (and to the `initialize` answer), vs the
@@ -126,10 +127,11 @@ class Wire:
             pass  # a notification, or the server's own request
         return answer
 
-    def symbol(self, query: str) -> float:
+    def symbol(self, query: str) -> tuple[float, int]:
+        """Seconds of a workspace symbol there and back, and how many symbols it answered."""
         began = time.perf_counter()
-        self.request("workspace/symbol", {"query": query})
-        return time.perf_counter() - began
+        answer = self.request("workspace/symbol", {"query": query})
+        return time.perf_counter() - began, len(answer["result"])
 
     def close(self) -> None:
         self.server.kill()
@@ -188,15 +190,19 @@ CORPUS_QUERIES = ["how to install packages", "org babel source blocks", "keybind
 
 def symbols_on(store: Path, org: Path, queries: list[str]) -> tuple[float, float]:
     """Median seconds of a workspace symbol over the wire and of the same search in process, warm, taken in turns
-    (one query each side), so that a busy machine slows both alike."""
+    (one query each side), so that a busy machine slows both alike. Like for like, the search in process also
+    names and places each result (its heading, file and line: what a symbol tells and `cortex search` prints),
+    and both sides answer the same number of results."""
     wire = Wire(store, org)
     symbols, searches = [], []
     with cx.open(store, org) as c:
         for query in queries * ROUNDS:
-            symbols.append(wire.symbol(query))
+            took, answered = wire.symbol(query)
+            symbols.append(took)
             began = time.perf_counter()
-            c.search(query, limit=50, budget=cx.SEARCH_BUDGET)
+            found = [(r.heading, r.path, r.line) for r in c.search(query, limit=50, budget=cx.SEARCH_BUDGET)]
             searches.append(time.perf_counter() - began)
+            assert len(found) == answered, f"{query!r}: {answered} symbols, {len(found)} results"
     wire.close()
     return statistics.median(symbols[len(queries):]), statistics.median(searches[len(queries):])
 

@@ -2,11 +2,12 @@
 
 `cortex` alone (or with the REPL's options only), `cortex repl` and `cortex eval` go straight to the
 REPL so that its prompt is not kept waiting by the libraries the other commands load (click, rich,
-the engine).
+the engine); `cortex lsp` with plain options goes straight to the language server, for the same reason.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -49,9 +50,50 @@ def _main(argv: list[str] | None) -> None:
         from ..repl.__main__ import main as repl_main
 
         sys.exit(repl_main(_repl_args(args)))
+    if args and args[0] == "lsp" and (options := _lsp_options(args[1:])) is not None:
+        _lsp(args, *options)
+        return
     from .app import main as app_main
 
     app_main(args)
+
+
+def _lsp_options(args: list[str]) -> tuple[str | None, str | None, bool] | None:
+    """`cortex lsp`'s store, Org folder and --no-org when its options are plain (`--stdio`, `--store VALUE`,
+    `--org VALUE`, `--no-org`; $CORTEX_STORE), else None: click reads them and says what is wrong."""
+    store, org_root, no_org = os.environ.get("CORTEX_STORE"), None, False
+    rest = list(args)
+    while rest:
+        word = rest.pop(0)
+        if word == "--no-org":
+            no_org = True
+        elif word in ("--store", "--org") and rest and rest[0] and not rest[0].startswith("-"):
+            store, org_root = (rest.pop(0), org_root) if word == "--store" else (store, rest.pop(0))
+        elif word != "--stdio":
+            return None
+    if "CORTEX_NO_ORG" in os.environ or any(v is not None and os.path.exists(v) and not os.path.isdir(v)
+                                             for v in (store, org_root)):
+        return None
+    return store, org_root, no_org
+
+
+def _lsp(args: list[str], store: str | None, org_root: str | None, no_org: bool) -> None:
+    """Serve the store to an editor without loading click; a store that does not open goes to click's command,
+    which says why in one line."""
+    from .. import api
+    from ..errors import CortexError
+
+    try:
+        cx = api.open(store, org_root, folder=not no_org)
+    except (CortexError, OSError):
+        from .app import main as app_main
+
+        app_main(args)
+        return
+    from ..lsp import serve
+
+    with cx:
+        serve(cx)
 
 
 def _not_text(arg: str) -> str | None:

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from ..org.parser import file_properties, parse
-from ..orgquery.links import Link, document_links, headline_links
 from ..query import Node, walk_headlines
+
+if TYPE_CHECKING:
+    from ..orgquery.links import Link
 
 __all__ = ["Buffer", "Located"]
 
@@ -89,6 +92,8 @@ class Buffer:
     @cached_property
     def links(self) -> tuple[Located, ...]:
         """Every link as Org reads it (not in property drawers or raw blocks), in order."""
+        from ..orgquery.links import document_links, headline_links  # (the Org queries load once a link is asked for)
+
         placed = [(0, link) for link in document_links(self.document)]
         placed += [(node.line - 1, link) for node in self.nodes for link in headline_links(node.headline)]
         located, column = [], {}

@@ -11,8 +11,7 @@ from lsprotocol import types
 
 from ..api import SEARCH_BUDGET
 from ..errors import NotFound
-from ..orgquery.index import headline_validity
-from ..orgquery.links import heading_words
+from ..memory.validity import Validity
 from ..query import Node
 from .documents import Buffer, Located
 from .session import Session
@@ -69,6 +68,8 @@ def definition(session: Session, buffer: Buffer, position: types.Position) -> li
 
 def _searched(session: Session, path: str, search: str | None) -> int:
     """The line a file link's search names in `path` (`*heading` or `#custom-id`; 0: the file's first)."""
+    from ..orgquery.links import heading_words  # (the Org queries load once a link is followed)
+
     if not search or search[0] not in "*#":
         return 0
     if path in session.buffers:
@@ -123,7 +124,7 @@ def hover(session: Session, buffer: Buffer, position: types.Position) -> types.H
     if node.id:
         lines.append(f"- :ID: `{node.id}`")
         lines.append(f"- {_last_change(session, node)}")
-    lines += [f"- {name}: {value}" for name, value in headline_validity(node.headline).repl_pairs()]
+    lines += [f"- {name}: {value}" for name, value in Validity.of(node.headline.properties).repl_pairs()]
     return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n".join(lines)),
                        range=session.range(buffer.path, position.line))
 

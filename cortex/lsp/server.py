@@ -1,5 +1,6 @@
 """The language server on pygls, over stdio: the editor's documents kept in step (full or incremental sync),
 each request answered in a worker thread from the buffers and the store, diagnostics published on every change.
+A workspace symbol's answer is sent by the worker that found it, without a hop back to the event loop.
 
 Work waits for nothing it does not need: the first sync of the Org folder, the :ID:s and the search vectors are
 read in the background after `initialized`, and requests are answered meanwhile from the stored state (those that
@@ -58,9 +59,14 @@ def _converter():
 
 
 async def _run(call, *args):
-    """`call(*args)` in a worker thread; a user's mistake answers an invalid-params error carrying its message."""
+    """`call(*args)` in a worker thread, answered as `_answered` says."""
+    return await asyncio.to_thread(_answered, call, *args)
+
+
+def _answered(call, *args):
+    """`call(*args)`; a user's mistake answers an invalid-params error carrying its message."""
     try:
-        return await asyncio.to_thread(call, *args)
+        return call(*args)
     except UserError as error:
         raise JsonRpcInvalidParams(str(error).splitlines()[0]) from None
 
@@ -138,8 +144,9 @@ def build(cx: Cortex) -> CortexLanguageServer:
             await _run(server.session.closed, path)
 
     @server.feature(types.WORKSPACE_SYMBOL)
-    async def workspace_symbol(params: types.WorkspaceSymbolParams):
-        return await _run(features.symbols, server.session, params.query)
+    @server.thread()
+    def workspace_symbol(params: types.WorkspaceSymbolParams):
+        return _answered(features.symbols, server.session, params.query)
 
     def at_position(feature):
         """A feature of a position in an open buffer (nothing for a document the server does not hold)."""
