@@ -312,13 +312,13 @@ class FolderWorkspace(Workspace):
     @contextmanager
     def held(self, folder: str) -> Iterator[None]:
         """(A thread that holds the folder may ask again.)"""
+        holding = self._holding.__dict__.setdefault("folders", set())
+        if folder in holding:  # (checked when it was taken)
+            yield
+            return
         path = self.root / folder
         if not path.resolve().is_relative_to(self.root.resolve()):
             raise UserError(f"{path}: leads outside the Org root ({self.root}); nothing was written there")
-        holding = self._holding.__dict__.setdefault("folders", set())
-        if folder in holding:
-            yield
-            return
         with folder_lock(path, FOLDER_WAIT, lambda: FilesBusy(
                 f"{path}: another process has held this folder's files for too long")):
             holding.add(folder)
