@@ -152,20 +152,26 @@ class DeliveryLog:
         A key is held by the delivery that took it, until the key expires, unless that delivery
         failed or left the log. A pending delivery is marked as this process's to route.
         """
-        def write() -> tuple[SeenKey, Delivery] | None:
-            self.seen.forget_expired(delivery.time_ns)
-            for key in keys:
-                holder = self._holder(delivery.webhook, key, delivery.time_ns)
-                if holder is not None:
-                    return key, holder
-            self._write(delivery, body)
-            for key in keys:
-                self.seen.take(delivery.webhook, key, _key(delivery.id))
-            if delivery.outcome == Outcome.PENDING:
-                self.seen.mark_pending(_key(delivery.id))
-            return None
+        return self.store.transact(lambda: self._claim(delivery, body, keys))
 
-        return self.store.transact(write)
+    def claim_all(self, claims: list[tuple[Delivery, bytes | None, list[SeenKey]]],
+                  ) -> list[tuple[SeenKey, Delivery] | None]:
+        """`claim` each (delivery, body, keys) in turn, all in one transaction (a later one sees the keys an
+        earlier one took); the key held and its holder for each, or None."""
+        return self.store.transact(lambda: [self._claim(*claim) for claim in claims])
+
+    def _claim(self, delivery: Delivery, body: bytes | None, keys: list[SeenKey]) -> tuple[SeenKey, Delivery] | None:
+        self.seen.forget_expired(delivery.time_ns)
+        for key in keys:
+            holder = self._holder(delivery.webhook, key, delivery.time_ns)
+            if holder is not None:
+                return key, holder
+        self._write(delivery, body)
+        for key in keys:
+            self.seen.take(delivery.webhook, key, _key(delivery.id))
+        if delivery.outcome == Outcome.PENDING:
+            self.seen.mark_pending(_key(delivery.id))
+        return None
 
     def finish(self, deliveries: list[Delivery]) -> None:
         """Record how pending deliveries ended, clearing the pending mark of those no longer pending, in one
