@@ -168,13 +168,13 @@ class DeliveryLog:
         holders = list({found[1] for found in held.values() if found is not None})
         records = dict(zip(holders, self._records.get_many(holders)))
         found: list[tuple[SeenKey, Delivery] | None] = []
-        taken: dict[tuple[str, SeenKey], Delivery] = {}  # by the claims before, in this transaction
+        taken: dict[tuple[str, str, str], Delivery] = {}  # by the claims before, in this transaction
         for delivery, _, keys in claims:
             found.append(next(((key, holder) for key in keys
-                               if (holder := taken.get((delivery.webhook, key)) or
+                               if (holder := taken.get((delivery.webhook, key.kind, key.text)) or
                                    _holder(held[delivery.webhook, key], records, delivery.time_ns))), None))
-            if found[-1] is None:
-                taken.update(((delivery.webhook, key), delivery) for key in keys)
+            if found[-1] is None:  # (a key's expiry is no part of what it names)
+                taken.update(((delivery.webhook, key.kind, key.text), delivery) for key in keys)
         claimed = [(delivery, body, keys) for (delivery, body, keys), held_by in zip(claims, found) if held_by is None]
         self._write([(delivery, body) for delivery, body, _ in claimed])
         self.seen.take([(delivery.webhook, key, _key(delivery.id)) for delivery, _, keys in claimed for key in keys],
@@ -186,9 +186,7 @@ class DeliveryLog:
         transaction."""
         def write() -> None:
             self._write([(delivery, None) for delivery in deliveries])
-            for delivery in deliveries:
-                if delivery.outcome != Outcome.PENDING:
-                    self.seen.unmark(_key(delivery.id))
+            self.seen.unmark([_key(delivery.id) for delivery in deliveries if delivery.outcome != Outcome.PENDING])
 
         self.store.transact(write)
 
@@ -198,7 +196,7 @@ class DeliveryLog:
         for key, host, pid in self.seen.pending():
             data = self._records.get(key)
             if data is None:  # dropped with the log's retention meanwhile: nothing left to route
-                self.store.transact(lambda key=key: self.seen.unmark(key))
+                self.store.transact(lambda key=key: self.seen.unmark([key]))
             else:
                 found.append((_delivery(key, data), host, pid))
         return found

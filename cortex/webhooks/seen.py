@@ -22,7 +22,6 @@ import hashlib
 import os
 import socket
 import struct
-from contextlib import suppress
 from dataclasses import dataclass
 
 from cortex.backends import Store
@@ -94,10 +93,9 @@ class SeenKeys:
             if value is not None and decode(value)[0] == struct.unpack(">Q", entry[1:9])[0]:
                 del self._table[key]
 
-    def unmark(self, delivery: bytes) -> None:
-        """`delivery` is routed, or failed: no longer pending."""
-        with suppress(KeyError):
-            del self._table[_PENDING + delivery]
+    def unmark(self, deliveries: list[bytes]) -> None:
+        """The `deliveries` are routed, or failed: no longer pending (one write)."""
+        self._table.delete_many(_PENDING + delivery for delivery in deliveries)
 
     def owner(self, delivery: bytes) -> tuple[str, int] | None:
         """(host, pid) of the process routing `delivery`, or None when it is not marked pending."""
