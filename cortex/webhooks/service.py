@@ -69,6 +69,8 @@ CLAIM_AHEAD = 0.005
 # Seconds at most an entry appended to an agent's daily log waits for its ingest while deliveries to route keep
 # coming (in an Org folder): the groups routed meanwhile are appended and synced to disk, one ingest takes them all.
 INGEST_EVERY = 0.5
+# Seconds the last delivery on its way waits for another to come before it ingests what groups left waiting.
+SETTLE_AFTER = 0.01
 
 _log = logging.getLogger(__name__)
 
@@ -186,7 +188,8 @@ class WebhookService:
         # agent -> since when its logs hold entries appended and not ingested yet
         self._unsettled: dict[str, float] = {}
         self._late: dict[str, dict[str, Delivery]] = {}  # agent -> the deliveries answered, by id, not recorded yet
-        self._on_way, self._counting = 0, threading.Lock()  # deliveries to route, from their claim to their answer
+        # deliveries to route, from before their claim to their answer (notified as one comes)
+        self._on_way, self._counting = 0, threading.Condition(threading.Lock())
         self.max_body = max_body
         self.warnings: list[str] = []
         self.endpoints: dict[str, Endpoint] = {}
@@ -472,17 +475,22 @@ class WebhookService:
     @contextmanager
     def _on_its_way(self, route: bool) -> Iterator[None]:
         """Count a delivery to route from its claim to its answer; the last one of a burst to end (routed or not)
-        ingests what groups appended without ingesting it (`_ingest_now`)."""
+        ingests what groups appended without ingesting it (`_ingest_now`), unless another one comes within
+        SETTLE_AFTER seconds."""
         if not route:
             yield
             return
         with self._counting:
             self._on_way += 1
+            self._counting.notify_all()
         try:
             yield
         finally:
             with self._counting:
                 self._on_way -= 1
+                # The last one of a burst waits a moment for another to come, which would leave it to later.
+                if self._on_way == 0 and self._unsettled:
+                    self._counting.wait_for(lambda: self._on_way > 0, SETTLE_AFTER)
                 unsettled = sorted(self._unsettled) if self._on_way == 0 else []
             for agent in unsettled:
                 self._settle(agent)
@@ -491,11 +499,13 @@ class WebhookService:
         """Whether the `group` deliveries just appended to the agent's logs are ingested now, their records
         landing in that commit; if not, they are answered at once (their entries and pending records durable),
         and a later group, or the last delivery of the burst to end, ingests their entries and records them.
-        It is put off only while other deliveries to route are on their way, and for at most INGEST_EVERY
-        seconds since the first entry it leaves waiting."""
+        It is put off only while other deliveries to route are on their way or entries of earlier groups wait
+        (a burst whose deliveries come a few at a time), and for at most INGEST_EVERY seconds since the first
+        entry it leaves waiting."""
         now = time.monotonic()
         with self._counting:
-            if self._on_way > group and now - self._unsettled.get(agent, now) < INGEST_EVERY:
+            waiting = self._on_way > group or agent in self._unsettled
+            if waiting and now - self._unsettled.get(agent, now) < INGEST_EVERY:
                 self._unsettled.setdefault(agent, now)
                 return False
             self._unsettled.pop(agent, None)

@@ -349,17 +349,19 @@ def test_a_kill_before_the_ingest_of_a_group_answered_on_its_entries_alone_loses
                 for n in range(2, 21):
                     pool.submit(send, n)
                 wait(lambda: len(log.pending()) == 20, "the others' claims")
-            # The first group, with more on their way, is answered on its entry; the next waits for its ingest.
+            # The first group, with more on their way, is answered on its entry, and so may the next be, its
+            # ingest put off while the first one's waits (held up here) and no later than the last of the burst.
             wait(lambda: 1 in answers and len(logged_sessions(org)) == 21, "the first answer and every entry")
             receiver.process.kill()
             receiver.process.wait()
         pool.shutdown(cancel_futures=True)
-        [first] = {d.id for d, _, _ in log.pending()} & {answers[1].json()["delivery"]}
-    assert answers[1].status_code == 200 and answers[1].json()["outcome"] == "routed" and set(answers) == {1}
+        answered = {answer.json()["delivery"] for answer in answers.values()}
+        assert answered <= {d.id for d, _, _ in log.pending()}  # none of them recorded as routed yet
+    assert {(a.status_code, a.json()["outcome"]) for a in answers.values()} == {(200, "routed")} and 1 in answers
     retry = receivers(store=store_at)  # starting ingests and records what the kill left pending
     with cx.open(store_at, org) as c:
         routed = check_routed_whole_once(c, org)
-    assert first in routed and len(routed) == 21
+    assert answered <= routed and len(routed) == 21
     retried = [retry.post("/hooks/github", requests[n - 1][1], requests[n - 1][0]) for n in range(1, 21)]
     assert {(r.status_code, r.json()["outcome"]) for r in retried} == {(200, "duplicate")}
     assert len(logged_sessions(org)) == 21
