@@ -243,24 +243,67 @@ def holds(path: Path, data: bytes | None) -> bool:
 
 
 class Appended:
-    """New bytes that are the bytes an edit was given (`old`) with `addition` after them: `edit_file` appends
-    them, writing only the addition."""
+    """New bytes that are the bytes an edit was given (`old`, bytes or an `Appended` itself) with `addition` after
+    them: `edit_file` appends them, writing only the addition. Their length, first line and last bytes are read
+    without joining them: the bytes whole (`data`) are made once asked for, so that appends one after the other
+    cost what they add until then. Once made, the bytes before no longer need to be kept (`old` is None)."""
 
-    __slots__ = ("old", "addition", "_data")
+    __slots__ = ("old", "addition", "size", "first_line", "_data")
 
-    def __init__(self, old: bytes, addition: bytes):
+    def __init__(self, old: "bytes | Appended", addition: bytes):
         self.old, self.addition, self._data = old, addition, None
+        self.size = len(old) + len(addition)
+        self.first_line = old.first_line if isinstance(old, Appended) else _first_line(old, addition)
+
+    def __len__(self) -> int:
+        return self.size
 
     @property
     def data(self) -> bytes:
         """The new bytes whole."""
         if self._data is None:
-            self._data = self.old + self.addition
+            additions, at = [self.addition], self.old
+            while isinstance(at, Appended) and at._data is None:
+                additions.append(at.addition)
+                at = at.old
+            additions.append(at._data if isinstance(at, Appended) else at)
+            self._data, self.old = b"".join(reversed(additions)), None
         return self._data
 
+    def tail(self, count: int) -> bytes:
+        """The last `count` bytes (fewer when there are fewer)."""
+        if self._data is not None:
+            return self._data[-count:]
+        parts, at = [], self
+        while isinstance(at, Appended) and at._data is None and count > len(at.addition):
+            parts.append(at.addition)
+            count -= len(at.addition)
+            at = at.old
+        parts.append((at.data if isinstance(at, Appended) else at)[-count:] if count else b"")
+        return b"".join(reversed(parts))
 
-def edit_file(root: Path, rel: str, compute: Callable[[bytes | None], bytes | Appended | None],
-              expected: bytes | None = None) -> tuple[bool, bytes | None]:
+
+def whole(data: "bytes | Appended | None") -> bytes | None:
+    """Bytes given as they are or as `Appended`, whole."""
+    return data.data if isinstance(data, Appended) else data
+
+
+def tail_of(data: "bytes | Appended", count: int) -> bytes:
+    """The last `count` bytes of bytes given as they are or as `Appended`."""
+    return data.tail(count) if isinstance(data, Appended) else data[-count:]
+
+
+def _first_line(old: bytes, addition: bytes) -> bytes:
+    """The first line of `old` with `addition` after it (with its line end)."""
+    end = old.find(b"\n")
+    if end >= 0:
+        return old[:end + 1]
+    end = addition.find(b"\n")
+    return old + (addition if end < 0 else addition[:end + 1])
+
+
+def edit_file(root: Path, rel: str, compute: Callable[[bytes | Appended | None], bytes | Appended | None],
+              expected: bytes | Appended | None = None) -> tuple[bool, bytes | Appended | None]:
     """Make the Org file `rel` under `root` hold `compute(its current bytes)` (None: no file), atomically, unless
     the file changes meanwhile; return whether it changed, and its bytes now. Nothing is read or written
     outside the root, nor through a link out of an agent's folder.
@@ -270,7 +313,8 @@ def edit_file(root: Path, rel: str, compute: Callable[[bytes | None], bytes | Ap
     caller last read or wrote there: the first run computes from it, so the file is read only when it
     has changed. A UserError from `compute` stands only if the file still holds what it was given.
     New bytes given as `Appended` to what `compute` was given are appended (`append_under`): the write
-    costs what it adds.
+    costs what it adds, and they are returned as given. (`expected` may be an `Appended` too: then it is what
+    `compute` is first given.)
     """
     _in_its_agent_folder(root, rel)
     path = None if expected is not None else confined(root, rel)  # (write_under confines what it writes)
@@ -280,7 +324,7 @@ def edit_file(root: Path, rel: str, compute: Callable[[bytes | None], bytes | Ap
             new = compute(old)
         except UserError:
             path = path or confined(root, rel)
-            if holds(path, old):
+            if holds(path, whole(old)):
                 raise
             old = read_or_none(path)  # the error came from bytes the file no longer holds
             continue
@@ -289,8 +333,9 @@ def edit_file(root: Path, rel: str, compute: Callable[[bytes | None], bytes | Ap
             if isinstance(new, Appended):
                 if old is not None and new.old is old and new.addition:
                     append_under(root, rel, old, new.addition)
-                    return True, new.data
+                    return True, new
                 new = new.data
+            old = whole(old)
             if new == old:
                 if holds(path, old):
                     return False, old
@@ -306,7 +351,7 @@ def edit_file(root: Path, rel: str, compute: Callable[[bytes | None], bytes | Ap
     raise FilesBusy(f"{path}: changed {EDIT_ATTEMPTS} times while it was being written; nothing was written")
 
 
-def append_under(root: Path, rel: str, old: bytes, addition: bytes) -> None:
+def append_under(root: Path, rel: str, old: bytes | Appended, addition: bytes) -> None:
     """Append `addition` to the Org file `rel` under `root` if it holds exactly `old`, and wait for the disk
     (ChangedMeanwhile, nothing written, if it does not). Nothing is read or written outside the root.
 
@@ -350,12 +395,12 @@ def append_under(root: Path, rel: str, old: bytes, addition: bytes) -> None:
             if placed is None or (placed.st_ino, placed.st_dev) != (after.st_ino, after.st_dev):
                 _marks.pop(str(target), None)
                 raise ChangedMeanwhile(target)  # replaced meanwhile: the save holds what it was made from
-            _marks[str(target)] = stat_signature(after), (old[-TAIL_BYTES:] + addition)[-TAIL_BYTES:]
+            _marks[str(target)] = stat_signature(after), (tail_of(old, TAIL_BYTES) + addition)[-TAIL_BYTES:]
         finally:
             os.close(fd)
 
 
-def as_appended(root: Path, rel: str, data: bytes) -> bool:
+def as_appended(root: Path, rel: str, data: bytes | Appended) -> bool:
     """Whether the Org file `rel` under `root` holds `data` as this process's last append there left it: the
     same stat (size, times, identity) and last bytes, so that the rest need not be read (False when that
     cannot be told so: the file was not appended to here, or changed since)."""
@@ -367,21 +412,21 @@ def as_appended(root: Path, rel: str, data: bytes) -> bool:
     try:
         mark = _marks.get(str(target))
         return mark is not None and mark[0] == stat_signature(os.fstat(fd)) and len(data) == mark[0][0] and \
-            data.endswith(mark[1]) and os.pread(fd, len(mark[1]), len(data) - len(mark[1])) == mark[1]
+            tail_of(data, len(mark[1])) == mark[1] and os.pread(fd, len(mark[1]), len(data) - len(mark[1])) == mark[1]
     finally:
         os.close(fd)
 
 
-def _ends_as(fd: int, stat: os.stat_result, target: Path, old: bytes) -> bool:
+def _ends_as(fd: int, stat: os.stat_result, target: Path, old: bytes | Appended) -> bool:
     """Whether the open file `fd` (its `stat`) holds exactly `old`: its size and last bytes, when this
     process last left it so; else compared whole."""
     if stat.st_size != len(old):
         return False
     mark = _marks.get(str(target))
-    tail = old[-TAIL_BYTES:]
+    tail = tail_of(old, TAIL_BYTES)
     if mark is not None and mark[0] == stat_signature(stat) and mark[1] == tail:
         return os.pread(fd, len(tail), len(old) - len(tail)) == tail
-    return file_holds(target, old)  # (a file put in its place meanwhile is found after the write)
+    return file_holds(target, whole(old))  # (a file put in its place meanwhile is found after the write)
 
 
 def stat_signature(stat: os.stat_result) -> tuple:

@@ -30,7 +30,7 @@ from pathlib import Path
 from . import history, ingest as ingesting, org
 from .backends import Store
 from .errors import UserError, located
-from .files import Appended, FilesBusy, edit_file, remove_tree
+from .files import Appended, FilesBusy, edit_file, remove_tree, whole
 from .locks import folder_lock
 from .hashing import hash_bytes
 from .history.proposals import Proposal
@@ -99,7 +99,7 @@ Edit = Callable[[Current], "bytes | Appended | None | object"]
 
 def new_bytes(new: "bytes | Appended | None | object") -> "bytes | None | object":
     """What an edit returned, with appended bytes made whole."""
-    return new.data if isinstance(new, Appended) else new
+    return whole(new)
 
 
 @dataclass
@@ -312,13 +312,13 @@ class FolderWorkspace(Workspace):
     @contextmanager
     def held(self, folder: str) -> Iterator[None]:
         """(A thread that holds the folder may ask again.)"""
+        holding = self._holding.__dict__.setdefault("folders", set())
+        if folder in holding:  # (checked when it was taken)
+            yield
+            return
         path = self.root / folder
         if not path.resolve().is_relative_to(self.root.resolve()):
             raise UserError(f"{path}: leads outside the Org root ({self.root}); nothing was written there")
-        holding = self._holding.__dict__.setdefault("folders", set())
-        if folder in holding:
-            yield
-            return
         with folder_lock(path, FOLDER_WAIT, lambda: FilesBusy(
                 f"{path}: another process has held this folder's files for too long")):
             holding.add(folder)
@@ -346,7 +346,7 @@ class FolderWorkspace(Workspace):
         if callable(edits):
             self.refresh(within)
             edits = edits(self.working())
-        written: dict[str, bytes] = {}
+        written: dict[str, bytes | Appended] = {}
         changed: list[str] = []
         if edits:
             self.root.mkdir(parents=True, exist_ok=True)  # a root named before it holds anything
@@ -363,6 +363,7 @@ class FolderWorkspace(Workspace):
         if not ingest:
             return Changed(changed, None)
         known = {path: digest for path, data in written.items() if digests and (digest := digests(path, data))}
+        written = {path: whole(data) for path, data in written.items()}
         scope = _narrowest(self.root, changed) if changed else within
         # Files changed in one folder: its own files are read (not its subfolders', which nothing here changed).
         shallow = len({os.path.dirname(path) for path in changed}) == 1 and scope == os.path.dirname(changed[0])

@@ -808,9 +808,22 @@ def test_an_append_writes_after_the_bytes_the_edit_read_in_the_same_file(tmp_pat
     data = b"#+TITLE: a\n"
     for n in range(3):  # the first append compares the file whole, the next ones its stat and last bytes
         done, data = files.edit_file(tmp_path, LOG, lambda old, n=n: files.Appended(old, f"* {n}\n".encode()), data)
-        assert done and path.read_bytes() == data
-    assert data == b"#+TITLE: a\n* 0\n* 1\n* 2\n" and path.stat().st_ino == inode
+        assert done and isinstance(data, files.Appended) and len(data) == path.stat().st_size
+    assert files.whole(data) == b"#+TITLE: a\n* 0\n* 1\n* 2\n" == path.read_bytes() and path.stat().st_ino == inode
     assert not list(path.parent.glob(".*.tmp"))
+
+
+def test_appended_bytes_are_joined_once_asked_for_whole_their_ends_read_without_joining_them():
+    first = files.Appended(b"#+TITLE: a\r\n* 0", b"\r\n")
+    chain = files.Appended(files.Appended(first, b"* 1\r\n"), b"* 2\r\n")
+    assert len(chain) == 27 and chain.first_line == b"#+TITLE: a\r\n"
+    assert [files.tail_of(chain, n) for n in (3, 8, 14, 99)] == [
+        b"2\r\n", b"1\r\n* 2\r\n", b" 0\r\n* 1\r\n* 2\r\n", b"#+TITLE: a\r\n* 0\r\n* 1\r\n* 2\r\n"]
+    assert first._data is None  # (none of them joined yet)
+    assert files.whole(chain) == b"#+TITLE: a\r\n* 0\r\n* 1\r\n* 2\r\n" and chain.old is None
+    later = files.Appended(chain, b"* 3\n")  # on bytes made whole: the chain ends there
+    assert files.whole(later) == files.whole(chain) + b"* 3\n" and files.tail_of(later, 6) == b"\r\n* 3\n"
+    assert files.Appended(b"no line end", b" yet\nthen").first_line == b"no line end yet\n"
 
 
 @pytest.mark.parametrize("saved", [b"#+TITLE: a\n* a person's line\n", b"#+TITLE: b\n", b""])
@@ -821,7 +834,7 @@ def test_an_append_to_a_file_saved_since_it_was_read_runs_again_on_the_saved_byt
     given = []
     done, data = files.edit_file(tmp_path, LOG, lambda old: given.append(old) or files.Appended(old, b"* 1\n"),
                                  b"#+TITLE: a\n* 0\n")
-    assert given == [b"#+TITLE: a\n* 0\n", saved] and data == saved + b"* 1\n" == path.read_bytes()
+    assert given == [b"#+TITLE: a\n* 0\n", saved] and files.whole(data) == saved + b"* 1\n" == path.read_bytes()
 
 
 def test_a_file_is_known_as_appended_only_while_it_is_as_the_append_left_it(tmp_path):
@@ -859,7 +872,7 @@ def test_an_append_to_a_file_replaced_during_the_write_runs_again_on_the_new_fil
 
     monkeypatch.setattr(os, "pwrite", save_then_write)
     done, data = files.edit_file(tmp_path, LOG, lambda old: files.Appended(old, b"* 1\n"), b"* 0\n")
-    assert data == b"* saved\n* 1\n" == path.read_bytes()
+    assert files.whole(data) == b"* saved\n* 1\n" == path.read_bytes()
 
 
 def test_an_append_the_disk_refuses_leaves_the_file_as_it_was(small_disk):

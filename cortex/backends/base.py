@@ -120,6 +120,10 @@ class Engine(ABC):
         """Write the pairs, in one transaction."""
         self.transact(lambda: [self.put(table, key, value) for key, value in items])
 
+    def delete_many(self, table: str, keys: list[bytes]) -> int:
+        """Remove the keys, in one transaction; return how many were there."""
+        return self.transact(lambda: sum(self.delete(table, key) for key in keys))
+
     def put_new(self, table: str, items: list[tuple[bytes, bytes]]) -> int:
         """Write the pairs whose key is absent, in one transaction; return how many were new."""
         def write() -> int:
@@ -411,6 +415,10 @@ class Table(MutableMapping):
     def __delitem__(self, key: bytes) -> None:
         if not self._engine.transact(lambda: self._engine.delete(TABLES, self._prefix + key)):
             raise KeyError(key)
+
+    def delete_many(self, keys: Iterable[bytes]) -> int:
+        """Remove the keys there are of `keys`, in one batch; return how many there were."""
+        return self._engine.delete_many(TABLES, [self._prefix + key for key in keys])
 
     def update(self, other=(), **kwargs) -> None:  # type: ignore[override]
         """Write many keys in one batch."""

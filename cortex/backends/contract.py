@@ -128,6 +128,11 @@ class StoreContract:
         assert b"x1" not in a and b[b"x1"] == b"other"
         with pytest.raises(KeyError):
             del a[b"missing"]
+        a[b"x1"], b[b"x2"] = b"1", b"other"
+        assert a.delete_many([b"x1", b"x2", b"missing", b"x1"]) == 2 and list(a) == [b"y"]
+        assert list(b) == [b"x1", b"x2"] and store.transact(lambda: a.delete_many([b"y"])) == 1 and len(a) == 0
+        assert b.delete_many([b"x2"]) == 1 and a.delete_many([]) == 0
+        a[b"y"] = b"3"
         a.clear()
         assert len(a) == 0 and len(b) == 1
 

@@ -8,7 +8,8 @@ result or error. Nothing waits on a timer: the functions that queue while one gr
 form the next group, so a lone writer commits at once and many writers share each commit.
 
 Each waiting thread sleeps on an event of its own, woken once: when its group has committed,
-or when it is the first in the queue and the leader has finished, to lead the next group.
+or when it is the first in the queue and the leader has finished, to lead the next group. (A
+`meanwhile` function, if given, is run by waiting threads every `every` seconds until then.)
 """
 
 from __future__ import annotations
@@ -60,9 +61,12 @@ class GroupCommit:
     another thread to lead, and only the leader's own call is interrupted.
     """
 
-    def __init__(self, run_group: Callable[[list[Member]], None], max_members: int = 256):
+    def __init__(self, run_group: Callable[[list[Member]], None], max_members: int = 256, *,
+                 meanwhile: Callable[[], None] | None = None, every: float = 0.05):
+        """`meanwhile()`: what a thread waiting in the queue does every `every` seconds."""
         self._run_group = run_group
         self._max = max_members
+        self._meanwhile, self._every = meanwhile, every
         self._queue: list[Member] = []
         self._leading = False
         self._lock = threading.Lock()
@@ -75,7 +79,8 @@ class GroupCommit:
             waiting = self._leading
             self._leading = True
         while waiting:
-            member.wake.wait()
+            while not member.wake.wait(self._every if self._meanwhile else None):
+                self._meanwhile()
             if member.settled:
                 return member.outcome()
             member.wake.clear()  # woken to lead: the leadership was handed over, `_leading` stayed set

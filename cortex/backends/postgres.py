@@ -88,6 +88,7 @@ class _Sql:
     delete: str
     count: str
     get_many: str
+    delete_many: str
     put_many: str
     put_new: str
     insert_new: str
@@ -111,6 +112,7 @@ class _Sql:
             delete=f"DELETE FROM {t} WHERE k = %s",
             count=f"SELECT count(*) FROM {t}",
             get_many=f"SELECT k, v FROM {t} WHERE k = ANY(%s)",
+            delete_many=f"DELETE FROM {t} WHERE k = ANY(%s)",
             put_many=f"INSERT INTO {t} (k, v) SELECT * FROM unnest(%s::bytea[], %s::bytea[]) "
                      "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
             put_new=f"INSERT INTO {t} (k, v) SELECT * FROM unnest(%s::bytea[], %s::bytea[]) ON CONFLICT (k) DO NOTHING",
@@ -375,6 +377,15 @@ class PostgresEngine(Engine):
                 chunk = unique[start:start + GET_CHUNK]
                 found.update(self._run(lambda conn: conn.execute(sql, (chunk,), binary=True).fetchall()))
         return [found.get(key) for key in keys]
+
+    def delete_many(self, table: str, keys: list[bytes]) -> int:
+        """Remove the keys in one statement (per GET_CHUNK keys); return how many there were."""
+        keys = list(dict.fromkeys(bytes(key) for key in keys))
+        if not keys:
+            return 0
+        sql = self._sql[table].delete_many
+        return self._in_write(lambda conn: sum(conn.execute(sql, (keys[start:start + GET_CHUNK],)).rowcount
+                                               for start in range(0, len(keys), GET_CHUNK)))
 
     def put_new(self, table: str, items: list[tuple[bytes, bytes]]) -> int:
         """Insert the pairs whose key is absent in one statement (per chunk of a huge batch); return how many were."""

@@ -31,7 +31,7 @@ import blake3
 from ..backends.group import GroupCommit, Member
 from ..bounded import BoundedDict
 from ..errors import NotFound, UserError
-from ..files import as_appended
+from ..files import as_appended, whole
 from ..hashing import THREADED_BYTES, Oid
 from ..history import head
 from ..objects import Snapshot, Tree
@@ -79,9 +79,10 @@ class _Known(NamedTuple):
 
 
 class _KnownLog(NamedTuple):
-    """A daily log's bytes as last written here (known to be text), and the state of their hash."""
+    """A daily log's bytes as last written here (known to be text; as `Appended` while appends add to them), and
+    the state of their hash."""
 
-    data: bytes
+    data: bytes | Appended
     hasher: blake3.blake3
 
 
@@ -460,16 +461,18 @@ class AgentMemory:
             return UNCHANGED
         path, old = current.path, current.data
         known: _KnownLog | None = self._known_logs.pop(path, None)  # until the file holds what is written
-        trusted = known is not None and old == known.data
+        trusted = known is not None and (old is known.data or whole(old) == whole(known.data))
         new = log_edited(path, old, edits, log_title(agent, day), trusted)
-        data, addition = (new.data, new.addition) if isinstance(new, Appended) else (new, new)
-        if trusted and addition is not data:
+        addition = new.addition if isinstance(new, Appended) else new
+        if trusted and addition is not new:
             hasher = known.hasher.copy()
-            hasher.update(addition)
         else:
+            data = whole(new.old) if addition is not new else new  # (what the addition is hashed after)
             hasher = blake3.blake3(data, max_threads=blake3.blake3.AUTO if len(data) >= THREADED_BYTES else 1)
+        if addition is not new:
+            hasher.update(addition)
         if b"\0" not in addition:  # text, as the bytes it extends were: the next append need not decode them
-            self._known_logs[path] = _KnownLog(data, hasher)
+            self._known_logs[path] = _KnownLog(new, hasher)
         return new
 
     def ingest_logs(self, agent: str, then: Callable[[], None] | None = None) -> None:
@@ -482,7 +485,8 @@ class AgentMemory:
             written = {path: known.data for path, known in list(self._known_logs.items())
                        if path.startswith(folder + "/") and as_appended(self.workspace.root, path, known.data)}
             digests = {path: digest for path, data in written.items() if (digest := self._log_digest(path, data))}
-            self.workspace.refresh(f"{folder}/{LOGS}", written, digests, None if then is None else lambda _: then())
+            self.workspace.refresh(f"{folder}/{LOGS}", {path: whole(data) for path, data in written.items()}, digests,
+                                   None if then is None else lambda _: then())
 
     def _log_digest(self, path: str, data: bytes) -> bytes | None:
         """The hash of bytes just written to a log, when its state was kept as they were made."""

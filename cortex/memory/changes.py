@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from ..errors import UserError, located
 from ..ingest import NotOrgText, decode_org
 from ..org import parse
+from ..files import whole
 from ..workspace import Appended
 from .items import BadItemText, MemoryItem, check_text
 from .layout import ITEM_TYPES, SECTION_TITLES
@@ -141,15 +142,16 @@ def log_edits_by_day(saves: list[Save], errors: list[UserError | None]) -> dict[
     return days
 
 
-def log_edited(path: str, old: bytes | None, edits: list[LogEdit], title: str, trusted: bool) -> bytes | Appended:
+def log_edited(path: str, old: bytes | Appended | None, edits: list[LogEdit], title: str,
+               trusted: bool) -> bytes | Appended:
     """The bytes of the log `old` (None: a new log, titled `title`) with `edits` made in order: entries appended
     (those in a row at once), conversations' turns put in their sessions' entries; `Appended` to `old` when the
     edits only append entries. Bytes not `trusted` to be text are refused first, saying where."""
     if old is not None and not trusted:
-        decoded(path, old)
+        decoded(path, whole(old))
     if old is not None and all(isinstance(edit, str) for edit in edits):
         return Appended(old, log_addition(old, list(edits), title))
-    data = old
+    data = whole(old)
     for appends, run in groupby(edits, lambda edit: isinstance(edit, str)):
         if appends:
             data = (data or b"") + log_addition(data, list(run), title)

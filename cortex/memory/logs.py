@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime
 
 from ..errors import UserError
+from ..files import Appended, tail_of
 from ..objects import Document
 from ..org import render_headline
 from ..org.syntax import Section, headline_line, is_crlf
@@ -57,7 +58,7 @@ def render_entry(moment: datetime, title: str, summary: str, session: str, peopl
     return f"* {moment:%H:%M} — {title}\n:PROPERTIES:\n{drawer}:END:\n" + (summary + "\n" if summary else "")
 
 
-def log_addition(old: bytes | None, entries: list[str], title: str) -> bytes:
+def log_addition(old: bytes | Appended | None, entries: list[str], title: str) -> bytes:
     """The bytes that append `entries` to a log's bytes `old`, each entry after one blank line; with no log yet
     (None), a new log's bytes, its title first.
 
@@ -67,9 +68,10 @@ def log_addition(old: bytes | None, entries: list[str], title: str) -> bytes:
     start = b""
     if old is None:
         start = old = f"#+TITLE: {title}\n".encode()
-    first = old.find(b"\n")
-    nl = "\r\n" if first > 0 and old[first - 1:first] == b"\r" else "\n"
-    parts, last = [], old[-4:].decode("utf-8", "replace")
+    head = old.first_line if isinstance(old, Appended) else old
+    first = head.find(b"\n")
+    nl = "\r\n" if first > 0 and head[first - 1:first] == b"\r" else "\n"
+    parts, last = [], tail_of(old, 4).decode("utf-8", "replace")
     for entry in entries:
         parts += [_blank_line_after(last, nl), entry.replace("\n", nl) if nl != "\n" else entry]
         last = entry

@@ -143,7 +143,7 @@ class DeliveryLog:
 
     def record(self, delivery: Delivery, body: bytes | None = None) -> Delivery:
         """Write a delivery (and the body to keep, if any) in one transaction, dropping those past retention."""
-        self.store.transact(lambda: self._write(delivery, body))
+        self.store.transact(lambda: self._write([(delivery, body)]))
         return delivery
 
     def claim(self, delivery: Delivery, body: bytes | None, keys: list[SeenKey]) -> tuple[SeenKey, Delivery] | None:
@@ -152,29 +152,41 @@ class DeliveryLog:
         A key is held by the delivery that took it, until the key expires, unless that delivery
         failed or left the log. A pending delivery is marked as this process's to route.
         """
-        def write() -> tuple[SeenKey, Delivery] | None:
-            self.seen.forget_expired(delivery.time_ns)
-            for key in keys:
-                holder = self._holder(delivery.webhook, key, delivery.time_ns)
-                if holder is not None:
-                    return key, holder
-            self._write(delivery, body)
-            for key in keys:
-                self.seen.take(delivery.webhook, key, _key(delivery.id))
-            if delivery.outcome == Outcome.PENDING:
-                self.seen.mark_pending(_key(delivery.id))
-            return None
+        return self.store.transact(lambda: self._claim_all([(delivery, body, keys)]))[0]
 
-        return self.store.transact(write)
+    def claim_all(self, claims: list[tuple[Delivery, bytes | None, list[SeenKey]]],
+                  ) -> list[tuple[SeenKey, Delivery] | None]:
+        """`claim` each (delivery, body, keys) in turn, all in one transaction (a later one finds the keys an
+        earlier one took), reading and writing each table once; the key held and its holder for each, or None."""
+        return self.store.transact(lambda: self._claim_all(claims)) if claims else []
+
+    def _claim_all(self, claims: list[tuple[Delivery, bytes | None, list[SeenKey]]],
+                   ) -> list[tuple[SeenKey, Delivery] | None]:
+        self.seen.forget_expired(min(delivery.time_ns for delivery, _, _ in claims))
+        wanted = list(dict.fromkeys((delivery.webhook, key) for delivery, _, keys in claims for key in keys))
+        held = dict(zip(wanted, self.seen.holders(wanted)))
+        holders = list({found[1] for found in held.values() if found is not None})
+        records = dict(zip(holders, self._records.get_many(holders)))
+        found: list[tuple[SeenKey, Delivery] | None] = []
+        taken: dict[tuple[str, str, str], Delivery] = {}  # by the claims before, in this transaction
+        for delivery, _, keys in claims:
+            found.append(next(((key, holder) for key in keys
+                               if (holder := taken.get((delivery.webhook, key.kind, key.text)) or
+                                   _holder(held[delivery.webhook, key], records, delivery.time_ns))), None))
+            if found[-1] is None:  # (a key's expiry is no part of what it names)
+                taken.update(((delivery.webhook, key.kind, key.text), delivery) for key in keys)
+        claimed = [(delivery, body, keys) for (delivery, body, keys), held_by in zip(claims, found) if held_by is None]
+        self._write([(delivery, body) for delivery, body, _ in claimed])
+        self.seen.take([(delivery.webhook, key, _key(delivery.id)) for delivery, _, keys in claimed for key in keys],
+                       [_key(delivery.id) for delivery, _, _ in claimed if delivery.outcome == Outcome.PENDING])
+        return found
 
     def finish(self, deliveries: list[Delivery]) -> None:
         """Record how pending deliveries ended, clearing the pending mark of those no longer pending, in one
         transaction."""
         def write() -> None:
-            for delivery in deliveries:
-                self._write(delivery, None)
-                if delivery.outcome != Outcome.PENDING:
-                    self.seen.unmark(_key(delivery.id))
+            self._write([(delivery, None) for delivery in deliveries])
+            self.seen.unmark([_key(delivery.id) for delivery in deliveries if delivery.outcome != Outcome.PENDING])
 
         self.store.transact(write)
 
@@ -184,7 +196,7 @@ class DeliveryLog:
         for key, host, pid in self.seen.pending():
             data = self._records.get(key)
             if data is None:  # dropped with the log's retention meanwhile: nothing left to route
-                self.store.transact(lambda key=key: self.seen.unmark(key))
+                self.store.transact(lambda key=key: self.seen.unmark([key]))
             else:
                 found.append((_delivery(key, data), host, pid))
         return found
@@ -193,24 +205,27 @@ class DeliveryLog:
         """(host, pid) of the process routing a pending delivery (None: it is not marked pending)."""
         return self.seen.owner(_key(delivery_id))
 
-    def _holder(self, webhook: str, key: SeenKey, now_ns: int) -> Delivery | None:
-        held_by = self.seen.holder(webhook, key, now_ns)
-        data = None if held_by is None else self._records.get(held_by)
-        holder = None if data is None else _delivery(held_by, data)
-        return None if holder is None or holder.outcome == Outcome.FAILED else holder
-
-    def _write(self, delivery: Delivery, body: bytes | None) -> None:
-        if delivery.trigger not in TRIGGERS:
-            raise ValueError(f"trigger {delivery.trigger!r} is not one of {', '.join(TRIGGERS)}")
-        key = _key(delivery.id)
-        # The fields hold plain values, so no deep copy (asdict's) is needed to encode them.
-        self._records[key] = encode({name: getattr(delivery, name) for name in _STORED})
-        if self._kept_from is not None and key < self._kept_from:
-            self._kept_from = key
-        if body is not None:
-            self._bodies[key] = bytes(body)
+    def _write(self, deliveries: list[tuple[Delivery, bytes | None]]) -> None:
+        """Write deliveries (and the bodies to keep) in one write a table, dropping those past retention."""
+        if not deliveries:
+            return
+        records: dict[bytes, bytes] = {}
+        bodies: dict[bytes, bytes] = {}
+        for delivery, body in deliveries:
+            if delivery.trigger not in TRIGGERS:
+                raise ValueError(f"trigger {delivery.trigger!r} is not one of {', '.join(TRIGGERS)}")
+            key = _key(delivery.id)
+            # The fields hold plain values, so no deep copy (asdict's) is needed to encode them.
+            records[key] = encode({name: getattr(delivery, name) for name in _STORED})
+            if self._kept_from is not None and key < self._kept_from:
+                self._kept_from = key
+            if body is not None:
+                bodies[key] = bytes(body)
+        self._records.update(records)
+        if bodies:
+            self._bodies.update(bodies)
         if self.keep_for is not None:
-            self._drop_before(delivery.time_ns - span_ns(self.keep_for))
+            self._drop_before(max(delivery.time_ns for delivery, _ in deliveries) - span_ns(self.keep_for))
 
     def prune(self, older_than: timedelta, now_ns: int | None = None) -> int:
         """Remove the deliveries (and their bodies) older than `older_than`; return how many."""
@@ -266,6 +281,15 @@ class DeliveryLog:
 def span_ns(span: timedelta) -> int:
     """A time span in whole nanoseconds."""
     return span // timedelta(microseconds=1) * 1000
+
+
+def _holder(held: tuple[int, bytes] | None, records: dict[bytes, bytes | None], now_ns: int) -> Delivery | None:
+    """The delivery holding a key, from what the key names (expiry, delivery key) and the records read: None when
+    the key expired or its delivery failed or left the log."""
+    if held is None or held[0] < now_ns or (data := records.get(held[1])) is None:
+        return None
+    holder = _delivery(held[1], data)
+    return None if holder.outcome == Outcome.FAILED else holder
 
 
 def _key(delivery_id: str) -> bytes:

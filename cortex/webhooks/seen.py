@@ -53,22 +53,26 @@ class SeenKeys:
         # are not scanned (on a database server, a round trip).
         self._next_expiry: bytes | None = None
 
-    def holder(self, webhook: str, key: SeenKey, now_ns: int) -> bytes | None:
-        """The delivery key that took `key` and has not let it expire, if any."""
-        value = self._table.get(_KEY + _hashed(webhook, key))
-        if value is None:
-            return None
-        expires_ns, delivery = decode(value)
-        return delivery if expires_ns >= now_ns else None
+    def holders(self, wanted: list[tuple[str, SeenKey]]) -> list[tuple[int, bytes] | None]:
+        """(expiry ns, delivery key) of the delivery that took each (webhook, key), or None, in one read."""
+        values = self._table.get_many([_KEY + _hashed(webhook, key) for webhook, key in wanted])
+        return [None if value is None else tuple(decode(value)) for value in values]
 
-    def take(self, webhook: str, key: SeenKey, delivery: bytes) -> None:
-        """Record that `delivery` took `key`, until the key expires."""
-        hashed = _hashed(webhook, key)
-        self._table[_KEY + hashed] = encode([key.expires_ns, delivery])
-        entry = _EXPIRY + struct.pack(">Q", key.expires_ns) + hashed
-        self._table[entry] = b""
-        if self._next_expiry is not None and entry < self._next_expiry:
-            self._next_expiry = entry
+    def take(self, taken: list[tuple[str, SeenKey, bytes]], pending: list[bytes]) -> None:
+        """Record that each delivery took its (webhook, key), until the key expires, and mark the `pending`
+        deliveries as being routed by this process, in one write."""
+        entries: dict[bytes, bytes] = {}
+        for webhook, key, delivery in taken:
+            hashed = _hashed(webhook, key)
+            entries[_KEY + hashed] = encode([key.expires_ns, delivery])
+            entry = _EXPIRY + struct.pack(">Q", key.expires_ns) + hashed
+            entries[entry] = b""
+            if self._next_expiry is not None and entry < self._next_expiry:
+                self._next_expiry = entry
+        owner = encode([socket.gethostname(), os.getpid()])
+        entries.update((_PENDING + delivery, owner) for delivery in pending)
+        if entries:
+            self._table.update(entries)
 
     def forget_expired(self, now_ns: int) -> None:
         """Drop the keys whose expiry has passed, oldest first, stopping at the first that has not."""
@@ -89,13 +93,9 @@ class SeenKeys:
             if value is not None and decode(value)[0] == struct.unpack(">Q", entry[1:9])[0]:
                 del self._table[key]
 
-    def mark_pending(self, delivery: bytes) -> None:
-        """Mark `delivery` as being routed by this process."""
-        self._table[_PENDING + delivery] = encode([socket.gethostname(), os.getpid()])
-
-    def unmark(self, delivery: bytes) -> None:
-        """`delivery` is routed, or failed: no longer pending."""
-        self._table.pop(_PENDING + delivery, None)
+    def unmark(self, deliveries: list[bytes]) -> None:
+        """The `deliveries` are routed, or failed: no longer pending (one write)."""
+        self._table.delete_many(_PENDING + delivery for delivery in deliveries)
 
     def owner(self, delivery: bytes) -> tuple[str, int] | None:
         """(host, pid) of the process routing `delivery`, or None when it is not marked pending."""

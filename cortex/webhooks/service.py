@@ -4,12 +4,12 @@
 verification, JSON, filter, the claim of its keys, routing to the agent's daily log, and the
 delivery log. The HTTP receiver and in-process simulation both call it, from many threads.
 Nothing serialises deliveries: the writes of concurrent ones are grouped instead (group
-commit). Their claims share store transactions, each claim in its own nested scope (the
-store groups concurrent transactions). The claimed deliveries to route then queue, and one
-thread routes all those queued: per agent, one write of each daily log and one ingest for all
-their entries, whose commit records how each ended. A delivery to route is recorded pending
-(with its keys and body) before its entry is written, so a receiver cut off in between leaves
-it for `recover`. Each delivery is answered once durable: its records, or, in an Org folder
+commit). The deliveries to route queue, and one thread routes all those queued: their claims
+in one transaction (made meanwhile, while the group before is routed, by a delivery waiting
+CLAIM_AHEAD), then per agent, one write of each daily log and one ingest for all their
+entries, whose commit records how each ended. Others claim alone, their transactions grouped
+by the store. A delivery to route is recorded pending (with its keys and body) before its
+entry is written, so a receiver cut off in between leaves it for `recover`. Each delivery is answered once durable: its records, or, in an Org folder
 (not under review) while other deliveries are on their way, its entry whole on disk after its pending record; the
 ingest is then put off (for at most INGEST_EVERY seconds), and a later group, or the last
 delivery of the burst, ingests the entries of several groups and records how they ended.
@@ -62,9 +62,15 @@ MAX_BODY = 1 << 20  # bytes; a larger body is refused with 413
 SHOWN = 10  # webhooks a message lists by name
 # A pending delivery older than this is taken over whoever marked it: routing one takes seconds.
 LEASE = timedelta(minutes=5)
+# Seconds a delivery waits in the routing queue before it claims those queued, while a group is being routed: the
+# next group's claims are then made meanwhile, in one transaction, and a group held up (a folder held) keeps none
+# of those queued behind it unclaimed.
+CLAIM_AHEAD = 0.005
 # Seconds at most an entry appended to an agent's daily log waits for its ingest while deliveries to route keep
 # coming (in an Org folder): the groups routed meanwhile are appended and synced to disk, one ingest takes them all.
 INGEST_EVERY = 0.5
+# Seconds the last delivery on its way waits for another to come before it ingests what groups left waiting.
+SETTLE_AFTER = 0.01
 
 _log = logging.getLogger(__name__)
 
@@ -114,14 +120,24 @@ class _Assessed:
     payload: object = field(default=NOT_JSON, repr=False)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _ToRoute:
-    """A claimed delivery waiting in the routing queue: its pending record, body and payload, when it started."""
+    """A delivery waiting in the routing queue: its pending record, body and payload, when it started; the keys
+    to claim for it (None: claimed before it was queued) with the body the log keeps, and how its claim went
+    (`_UNSET` until it is made; None: claimed; else the key held and its holder, or `_UNCLAIMED`)."""
 
     pending: Delivery
     body: bytes = field(repr=False)
     payload: object = field(repr=False)
     started: float | None
+    keys: list[SeenKey] | None = None
+    kept: bytes | None = field(default=None, repr=False)
+    claim: object = None
+
+
+_UNSET = object()
+# How the claim of a delivery went when the transaction of its batch failed: it is claimed again on its own.
+_UNCLAIMED = object()
 
 
 def build_endpoint(definition: WebhookDefinition, *, base_dir: str | Path | None = None,
@@ -165,11 +181,15 @@ class WebhookService:
             raise UserError(f"the body size cap must be at least 1 byte, not {max_body}")
         self.workspace, self.memory = workspace, memory
         self.log = DeliveryLog(workspace.store, keep_logs)
-        self._routing = GroupCommit(self._route_group)
+        self._routing = GroupCommit(self._route_group, meanwhile=lambda: self._claim_queued(wait=False),
+                                    every=CLAIM_AHEAD)
+        self._unclaimed: list[_ToRoute] = []  # queued to route, not claimed yet
+        self._claims, self._claiming = threading.Condition(threading.Lock()), False  # one thread claims at a time
         # agent -> since when its logs hold entries appended and not ingested yet
         self._unsettled: dict[str, float] = {}
         self._late: dict[str, dict[str, Delivery]] = {}  # agent -> the deliveries answered, by id, not recorded yet
-        self._on_way, self._counting = 0, threading.Lock()  # deliveries to route, from their claim to their answer
+        # deliveries to route, from before their claim to their answer (notified as one comes)
+        self._on_way, self._counting = 0, threading.Condition(threading.Lock())
         self.max_body = max_body
         self.warnings: list[str] = []
         self.endpoints: dict[str, Endpoint] = {}
@@ -229,7 +249,12 @@ class WebhookService:
             record.update(status=202, outcome=Outcome.PENDING, agent=definition.agent)
         claimed = Delivery(**record)
         with _IN_FLIGHT.hold(claimed.id), self._on_its_way(assessed.route):  # from before its pending mark is written
-            conflict = self.log.claim(claimed, kept, assessed.keys)
+            conflict = self._route(_ToRoute(claimed, body, assessed.payload, started, assessed.keys, kept, _UNSET)) \
+                if assessed.route else _UNCLAIMED
+            if isinstance(conflict, Delivery):
+                return conflict
+            if conflict is _UNCLAIMED:
+                conflict = self.log.claim(claimed, kept, assessed.keys)
             if conflict is not None and conflict[1].outcome == Outcome.PENDING:
                 self._finish_abandoned(conflict[1])
                 conflict = self.log.claim(claimed, kept, assessed.keys)  # the holder may have ended meanwhile
@@ -301,11 +326,57 @@ class WebhookService:
                      pending.webhook, pending.id, done.outcome)
         return done
 
+    def _route(self, routed: _ToRoute) -> Delivery | tuple[SeenKey, Delivery] | object:
+        """Route a delivery in a group; its record, or, when it could not be claimed, how its claim went."""
+        if routed.claim is _UNSET:
+            with self._claims:
+                self._unclaimed.append(routed)
+        return self._routing.run(lambda: routed)
+
+    def _claim_queued(self, wait: bool) -> None:
+        """Claim the deliveries queued to route and not claimed yet, in one transaction a batch, until none is left.
+        One thread claims at a time: another one that is claiming takes those queued meanwhile too, so a thread
+        that finds one claiming returns at once, unless `wait`: then it returns once every delivery queued before
+        it came is claimed."""
+        with self._claims:
+            if self._claiming and not wait:
+                return
+            while self._claiming:
+                self._claims.wait()
+            self._claiming = True
+        batch: list[_ToRoute] = []
+        try:
+            while True:
+                with self._claims:
+                    batch, self._unclaimed = self._unclaimed, []
+                if not batch:
+                    return
+                try:
+                    claims = self.log.claim_all([(routed.pending, routed.kept, routed.keys) for routed in batch])
+                except Exception:  # noqa: BLE001 - each is claimed again on its own, so that an error is its own
+                    claims = [_UNCLAIMED] * len(batch)
+                for routed, claim in zip(batch, claims):
+                    routed.claim = claim
+                batch = []
+        finally:
+            with self._claims:
+                self._unclaimed[:0] = batch  # (a batch interrupted before its claims: claimed later)
+                self._claiming = False
+                self._claims.notify_all()
+
     def _route_group(self, members: list[Member]) -> None:
-        """Route the queued deliveries (each member's function gives its `_ToRoute`): per agent, their entries
-        in one save, how each ended recorded in the transaction that ingests them; then answer each member
-        with its record. (What a failed save leaves unrecorded is recorded after it, in one transaction.)"""
+        """Route the queued deliveries (each member's function gives its `_ToRoute`) once claimed: those still to
+        claim are claimed in one transaction (`_claim_queued`; one that could not be is answered with how its
+        claim went); per agent, their entries in one save, how each ended recorded in the transaction that
+        ingests them; then answer each member with its record. (What a failed save leaves unrecorded is
+        recorded after it, in one transaction.)"""
+        self._claim_queued(wait=True)
         queued: list[_ToRoute] = [member.fn() for member in members]
+        for member, routed in zip(members, queued):
+            if routed.claim is not None:
+                member.succeed(routed.claim)
+        left = [n for n, routed in enumerate(queued) if routed.claim is None]
+        members, queued = [members[n] for n in left], [queued[n] for n in left]
         errors: list[Exception | None] = [None] * len(queued)
         ended: dict[int, Delivery] = {}
         by_agent: dict[str, list[int]] = {}
@@ -404,17 +475,22 @@ class WebhookService:
     @contextmanager
     def _on_its_way(self, route: bool) -> Iterator[None]:
         """Count a delivery to route from its claim to its answer; the last one of a burst to end (routed or not)
-        ingests what groups appended without ingesting it (`_ingest_now`)."""
+        ingests what groups appended without ingesting it (`_ingest_now`), unless another one comes within
+        SETTLE_AFTER seconds."""
         if not route:
             yield
             return
         with self._counting:
             self._on_way += 1
+            self._counting.notify_all()
         try:
             yield
         finally:
             with self._counting:
                 self._on_way -= 1
+                # The last one of a burst waits a moment for another to come, which would leave it to later.
+                if self._on_way == 0 and self._unsettled:
+                    self._counting.wait_for(lambda: self._on_way > 0, SETTLE_AFTER)
                 unsettled = sorted(self._unsettled) if self._on_way == 0 else []
             for agent in unsettled:
                 self._settle(agent)
@@ -423,11 +499,13 @@ class WebhookService:
         """Whether the `group` deliveries just appended to the agent's logs are ingested now, their records
         landing in that commit; if not, they are answered at once (their entries and pending records durable),
         and a later group, or the last delivery of the burst to end, ingests their entries and records them.
-        It is put off only while other deliveries to route are on their way, and for at most INGEST_EVERY
-        seconds since the first entry it leaves waiting."""
+        It is put off only while other deliveries to route are on their way or entries of earlier groups wait
+        (a burst whose deliveries come a few at a time), and for at most INGEST_EVERY seconds since the first
+        entry it leaves waiting."""
         now = time.monotonic()
         with self._counting:
-            if self._on_way > group and now - self._unsettled.get(agent, now) < INGEST_EVERY:
+            waiting = self._on_way > group or agent in self._unsettled
+            if waiting and now - self._unsettled.get(agent, now) < INGEST_EVERY:
                 self._unsettled.setdefault(agent, now)
                 return False
             self._unsettled.pop(agent, None)

@@ -132,6 +132,18 @@ def test_a_claim_takes_its_keys_and_a_later_claim_finds_their_holder(log):
     assert log.claim(delivery(time_ns=start + 4), b"{}", [SeenKey(DELIVERY, "evt_2", start + DAY)]) is None
 
 
+def test_claims_made_together_land_together_a_later_one_finding_the_keys_an_earlier_one_took(log):
+    start = 1_700_000_000 * 10**9
+    key = SeenKey(DELIVERY, "evt_1", start + DAY)
+    first, copy, other = (delivery(time_ns=start + n, status=202, outcome=Outcome.PENDING, agent="assistant")
+                          for n in range(3))
+    later = SeenKey(DELIVERY, "evt_1", start + 1 + DAY)  # the copy's key: the same id, expiring a moment later
+    assert log.claim_all([(first, b"{}", [key]), (copy, b"{}", [later]), (other, b"{}", [])]) == [
+        None, (later, first), None]
+    assert sorted(d.id for d, _, _ in log.pending()) == sorted([first.id, other.id])
+    assert log.body(other.id) == b"{}" and [d.id for d in log.deliveries()] == [first.id, other.id]
+
+
 def test_a_pending_claim_is_marked_until_it_finishes(log):
     pending = delivery(status=202, outcome=Outcome.PENDING, agent="assistant")
     still = delivery(status=202, outcome=Outcome.PENDING, agent="assistant")

@@ -176,3 +176,47 @@ def test_a_provider_retry_of_a_delivery_being_routed_waits_for_it_and_is_a_dupli
     assert answers["first"].outcome == Outcome.ROUTED
     assert (answers["retry"].outcome, answers["retry"].duplicate_of) == (Outcome.DUPLICATE, answers["first"].id)
     assert logged_sessions(org) == [answers["first"].id]
+
+
+def test_deliveries_queued_behind_a_group_are_claimed_while_they_wait(cortex, org, service, monkeypatch):
+    endpoint, batches = service.endpoint("github-events"), []
+    claim_all = service.log.claim_all
+    monkeypatch.setattr(service.log, "claim_all", lambda claims: batches.append(len(claims)) or claim_all(claims))
+    answers = []
+
+    def deliver(n: int) -> None:
+        _, headers, body = github(service, n)
+        answers.append(service.deliver(endpoint, headers, body))
+
+    with held_folder(org / "agents" / "assistant"):
+        threads = [threading.Thread(target=deliver, args=(n,)) for n in range(6)]
+        threads[0].start()
+        wait_for_pending(service, 1)  # its group is being routed, and waits for the lock
+        for thread in threads[1:]:
+            thread.start()
+        wait_for_queued(service, 5)
+        wait_for_pending(service, 6)  # claimed while they wait for their group, in batches
+        assert len(service._routing._queue) == 5 and sum(batches) == 6 and len(batches) <= 6
+    for thread in threads:
+        thread.join()
+    assert [a.outcome for a in answers] == [Outcome.ROUTED] * 6 and service.log.pending() == []
+    assert sorted(logged_sessions(org)) == sorted(a.id for a in answers)
+
+
+def test_when_the_claims_of_a_batch_fail_together_each_is_claimed_alone(cortex, org, service, monkeypatch):
+    endpoint, claimed_alone = service.endpoint("github-events"), []
+    claim = service.log.claim
+
+    def failing(claims):
+        raise OSError("the batch's transaction failed")
+
+    monkeypatch.setattr(service.log, "claim_all", failing)
+    monkeypatch.setattr(service.log, "claim", lambda *a: claimed_alone.append(a[0].id) or claim(*a))
+    twice = github(service, 1, delivery="retried-by-github")
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda request: service.deliver(endpoint, request[1], request[2]),
+                                [github(service, 0), twice, twice]))
+    assert sorted(a.outcome for a in answers) == [Outcome.DUPLICATE, Outcome.ROUTED, Outcome.ROUTED]
+    routed = [a.id for a in answers if a.outcome == Outcome.ROUTED]
+    assert set(routed) <= set(claimed_alone) and sorted(logged_sessions(org)) == sorted(routed)
+    assert service.log.pending() == []
