@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from contextlib import suppress
+from itertools import accumulate
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
@@ -114,8 +115,8 @@ class Items(MutableMapping):
         records.update((key, encode(item.record())) for key, item in self._above.items())
         keys = sorted(records)
         ordered = [records[key] for key in keys]
-        ends = np.cumsum(np.fromiter(map(len, ordered), dtype="<u8", count=len(ordered)), dtype="<u8")
-        return np.asarray(keys, dtype="<u8").tobytes(), ends.tobytes(), b"".join(ordered)
+        ends = np.fromiter(accumulate(map(len, ordered)), dtype="<u8", count=len(ordered))
+        return np.array(keys, dtype="<u8").tobytes(), ends.tobytes(), b"".join(ordered)
 
     def _find(self, key: int) -> int:
         """Where `key` is among the packed items, -1 when it is not or is hidden."""

@@ -71,14 +71,15 @@ class Lines:
 
     def packed(self) -> tuple[bytes, bytes, list[str]]:
         """The lines counted, as `load` takes them: keys sorted, their lines, the files whose lines they are."""
-        kept = np.ones(len(self._saved_keys), dtype=bool)
+        keys, lines = self._saved_keys, self._saved_lines
         if self._gone or self.line_of:
-            kept = ~np.isin(self._saved_keys, np.fromiter([*self._gone, *self.line_of], dtype="<u8"))
-        keys = np.concatenate([self._saved_keys[kept], np.fromiter(self.line_of, dtype="<u8", count=len(self.line_of))])
-        lines = np.concatenate([self._saved_lines[kept],
-                                np.fromiter(self.line_of.values(), dtype="<u4", count=len(self.line_of))])
-        order = np.argsort(keys, kind="stable")
-        return keys[order].tobytes(), lines[order].tobytes(), sorted(self.lined)
+            merged = dict(zip(keys.tolist(), lines.tolist()))
+            for key in self._gone:
+                del merged[key]
+            merged.update(self.line_of)
+            ordered = sorted(merged)
+            keys, lines = np.array(ordered, dtype="<u8"), np.array([merged[key] for key in ordered], dtype="<u4")
+        return keys.tobytes(), lines.tobytes(), sorted(self.lined)
 
     def _saved_at(self, key: int) -> int | None:
         """The line saved for `key`, None when none was (or its item was removed since)."""

@@ -69,7 +69,7 @@ def test_hard_purge_leaves_no_trace_in_store_file_saved_indexes_or_embedding_cac
     with cx.open(store, org) as c:
         c.ingest()
         history_with_secret(c)
-    assert "state.msgpack" in traces(store, SECRET)  # the saved index holds it: the test can see a leak
+    assert "items.records" in traces(store, SECRET)  # the saved index holds it: the test can see a leak
     with cx.open(store, org) as c:
         report = c.memory.purge("reviewer", hard=True)
         assert report.files == [REVIEWER] and report.history.snapshots == 3
