@@ -34,9 +34,10 @@ _ALWAYS = Validity()
 _LIST_ITEM = re.compile(rf"^[ \t]*{BULLET}(.+(?:\n(?![ \t]*{BULLET})[ \t]+\S.*)*)", re.M)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Item:
-    """One searchable unit: a headline's own text, or one list item of a memory section."""
+    """One searchable unit: a headline's own text, or one list item of a memory section (slotted: an index holds
+    a million of them)."""
 
     key: int
     path: str
