@@ -317,7 +317,10 @@ def sync_steps(f: Figures, c, corpus) -> None:
 
 
 def gc_steps(f: Figures, c, corpus) -> None:
-    """1,000 snapshots, one in ten after a one-line edit of a daily log, then gc keeping the newest 20."""
+    """1,000 snapshots, one in ten after a one-line edit of a daily log, then gc keeping the newest 20. A store's
+    first snapshot counts every headline (later ones count what differs from HEAD's), so one is made first, untimed,
+    as the history steps do when they run."""
+    c.workspace.snapshot("before the edits")
     started = time.perf_counter()
     edit_line(corpus.log, "\n", "\nEdit 0.\n")
     for n in range(1, 1001):
