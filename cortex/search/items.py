@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
+from sys import intern
 
 import blake3
 
@@ -167,8 +168,8 @@ def units(path: str, outline: tuple[str, ...], position: tuple[int, ...], h: Hea
     turn = tag is not None and tag.type == "log" and len(outline) > 1 and _SPEAKER.match(h.title)
     validity = Validity.of(h.properties) if h.properties else _ALWAYS
     common = dict(path=path, outline=outline, position=position, oid=h.oid, id=h.id,
-                  agent=tag and tag.agent, type=tag and tag.type, tags=_with(inherited, h.tags), todo=h.todo,
-                  date=item_date(path, outline, own), speaker=turn[1].strip() if turn else None,
+                  agent=tag and _shared(tag.agent), type=tag and tag.type, tags=_with(inherited, h.tags), todo=h.todo,
+                  date=_shared(item_date(path, outline, own)), speaker=_shared(turn[1].strip()) if turn else None,
                   container=bool(tag and tag.type == "log" and len(outline) == 1 and h.children
                                  and not body.strip()),
                   valid_from=_minute(validity.start), invalid_at=_minute(validity.end),
@@ -181,6 +182,11 @@ def units(path: str, outline: tuple[str, ...], position: tuple[int, ...], h: Hea
         return
     text = (h.title + "\n" + body).strip()
     yield Item(item_key(path, outline, h.oid, 0, twin, inherited), text=text, **common)
+
+
+def _shared(text: str | None) -> str | None:
+    """One string object for every item that says the same agent, day or speaker (an index holds a million)."""
+    return None if text is None else intern(text)
 
 
 def _with(inherited: tuple[str, ...], own: tuple[str, ...]) -> tuple[str, ...]:
