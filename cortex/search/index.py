@@ -45,6 +45,7 @@ __all__ = ["Filters", "QueryVectors", "SearchIndex"]
 
 MASKS_KEPT = 8  # filters whose keys are kept up to date across changes
 QUERIES_KEPT = 256  # query vectors kept in memory (never in the store: it would record what was asked)
+ADOPTED_AT_ONCE = 8192  # cached vectors read and added at a time (12 MB of MiniLM's)
 
 
 @dataclass(frozen=True)
@@ -254,7 +255,6 @@ class SearchIndex:
                     del self.at[item.path, item.position]
         if added:
             keys = list(added)
-            texts = [added[k].text for k in keys]
             for key, item in added.items():
                 self.items[key] = item
                 self.by_path[item.path].add(key)
@@ -266,9 +266,9 @@ class SearchIndex:
                 self.builder.wake()
             if len(added) > max(KeywordIndex.rebuild_floor, len(self.items) * KeywordIndex.rebuild_fraction):
                 # a bulk change (a first build, a rollback across much): build BM25 afresh, not an overlay
-                self.keyword = KeywordIndex.build((k, i.text) for k, i in self.items.items())
+                self.keyword = KeywordIndex.build((k, self.items[k].text) for k in self.items)
                 return
-            self.keyword.add(zip(keys, texts))
+            self.keyword.add((k, added[k].text) for k in keys)
         if self.keyword.needs_rebuild and self._rebuilding is None:
             self._rebuilding = threading.Thread(target=self._rebuild_keyword, daemon=True)
             self._rebuilding.start()
@@ -291,13 +291,17 @@ class SearchIndex:
             thread.join()
 
     def adopt_cached(self, keys: list[int]) -> list[int]:
-        """Add the vectors the store's cache holds for these items; return the keys of those it has none for."""
-        size = 4 * self.embedder.dim
-        found = self.embedder.cache.get_many([self.embedder.key(self.items[k].text) for k in keys])
-        have = [n for n, data in enumerate(found) if data is not None and len(data) == size]
-        if have:
-            self.vector.add([keys[n] for n in have], np.stack([np.frombuffer(found[n], "<f4") for n in have]))
-        return [k for k, data in zip(keys, found) if data is None or len(data) != size]
+        """Add the vectors the store's cache holds for these items, ADOPTED_AT_ONCE at a time (a rebuild of a million
+        items never holds all their vectors twice); return the keys of those it has none for."""
+        size, missing = 4 * self.embedder.dim, []
+        for start in range(0, len(keys), ADOPTED_AT_ONCE):
+            part = keys[start:start + ADOPTED_AT_ONCE]
+            found = self.embedder.cache.get_many([self.embedder.key(self.items[k].text) for k in part])
+            have = [n for n, data in enumerate(found) if data is not None and len(data) == size]
+            if have:
+                self.vector.add([part[n] for n in have], np.stack([np.frombuffer(found[n], "<f4") for n in have]))
+            missing += [k for k, data in zip(part, found) if data is None or len(data) != size]
+        return missing
 
     # --- embedding what lacks a vector (`cortex.search.building`) -------------------------------
 

@@ -15,6 +15,7 @@ from contextlib import suppress
 from itertools import accumulate
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
+from sys import intern
 
 import blake3
 import numpy as np
@@ -36,9 +37,10 @@ _ALWAYS = Validity()
 _LIST_ITEM = re.compile(rf"^[ \t]*{BULLET}(.+(?:\n(?![ \t]*{BULLET})[ \t]+\S.*)*)", re.M)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Item:
-    """One searchable unit: a headline's own text, or one list item of a memory section."""
+    """One searchable unit: a headline's own text, or one list item of a memory section (slotted: an index holds
+    a million of them)."""
 
     key: int
     path: str
@@ -250,8 +252,8 @@ def units(path: str, outline: tuple[str, ...], position: tuple[int, ...], h: Hea
     turn = tag is not None and tag.type == "log" and len(outline) > 1 and _SPEAKER.match(h.title)
     validity = Validity.of(h.properties) if h.properties else _ALWAYS
     common = dict(path=path, outline=outline, position=position, oid=h.oid, id=h.id,
-                  agent=tag and tag.agent, type=tag and tag.type, tags=_with(inherited, h.tags), todo=h.todo,
-                  date=item_date(path, outline, own), speaker=turn[1].strip() if turn else None,
+                  agent=tag and _shared(tag.agent), type=tag and tag.type, tags=_with(inherited, h.tags), todo=h.todo,
+                  date=_shared(item_date(path, outline, own)), speaker=_shared(turn[1].strip()) if turn else None,
                   container=bool(tag and tag.type == "log" and len(outline) == 1 and h.children
                                  and not body.strip()),
                   valid_from=_minute(validity.start), invalid_at=_minute(validity.end),
@@ -264,6 +266,11 @@ def units(path: str, outline: tuple[str, ...], position: tuple[int, ...], h: Hea
         return
     text = (h.title + "\n" + body).strip()
     yield Item(item_key(path, outline, h.oid, 0, twin, inherited), text=text, **common)
+
+
+def _shared(text: str | None) -> str | None:
+    """One string object for every item that says the same agent, day or speaker (an index holds a million)."""
+    return None if text is None else intern(text)
 
 
 def _with(inherited: tuple[str, ...], own: tuple[str, ...]) -> tuple[str, ...]:

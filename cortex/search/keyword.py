@@ -25,8 +25,9 @@ import shutil
 import tempfile
 import threading
 import warnings
+from array import array
 from collections import Counter, OrderedDict
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,7 @@ with warnings.catch_warnings():  # bm25s imports tqdm.auto, which warns in noteb
     warnings.simplefilter("ignore")
     import bm25s
 from bm25s.stopwords import STOPWORDS_EN, STOPWORDS_EN_PLUS
+from bm25s.tokenization import Tokenized
 
 from cortex.errors import FormatError
 
@@ -220,20 +222,21 @@ class KeywordIndex:
 
     @classmethod
     def build(cls, items: Iterable[tuple[int, str]]) -> KeywordIndex:
-        """Index `(key, text)` items; keys are distinct unsigned 64-bit integers."""
-        keys, corpus = [], []
+        """Index `(key, text)` items; keys are distinct unsigned 64-bit integers. Each text's terms are kept as
+        term ids as it is read (`_TermIds`), so a build holds 4 bytes a term, not a list of strings per item."""
+        keys, documents = array("Q"), _TermIds()
         for key, text in items:
             keys.append(key)
-            corpus.append(document_terms(text))
+            documents.append(document_terms(text))
         key_array = np.array(keys, dtype=np.uint64)
-        if len(set(keys)) != len(keys):  # (np.unique would load numpy.ma: 0.03 s of a search's start)
+        ordered = np.sort(key_array)  # (np.unique would load numpy.ma: 0.03 s of a search's start)
+        if (ordered[1:] == ordered[:-1]).any():
             raise ValueError("keyword index items have duplicate keys")
         base = None
-        if any(corpus):
+        if documents.terms:
             base = bm25s.BM25(k1=K1, b=B)
-            base.index(corpus, show_progress=False)
-        return cls(base, key_array, np.ones(len(keys), dtype=np.float32),
-                   sum(map(len, corpus)), {})
+            base.index(Tokenized(ids=documents, vocab=documents.vocabulary), show_progress=False)
+        return cls(base, key_array, np.ones(len(keys), dtype=np.float32), documents.terms, {})
 
     def __len__(self) -> int:
         return self._count + len(self._overlay)
@@ -452,6 +455,32 @@ class KeywordIndex:
             return cls(base, keys, alive, int(meta["total_length"]), overlay)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise FormatError(f"{source}: cannot read keyword index: {exc}") from exc
+
+
+class _TermIds(Sequence):
+    """The documents of a build as lists of term ids, packed in one array as they are added: bm25s reads the
+    documents three times, one list at a time, and `vocabulary` (term -> id, in order of first use) is its own."""
+
+    def __init__(self):
+        self.vocabulary: dict[str, int] = {}
+        self._ids = array("I")
+        self._ends = array("Q")
+
+    @property
+    def terms(self) -> int:
+        """How many terms every document holds together."""
+        return len(self._ids)
+
+    def append(self, terms: list[str]) -> None:
+        vocabulary = self.vocabulary
+        self._ids.extend([vocabulary.setdefault(term, len(vocabulary)) for term in terms])
+        self._ends.append(len(self._ids))
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __getitem__(self, n: int) -> list[int]:
+        return self._ids[self._ends[n - 1] if n else 0:self._ends[n]].tolist()
 
 
 class Vocabulary(Mapping):

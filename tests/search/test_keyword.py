@@ -1,6 +1,8 @@
 import json
 from pathlib import Path
 
+import bm25s
+import numpy as np
 import pytest
 
 from cortex.errors import FormatError
@@ -157,6 +159,19 @@ def test_overlay_scores_like_a_rebuilt_index():
         expected, got = rebuilt.search(query, 3), edited.search(query, 3)
         assert got[0][0] == expected[0][0]
         assert got[0][1] == pytest.approx(expected[0][1], rel=0.1)
+
+
+def test_a_build_from_term_ids_scores_as_bm25s_does_from_the_terms():
+    docs = json.loads((Path(__file__).parents[1] / "data" / "keyword_eval.json").read_text())
+    items = list(enumerate([pair["memory"] for pair in docs["pairs"]] + docs["distractors"]))
+    built = KeywordIndex.build(items)
+    terms = [document_terms(text) for _, text in items]
+    reference = bm25s.BM25(k1=keyword.K1, b=keyword.B)
+    reference.index(terms, show_progress=False)
+    assert built._total_length == sum(map(len, terms))
+    for pair in docs["pairs"]:
+        wanted = query_terms(pair["query"])
+        assert np.array_equal(built._bm25.get_scores(wanted), reference.get_scores(wanted))
 
 
 def test_scores_for_given_keys(index):
