@@ -12,9 +12,9 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from contextlib import suppress
-from itertools import accumulate
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
+from itertools import accumulate
 from sys import intern
 
 import blake3
