@@ -161,9 +161,10 @@ class Items(MutableMapping):
         return len(self._keys) - len(self._hidden) + len(self._above)
 
     def __iter__(self) -> Iterator[int]:
-        hidden = self._hidden
+        # the keys as they stand when it begins: an item looked up meanwhile moves above, and is not met twice
+        above, hidden = list(self._above), set(self._hidden)
         yield from (key for key in self._keys.tolist() if key not in hidden)
-        yield from list(self._above)
+        yield from above
 
     def clear(self) -> None:
         self._above.clear()

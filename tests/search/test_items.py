@@ -229,6 +229,7 @@ def test_packed_items_behave_as_a_dict_through_removals_and_replacements():
         del loaded[keys[0]]
     again = Items()
     again.load(*loaded.packed())
+    assert sorted(key for key in again if again[key]) == sorted(expected)  # each met once, though looked up as met
     assert dict(again.items()) == expected
     again.clear()
     assert len(again) == 0 and list(again) == [] and keys[20] not in again
