@@ -108,7 +108,9 @@ class Items(MutableMapping):
         """Take the items `packed` made, in place of those held (none, as a saved index is loaded)."""
         self.clear()
         self._keys, self._ends, self._records = np.frombuffer(keys, "<u8"), np.frombuffer(ends, "<u8"), records
-        if len(self._keys) != len(self._ends) or (len(self._ends) and int(self._ends[-1]) != len(records)):
+        if len(self._keys) != len(self._ends) or (len(self._ends) and int(self._ends[-1]) != len(records)) \
+                or not (np.all(self._keys[1:] > self._keys[:-1]) and np.all(self._ends[1:] >= self._ends[:-1])):
+            self.clear()
             raise ValueError("packed items that do not match their records")
 
     def packed(self) -> tuple[bytes, bytes, bytes]:

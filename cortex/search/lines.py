@@ -65,7 +65,8 @@ class Lines:
         self.line_of.clear()
         self._gone.clear()
         self._saved_keys, self._saved_lines = np.frombuffer(keys, "<u8"), np.frombuffer(lines, "<u4")
-        if len(self._saved_keys) != len(self._saved_lines):
+        if len(self._saved_keys) != len(self._saved_lines) or not np.all(self._saved_keys[1:] > self._saved_keys[:-1]):
+            self.load(b"", b"", [])
             raise ValueError("saved lines that do not match their keys")
         self.lined = set(lined)
 

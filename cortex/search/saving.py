@@ -42,7 +42,7 @@ __all__ = ["drop", "newest_purge", "restore", "save"]
 STATE_VERSION = 8  # 2: the state records the newest purge it was made after; 3: dates, speakers, twins, lines;
 # 4: when items hold; 5: inherited tags; 6: each record encoded on its own, keys and lines packed (100,000
 # records decode in 0.12 s, not 2.2); 7: the keyword index's vocabulary memory-mapped (its format 4); 8: items,
-# their files' keys and their lines kept packed as loaded (`Items`, `KeysByPath`, `Lines`): a million items
+# their files' keys and their lines kept packed as loaded (`Items`, `KeysByPath`, `Lines`; a million items
 # loaded in 2.2 s before, most of it making dicts and sets a first search does not need), the records in a file
 # of their own, memory-mapped
 RECORDS = "items.records"  # a token, then the items' encoded records (`Items.packed`)

@@ -233,6 +233,12 @@ def test_packed_items_behave_as_a_dict_through_removals_and_replacements():
     assert dict(again.items()) == expected
     again.clear()
     assert len(again) == 0 and list(again) == [] and keys[20] not in again
+    packed_keys, ends, records = loaded.packed()
+    for damaged in ((packed_keys[8:16] + packed_keys[:8] + packed_keys[16:], ends, records),  # keys out of order
+                    (packed_keys, ends, records[:-1])):  # records cut short
+        with pytest.raises(ValueError, match="do not match"):
+            again.load(*damaged)
+        assert len(again) == 0
 
 
 def test_packed_keys_by_path_open_one_file_at_a_time():
