@@ -124,7 +124,7 @@ class Items(MutableMapping):
 
     def _find(self, key: int) -> int:
         """Where `key` is among the packed items, -1 when it is not or is hidden."""
-        if key in self._hidden or not 0 <= key < 1 << 64:
+        if not isinstance(key, int) or key in self._hidden or not 0 <= key < 1 << 64:
             return -1
         n = int(np.searchsorted(self._keys, key))
         return n if n < len(self._keys) and int(self._keys[n]) == key else -1
@@ -151,13 +151,13 @@ class Items(MutableMapping):
     def __delitem__(self, key: int) -> None:
         if key in self._above:
             del self._above[key]
-        elif (n := self._find(key)) >= 0:
+        elif self._find(key) >= 0:
             self._hidden.add(key)
         else:
             raise KeyError(key)
 
     def __contains__(self, key) -> bool:
-        return key in self._above or isinstance(key, int) and self._find(key) >= 0
+        return key in self._above or self._find(key) >= 0
 
     def __len__(self) -> int:
         return len(self._keys) - len(self._hidden) + len(self._above)
