@@ -4,8 +4,9 @@
 A shared index is derived data named by the tree it indexes: the files a save wrote (`cortex.search.saving`),
 cut into chunks under a fresh token, and one manifest per embedder and state version that names the root they
 index, the newest purge they were made after, and each file's chunks with their blake3 digests. The chunks go
-first; the manifest last, in one transaction that also deletes the chunks of the manifest it replaces and those
-of uploads that died midway, so a reader finds a whole index or none, and concurrent sharers leave one whole.
+first; the manifest last, in one transaction that also deletes the chunks of the manifest it replaces, those
+of uploads that died midway and the copies of the same embedder under older state versions (no machine of this
+version reads them), so a reader finds a whole index or none, and concurrent sharers leave one whole.
 A machine whose own folder holds no usable index fetches the shared one into it, every chunk checked against
 its digest (a damaged or partial one is deleted, not trusted), and `SearchIndex.follow` then brings it from
 its tree to the current one, as it does an index saved on this machine. A manifest made before the newest purge
@@ -73,6 +74,11 @@ def share(store: Store, folder: Path, label: str, root: bytes, purged: bytes) ->
         old = manifest(store, label)
         if old is not None:
             _delete_chunks(table, old[2], _count(old))
+        for key, value in _superseded(table, label):  # the same embedder's copies of older state versions: unread now
+            with contextlib.suppress(Exception):  # an unreadable manifest names no chunks to delete
+                found = decode(value)
+                _delete_chunks(table, found[2], _count(found))
+            del table[key]
         for key, value in table.items(UPLOAD):
             started, chunks = decode(value)
             if key[len(UPLOAD):] == token or time.time() - started > DEAD_UPLOAD:
@@ -168,6 +174,19 @@ def _forget(store: Store, label: str, found: list) -> None:
             _delete_chunks(table, found[2], _count(found))
 
     store.engine.transact(delete)
+
+
+def _superseded(table, label: str) -> list[tuple[bytes, bytes]]:
+    """The manifests (key, value) of copies shared for the embedder of `label` (version/embedder) under an older
+    state version."""
+    version, _, embedder = label.partition("/")
+    older = []
+    for key, value in table.items(MANIFEST):
+        other_version, _, other_embedder = key[len(MANIFEST):].decode(errors="replace").partition("/")
+        if other_embedder == embedder and other_version.isdigit() and version.isdigit() \
+                and int(other_version) < int(version):
+            older.append((key, value))
+    return older
 
 
 def _count(found: list) -> int:

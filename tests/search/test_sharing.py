@@ -195,3 +195,23 @@ def test_concurrent_sharers_leave_one_whole_copy(pg_url, org, tmp_path):
         assert not list(c.store.table(sharing.SHARED).items(sharing.UPLOAD))
         assert sharing.fetch(c.store, tmp_path / "fetched", "race", b"")
         assert (tmp_path / "fetched" / "state.msgpack").read_bytes() == (saved / "state.msgpack").read_bytes()
+
+
+def test_a_copy_shared_under_a_newer_state_version_deletes_the_older_ones_of_its_embedder(pg_url, tmp_path):
+    from cortex.backends import open_store
+
+    files = tmp_path / "index"
+    files.mkdir()
+    (files / "state.msgpack").write_bytes(os.urandom(3 * sharing.CHUNK // 2))  # two chunks
+    store = open_store(pg_url)
+    try:
+        table = store.table(sharing.SHARED)
+        for label in ("9/minilm", "7/minilm", "7/other"):  # an older version shared later deletes no newer one
+            sharing.share(store, files, label, b"root", b"")
+        chunks = lambda: sum(1 for _ in table.items(sharing.PIECE))  # noqa: E731
+        assert chunks() == 6
+        sharing.share(store, files, "8/minilm", b"root", b"")
+        labels = sorted(key[len(sharing.MANIFEST):].decode() for key, _ in table.items(sharing.MANIFEST))
+        assert labels == ["7/other", "8/minilm", "9/minilm"] and chunks() == 6  # 7/minilm's two chunks went with it
+    finally:
+        store.close()
