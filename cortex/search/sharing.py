@@ -41,7 +41,10 @@ MANIFEST, PIECE, UPLOAD = b"manifest\0", b"chunk\0", b"upload\0"
 def manifest(store: Store, label: str) -> list | None:
     """The manifest shared under `label` ([root, purge, token, files, when]), None when there is none or it is
     unreadable."""
-    data = store.table(SHARED).get(MANIFEST + label.encode())
+    return _read_manifest(store.table(SHARED).get(MANIFEST + label.encode()))
+
+
+def _read_manifest(data: bytes | None) -> list | None:
     try:
         found = decode(data) if data is not None else None
     except Exception:  # noqa: BLE001 - derived data: unreadable is as good as absent
@@ -75,8 +78,7 @@ def share(store: Store, folder: Path, label: str, root: bytes, purged: bytes) ->
         if old is not None:
             _delete_chunks(table, old[2], _count(old))
         for key, value in _superseded(table, label):  # the same embedder's copies of older state versions: unread now
-            with contextlib.suppress(Exception):  # an unreadable manifest names no chunks to delete
-                found = decode(value)
+            if (found := _read_manifest(value)) is not None:
                 _delete_chunks(table, found[2], _count(found))
             del table[key]
         for key, value in table.items(UPLOAD):
