@@ -12,6 +12,7 @@ from rich.console import Console
 
 from ..errors import UserError
 from ..words import counted, literal, summary
+from . import interrupted
 from .tables import table
 
 SHOW_AFTER = 0.5  # seconds a step goes on before its progress bar shows
@@ -144,11 +145,13 @@ def progress_bar(label: str):
 
 @contextmanager
 def stopped_by_ctrl_c():
-    """A server's run, which Ctrl-C ends as a person means it to: cleanly, exit status 0, `stopped` said."""
+    """A server's run, which Ctrl-C ends as a person means it to: cleanly, exit status 0, `stopped` said. Whatever
+    ends the run after Ctrl-C is its stop: a library may have turned the KeyboardInterrupt into another error."""
     try:
         yield
-    except KeyboardInterrupt:
-        pass
+    except BaseException:
+        if not interrupted.is_set():
+            raise
     err_console.print("stopped")
 
 

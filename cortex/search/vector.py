@@ -21,7 +21,6 @@ into memory (usearch cannot change a view).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
 from collections import OrderedDict
@@ -30,15 +29,14 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["VectorIndex"]
-
 # onnxruntime has to be loaded before usearch: in the other order its initialisation crashes the
 # process (usearch 2.26 ships its own C++ runtime; seen with onnxruntime 1.31).
-with contextlib.suppress(ImportError):
-    import onnxruntime  # noqa: F401
+import onnxruntime  # noqa: F401
 from usearch.index import Index
 
 from cortex.errors import FormatError
+
+__all__ = ["VectorIndex"]
 
 
 EXPANSION_ADD = 64  # candidates weighed per insertion (see the module's table)

@@ -1,5 +1,6 @@
 """Ctrl-C is how a person stops a server: `cortex serve` and `cortex mcp --http`, real processes sent SIGINT once
-they answer, stop cleanly with exit status 0 and say `stopped` (not `aborted`, not 130)."""
+they answer, stop cleanly with exit status 0 and say `stopped` (not `aborted`, not 130). They run as the installed
+`cortex` script runs them, ending in `sys.exit(main())`."""
 
 import os
 import signal
@@ -10,7 +11,10 @@ import time
 
 import pytest
 
-RUN = "import sys; from cortex.cli import main; main(sys.argv[1:])"
+from cortex.cli import interrupted
+from cortex.cli.common import stopped_by_ctrl_c
+
+RUN = "import sys; from cortex.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def free_port() -> int:
@@ -46,3 +50,17 @@ def test_ctrl_c_stops_a_server_cleanly(tmp_path, command):
         server.kill()
     assert server.returncode == 0, err[-800:]
     assert err.rstrip().endswith("stopped") and "aborted" not in err and "Traceback" not in err
+
+
+def test_a_ctrl_c_a_library_turned_into_another_error_still_stops_a_server(capsys):
+    """pybind11 turns a KeyboardInterrupt met while it loads a module (onnxruntime's) into an ImportError."""
+    with pytest.raises(ImportError):
+        with stopped_by_ctrl_c():
+            raise ImportError("initialization failed")
+    interrupted.set()
+    try:
+        with stopped_by_ctrl_c():
+            raise ImportError("initialization failed")
+    finally:
+        interrupted.clear()
+    assert capsys.readouterr().err.strip().endswith("stopped")

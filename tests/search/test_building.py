@@ -20,7 +20,7 @@ from cortex.search.index import QUERIES_KEPT, QueryVectors, SearchIndex
 from tests.repl.test_app import CTRL_D, ENTER, Until, drive, screen_until
 
 REPO = Path(__file__).resolve().parents[2]
-CORTEX = [sys.executable, "-c", "from cortex.cli import main; main()"]
+CORTEX = [sys.executable, "-c", "import sys; from cortex.cli import main; sys.exit(main())"]  # as the installed script
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
 
 
