@@ -22,6 +22,7 @@ into memory (usearch cannot change a view).
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections import OrderedDict
 from collections.abc import Sequence, Set as AbstractSet
@@ -30,8 +31,10 @@ from pathlib import Path
 import numpy as np
 
 # onnxruntime has to be loaded before usearch: in the other order its initialisation crashes the
-# process (usearch 2.26 ships its own C++ runtime; seen with onnxruntime 1.31).
-import onnxruntime  # noqa: F401
+# process (usearch 2.26 ships its own C++ runtime; seen with onnxruntime 1.31). `cortex.search` halts its import
+# when usearch came first; any other failure to load it (Ctrl-C, which pybind11 turns into an ImportError) is raised.
+if "onnxruntime" not in sys.modules or sys.modules["onnxruntime"] is not None:
+    import onnxruntime  # noqa: F401
 from usearch.index import Index
 
 from cortex.errors import FormatError
