@@ -12,7 +12,7 @@ MAP = ROOT / "ARCHITECTURE.md"
 # Bottom first, as ARCHITECTURE.md's table draws them: a module imports from its own layer and those below.
 LAYERS = [
     ("core", ["errors", "hashing", "codec", "objects", "words", "bounded", "paths", "reads", "retry", "locks",
-              "listen", "lazy", "prefixes"]),
+              "listen", "serving", "lazy", "prefixes"]),
     ("org", ["org"]),
     ("backends", ["backends"]),
     ("store", ["files", "scan", "location", "ingest", "query", "history"]),

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from . import interrupted
 from .common import err_console, no_org_option, org_option, stopped_by_ctrl_c, store_option
 
 
@@ -72,7 +73,7 @@ def mcp_command(store, org_root, no_org, agent, tenants, read_only, allow_rollba
     with api.open(store, org_root, folder=not no_org, read_only=read_only, review=review) as cx, \
             stopped_by_ctrl_c() if http else nullcontext():
         serve(cx, agent=agent, read_only=read_only, allow_rollback=allow_rollback,
-              tenants=frozenset(tenants) if tenants else None, http=rules, host=host, port=port)
+              tenants=frozenset(tenants) if tenants else None, http=rules, host=host, port=port, stop=interrupted)
 
 
 CLIENT_FILES = ("add it under \"mcpServers\" in your client's configuration: Claude Desktop "

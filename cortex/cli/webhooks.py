@@ -10,6 +10,7 @@ from ..errors import UserError
 from ..listen import listen
 from ..reads import read_bounded
 from ..words import counted
+from . import interrupted
 from .common import (Commands, console, cortex_options, duration, err_console, open_cortex, stopped_by_ctrl_c, table,
                      with_cortex)
 
@@ -179,6 +180,7 @@ def serve_command(cx, host, port, max_body, keep_logs):
         console.print(f"POST {path} -> {d.name} ({d.provider.value}"
                       + (f", agent {d.agent}" if d.agent else "") + ")", markup=False)
     cx.build_search_in_background(lambda line: err_console.print(line, markup=False))  # while serving
+    server.stop = interrupted  # a Ctrl-C lost while it started
     with stopped_by_ctrl_c():
         server.run()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import sys
+import threading
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer, ResourceSecurity
@@ -186,9 +187,9 @@ def _refusal(session: Session, name: str) -> str | None:
 
 def serve(cx: Cortex, *, agent: str | None = None, read_only: bool = False, allow_rollback: bool = False,
           tenants: frozenset[str] | None = None, http: Policy | None = None, host: str = "127.0.0.1",
-          port: int = 8765) -> None:
+          port: int = 8765, stop: threading.Event | None = None) -> None:
     """Serve `cx` over stdio (until the client closes it), or over streamable HTTP at http://host:port/mcp by the
-    rules of `http` (until interrupted; port 0 takes a free one). The Org folder is ingested first unless
+    rules of `http` (until interrupted or `stop` is set; port 0 takes a free one). The Org folder is ingested first unless
     read-only; a server over every agent embeds what search needs in the background (one bound to an agent, only
     its files, as it searches)."""
     session = Session(cx, agent, read_only=read_only, allow_rollback=allow_rollback, tenants=tenants)
@@ -204,13 +205,15 @@ def serve(cx: Cortex, *, agent: str | None = None, read_only: bool = False, allo
         return
     import uvicorn
 
+    from ..serving import Server
+
     shown = f"[{host}]" if ":" in host else host
     print(f"cortex mcp: {cx.location} at http://{shown}:{sock.getsockname()[1]}/mcp"
           + ("" if http.token is None else " (bearer token required)"), file=sys.stderr, flush=True)
     app = server.streamable_http_app(host=host, transport_security=http.settings(), max_sessions=MAX_SESSIONS)
     if http.token is not None:
         app = BearerAuth(app, http.token)
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    Server(uvicorn.Config(app, log_level="warning"), stop).run(sockets=[sock])
 
 
 def _log_warnings_only() -> None:

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from cortex.serving import Server
 from cortex.webhooks.service import Endpoint, WebhookService
 
 __all__ = ["SHUTDOWN_GRACE", "TEST_TRIGGER_HEADER", "create_app", "make_server", "serving"]
@@ -37,13 +38,14 @@ def create_app(service: WebhookService) -> Starlette:
 
 def make_server(service: WebhookService, host: str = "127.0.0.1", port: int = 8787, *,
                 log_level: str = "info") -> uvicorn.Server:
-    """A uvicorn server for the receiver: `.run()` serves until interrupted, `.should_exit = True` stops it.
+    """A uvicorn server for the receiver: `.run()` serves until interrupted, `.should_exit = True` or its event
+    `.stop` set stops it.
 
     Making it finishes the deliveries a stopped receiver left half routed.
     """
     service.recover()
-    return uvicorn.Server(uvicorn.Config(create_app(service), host=host, port=port, log_level=log_level,
-                                         lifespan="off", timeout_graceful_shutdown=SHUTDOWN_GRACE))
+    return Server(uvicorn.Config(create_app(service), host=host, port=port, log_level=log_level, lifespan="off",
+                                 timeout_graceful_shutdown=SHUTDOWN_GRACE))
 
 
 @contextmanager

@@ -52,6 +52,19 @@ def test_ctrl_c_stops_a_server_cleanly(tmp_path, command):
     assert err.rstrip().endswith("stopped") and "aborted" not in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("command", [("serve",), ("mcp", "--http")])
+def test_a_ctrl_c_lost_while_a_server_started_stops_it_once_it_serves(tmp_path, command):
+    """Python drops a KeyboardInterrupt raised in a weakref callback (importlib's module locks, as the server's
+    modules load): what Ctrl-C set is still seen, and the server stops as if uvicorn had met it."""
+    (tmp_path / "org").mkdir()
+    lost = "import sys; from cortex.cli import interrupted, main; interrupted.set(); sys.exit(main(sys.argv[1:]))"
+    server = subprocess.run([sys.executable, "-c", lost, *command, "--port", str(free_port()), "--store",
+                             str(tmp_path / "store"), "--org", str(tmp_path / "org")],
+                            capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    assert server.returncode == 0, server.stderr[-800:]
+    assert server.stderr.rstrip().endswith("stopped") and "Traceback" not in server.stderr
+
+
 def test_a_ctrl_c_a_library_turned_into_another_error_still_stops_a_server(capsys):
     """pybind11 turns a KeyboardInterrupt met while it loads a module (onnxruntime's) into an ImportError."""
     with pytest.raises(ImportError):
