@@ -81,12 +81,13 @@ with cx.open(sys.argv[1], folder=False) as c:
     loaded = len(c._search_index.items)
     ready = time.perf_counter()
     hits = c.search(sys.argv[2], limit=10)
-    answered = time.perf_counter()
+    answered, answered_at = time.perf_counter(), time.monotonic()
     status = c.search_status()
 # the peak of this program's own memory (VmHWM): getrusage's maxrss also counts the parent's, copied at fork
 peak = next((int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:")),
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 print(json.dumps({"import": opened - started, "load": ready - opened, "search": answered - opened, "loaded": loaded,
+                  "answered_at": answered_at,
                   "hits": [h.item.key for h in hits], "vectors": [status.vectors, status.items],
                   "rss": peak / 2**20}))
 """
@@ -262,13 +263,16 @@ def fill_embeddings(c, dim: int = 384) -> int:
 
 
 def first_search(store: str, cache: Path) -> dict:
-    """A new process of the machine whose cache folder is `cache`: its first search, timed, and its peak RSS."""
-    started = time.perf_counter()
+    """A new process of the machine whose cache folder is `cache`: its first search, timed from the process's
+    launch to the answer (the system's monotonic clock, common to both processes) and to its end, and its peak
+    RSS."""
+    started = time.monotonic()
     ran = subprocess.run([sys.executable, "-c", FIRST_SEARCH, store, TENTH_QUERY], capture_output=True, text=True,
                          cwd=REPO, env={**os.environ, "XDG_CACHE_HOME": str(cache)})
     if ran.returncode:
         sys.exit(f"a first search failed:\n{ran.stderr}")
-    return {**json.loads(ran.stdout), "wall": time.perf_counter() - started}
+    run = json.loads(ran.stdout)
+    return {**run, "answer": run["answered_at"] - started, "wall": time.monotonic() - started}
 
 
 def tenth_machine(engines: Engines, work: Path, items: int) -> None:
@@ -296,11 +300,12 @@ def tenth_machine(engines: Engines, work: Path, items: int) -> None:
     assert fetched["vectors"][0] == fetched["vectors"][1] >= items, fetched["vectors"]  # every item had one
     for name, run in (("full build from the store", build), ("from the shared index", fetched),
                       ("from its own saved index", warm)):
-        print(f"  {name:26} process {run['wall']:7.2f} s (import and open {run['import']:5.2f} s, first search "
-              f"{run['search']:7.2f} s of which index load {run['load']:6.2f} s), peak RSS {run['rss']:5.2f} GiB")
-    report(f"tenth machine, {items:,} items: first answer, process, vs full build", fetched["wall"], build["wall"],
-           target="(target <= 5 s)")
-    report(f"tenth machine, {items:,} items: first answer, process, vs warm local", fetched["wall"], warm["wall"])
+        print(f"  {name:26} answer {run['answer']:7.2f} s from launch (import and open {run['import']:5.2f} s, "
+              f"first search {run['search']:7.2f} s of which index load {run['load']:6.2f} s), process "
+              f"{run['wall']:7.2f} s, peak RSS {run['rss']:5.2f} GiB")
+    report(f"tenth machine, {items:,} items: first answer from launch vs full build", fetched["answer"],
+           build["answer"], target="(target <= 5 s)")
+    report(f"tenth machine, {items:,} items: first answer from launch vs warm local", fetched["answer"], warm["answer"])
 
 
 def main() -> None:
