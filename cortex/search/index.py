@@ -96,10 +96,10 @@ class Filters:
 
 
 class _Mask(NamedTuple):
-    """The keys a filter admits, as of `at` (its `moment`), right until the minute `until` (None: while the items
-    stay)."""
+    """The keys a filter admits (None: every item), as of `at` (its `moment`), right until the minute `until`
+    (None: while the items stay)."""
 
-    keys: set[int]
+    keys: set[int] | None
     at: tuple[str, str] | None = None
     until: str | None = None
 
@@ -238,7 +238,7 @@ class SearchIndex:
 
     def _apply(self, removed: set[int], added: dict[int, Item]) -> None:
         # a filter's keys change by what changed, not by the thousands of items that stay
-        self._masks = {f: _Mask((m.keys - removed) | {k for k, i in added.items() if f.admits(i, m.at)}, m.at,
+        self._masks = {f: _Mask(self._changed(f, m, removed, added), m.at,
                                 _sooner(m.until, added.values(), m.at) if f.current else None)
                        for f, m in self._masks.items()}
         self.changed += len(removed) + len(added)
@@ -428,7 +428,7 @@ class SearchIndex:
                 self._masks.pop(next(iter(self._masks)))
         self._masks[filters] = mask  # the most recently used last
         # every item admitted: no mask (most stores have no item that stopped holding)
-        return None if len(mask.keys) == len(self.items) else mask.keys
+        return None if mask.keys is None or len(mask.keys) == len(self.items) else mask.keys
 
     def _fused(self, query: str, limit: int, mask: set[int] | None, fusion: str, weights: Weights,
                query_vector: np.ndarray | None, layout: Layout) -> list[SearchResult]:
@@ -450,6 +450,13 @@ class SearchIndex:
                             hit.keyword_norm, hit, pending)
 
     def _mask(self, f: Filters, at: str | None) -> _Mask:
+        if f.path is None and not replace(f, current=False, valid_at=None).any():
+            # only what holds, in every file: the timed items that do not hold are left out, and when none is,
+            # no key is gathered (at a million items, gathering them was most of a first search)
+            timed = [self.items[k] for k in self.timed]
+            out = {i.key for i in timed if not f.admits(i, at)}
+            return _Mask(set(self.items.keys()) - out if out else None, at,
+                         _sooner(None, timed, at) if f.current else None)
         paths = [p for p in self.by_path if f.path is None or p.startswith(f.path)]
         keys = set().union(*(self.by_path[p] for p in paths)) if paths else set()
         if replace(f, path=None, current=False, valid_at=None).any():
@@ -459,6 +466,15 @@ class SearchIndex:
         timed = [self.items[k] for k in keys & self.timed]
         return _Mask(keys - {i.key for i in timed if not f.admits(i, at)}, at,
                      _sooner(None, timed, at) if f.current else None)
+
+    def _changed(self, f: Filters, m: _Mask, removed: set[int], added: dict[int, Item]) -> set[int] | None:
+        """The keys `f` admits once `removed` are gone and `added` came, from those of its mask `m` before."""
+        admitted = {k for k, i in added.items() if f.admits(i, m.at)}
+        if m.keys is not None:
+            return (m.keys - removed) | admitted
+        if len(admitted) == len(added):
+            return None
+        return (set(self.items.keys()) - removed) | admitted
 
     def _line(self, item: Item) -> int:
         """The first line of an item's headline in the file as it is now."""

@@ -141,3 +141,27 @@ def test_mistakes_in_what_holds_are_said_in_one_line(chained):
         chained.search("x", all="yes")
     with pytest.raises(UserError, match="current now or those valid at a moment, not both"):
         Filters(current=True, valid_at=datetime(2026, 1, 1))
+
+
+def test_a_filter_of_what_holds_in_every_file_gathers_no_keys_while_every_item_holds(tmp_path, org):
+    """A first search on a loaded index leaves its files' keys packed (at a million items, gathering every key
+    for a filter that admits them all was most of it); an item that does not hold yet is left out once it comes."""
+    every = Filters(current=True)
+    with cx.open(tmp_path / "store", org) as c:
+        c.ingest()
+        c.search("database")
+    with cx.open(tmp_path / "store", org) as c:
+        index = c._search_index
+        assert index.root == c.working().oid  # loaded, not rebuilt
+        c.search("which database do we run?")
+        assert index.by_path and all(type(keys) is bytes for keys in dict.values(index.by_path))
+        assert index._filter_mask(every, datetime(2026, 11, 21)) is None
+        memory = org / "agents/assistant/memory.org"
+        memory.write_text(memory.read_text().replace("\n* Procedures\n", "\n** The office VPN is wg.example.com.\n"
+                                                     ":PROPERTIES:\n:ID: mem-assistant-later\n"
+                                                     ":VALID_FROM: [2099-01-01 Thu]\n:END:\n\n* Procedures\n"))
+        c.ingest()
+        index.follow(c.working())
+        later = next(k for k, i in index.items.items() if i.id == "mem-assistant-later")
+        admitted = index._filter_mask(every, datetime(2026, 11, 21))
+        assert admitted == set(index.items.keys()) - {later}
