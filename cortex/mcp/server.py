@@ -189,9 +189,9 @@ def serve(cx: Cortex, *, agent: str | None = None, read_only: bool = False, allo
           tenants: frozenset[str] | None = None, http: Policy | None = None, host: str = "127.0.0.1",
           port: int = 8765, stop: threading.Event | None = None) -> None:
     """Serve `cx` over stdio (until the client closes it), or over streamable HTTP at http://host:port/mcp by the
-    rules of `http` (until interrupted or `stop` is set; port 0 takes a free one). The Org folder is ingested first unless
-    read-only; a server over every agent embeds what search needs in the background (one bound to an agent, only
-    its files, as it searches)."""
+    rules of `http` (until interrupted or `stop` is set; port 0 takes a free one). The Org folder is ingested first
+    unless read-only; a server over every agent embeds what search needs in the background (one bound to an agent,
+    only its files, as it searches)."""
     session = Session(cx, agent, read_only=read_only, allow_rollback=allow_rollback, tenants=tenants)
     sock = None if http is None else listen(host, port)
     _log_warnings_only()

@@ -41,7 +41,6 @@ from cortex.errors import FormatError
 
 __all__ = ["VectorIndex"]
 
-
 EXPANSION_ADD = 64  # candidates weighed per insertion (see the module's table)
 EXPANSION_SEARCH = 256  # candidates weighed per search
 MASKS_KEPT = 8  # masks whose keys and vectors are kept for exact scans...
