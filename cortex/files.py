@@ -275,11 +275,14 @@ class Appended:
         if self._data is not None:
             return self._data[-count:]
         parts, at = [], self
-        while isinstance(at, Appended) and at._data is None and count > len(at.addition):
+        while isinstance(at, Appended) and at._data is None:
+            if count <= len(at.addition):  # within this addition: nothing before it is read
+                parts.append(at.addition[len(at.addition) - count:])
+                return b"".join(reversed(parts))
             parts.append(at.addition)
             count -= len(at.addition)
             at = at.old
-        parts.append((at.data if isinstance(at, Appended) else at)[-count:] if count else b"")
+        parts.append((at.data if isinstance(at, Appended) else at)[-count:])
         return b"".join(reversed(parts))
 
 

@@ -819,7 +819,7 @@ def test_appended_bytes_are_joined_once_asked_for_whole_their_ends_read_without_
     assert len(chain) == 27 and chain.first_line == b"#+TITLE: a\r\n"
     assert [files.tail_of(chain, n) for n in (3, 8, 14, 99)] == [
         b"2\r\n", b"1\r\n* 2\r\n", b" 0\r\n* 1\r\n* 2\r\n", b"#+TITLE: a\r\n* 0\r\n* 1\r\n* 2\r\n"]
-    assert first._data is None  # (none of them joined yet)
+    assert first._data is chain._data is None  # (none of them joined yet: a tail reads only what it needs)
     assert files.whole(chain) == b"#+TITLE: a\r\n* 0\r\n* 1\r\n* 2\r\n" and chain.old is None
     later = files.Appended(chain, b"* 3\n")  # on bytes made whole: the chain ends there
     assert files.whole(later) == files.whole(chain) + b"* 3\n" and files.tail_of(later, 6) == b"\r\n* 3\n"
