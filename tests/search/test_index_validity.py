@@ -93,14 +93,26 @@ def test_valid_time_and_the_state_searched_combine(tmp_path, org):
         assert set(ids(c.memory.search("assistant", query, 20, all=True))) == DB
 
 
-def test_a_saved_index_keeps_when_items_hold(tmp_path, org):
-    with_chain(org)
+def reopened(tmp_path, org):
+    """A session on a store whose search index an earlier session saved."""
     with cx.open(tmp_path / "store", org) as c:
         c.ingest()
         c.search("database")
-    with cx.open(tmp_path / "store", org) as c:
-        index = c._search_index
-        assert index.root == c.working().oid  # loaded, not rebuilt
+    return cx.open(tmp_path / "store", org)
+
+
+def add_fact_holding_from(org, key: str, day: str) -> None:
+    """A fact of the assistant's memory, :ID: `key`, that holds from `day` ("2026-11-25 Wed") on."""
+    memory = org / "agents/assistant/memory.org"
+    memory.write_text(memory.read_text().replace("\n* Procedures\n", "\n** The office VPN is wg.example.com.\n"
+                                                 f":PROPERTIES:\n:ID: {key}\n:VALID_FROM: [{day}]\n:END:\n\n"
+                                                 "* Procedures\n"))
+
+
+def test_a_saved_index_keeps_when_items_hold(tmp_path, org):
+    with_chain(org)
+    with reopened(tmp_path, org) as c:
+        assert c._search_index.root == c.working().oid  # loaded, not rebuilt
         assert ids(c.search("which database do we run?", limit=20)) == ["mem-assistant-db-17"]
 
 
@@ -122,10 +134,7 @@ def test_an_item_added_to_hold_later_joins_a_kept_filter_of_current_items_when_i
     found = lambda now: {r.id for r in index.search("office VPN", limit=50, filters=current, now=now)}  # noqa: E731
     index.follow(chained.working())
     assert "mem-assistant-wireguard" not in found(datetime(2026, 11, 21))
-    memory = org / "agents/assistant/memory.org"
-    memory.write_text(memory.read_text().replace("\n* Procedures\n", "\n** The office VPN is wg.example.com.\n"
-                                                 ":PROPERTIES:\n:ID: mem-assistant-wireguard\n"
-                                                 ":VALID_FROM: [2026-11-25 Wed]\n:END:\n\n* Procedures\n"))
+    add_fact_holding_from(org, "mem-assistant-wireguard", "2026-11-25 Wed")
     chained.ingest()
     index.follow(chained.working())
     assert "mem-assistant-wireguard" not in found(datetime(2026, 11, 24, 23, 59))
@@ -147,19 +156,13 @@ def test_a_filter_of_what_holds_in_every_file_gathers_no_keys_while_every_item_h
     """A first search on a loaded index leaves its files' keys packed (at a million items, gathering every key
     for a filter that admits them all was most of it); an item that does not hold yet is left out once it comes."""
     every = Filters(current=True)
-    with cx.open(tmp_path / "store", org) as c:
-        c.ingest()
-        c.search("database")
-    with cx.open(tmp_path / "store", org) as c:
+    with reopened(tmp_path, org) as c:
         index = c._search_index
         assert index.root == c.working().oid  # loaded, not rebuilt
         c.search("which database do we run?")
         assert index.by_path and all(type(keys) is bytes for keys in dict.values(index.by_path))
         assert index._filter_mask(every, datetime(2026, 11, 21)) is None
-        memory = org / "agents/assistant/memory.org"
-        memory.write_text(memory.read_text().replace("\n* Procedures\n", "\n** The office VPN is wg.example.com.\n"
-                                                     ":PROPERTIES:\n:ID: mem-assistant-later\n"
-                                                     ":VALID_FROM: [2099-01-01 Thu]\n:END:\n\n* Procedures\n"))
+        add_fact_holding_from(org, "mem-assistant-later", "2099-01-01 Thu")
         c.ingest()
         index.follow(c.working())
         later = next(k for k, i in index.items.items() if i.id == "mem-assistant-later")
