@@ -26,16 +26,39 @@ def _on_ctrl_c(signum, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the `cortex` console script: Ctrl-C at any moment ends it with one line, `interrupted`."""
+    """Entry point of the `cortex` console script: Ctrl-C at any moment ends it with one line, `interrupted`, and
+    once the command has unwound after Ctrl-C, the process ends there (`_leave`)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _on_ctrl_c)
     try:
         _main(argv)
-    except BaseException as exc:
-        if not interrupted.is_set() or isinstance(exc, SystemExit):
+    except SystemExit as exc:
+        if not interrupted.is_set():
+            raise
+        _leave(exc.code)
+    except BaseException:
+        if not interrupted.is_set():
             raise
         print("interrupted", file=sys.stderr)
-        sys.exit(130)
+        _leave(130)
+    if interrupted.is_set():
+        _leave(0)
+
+
+def _leave(code: int | str | None) -> None:
+    """End the process at once with `code` (as `sys.exit` takes it), its output flushed. After Ctrl-C the command
+    has unwound and closed what it held; Python's own exit would then wait for every pool thread, and one that
+    the KeyboardInterrupt cut off from its pool as it started (concurrent.futures records a worker only after
+    starting it) waits for work for ever."""
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can be said
+            pass
+    os._exit(code or 0)
 
 
 def _main(argv: list[str] | None) -> None:

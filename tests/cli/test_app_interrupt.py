@@ -37,3 +37,15 @@ def test_ctrl_c_at_any_moment_of_an_ingest_ends_in_one_line(tmp_path, after):
         assert ingest.returncode == 1 and out == "" and err.rstrip().endswith("KeyboardInterrupt"), err
     else:
         assert ingest.returncode == 130 and err.startswith("interrupted") and err.count("\n") == 1, err
+
+
+def test_once_ctrl_c_was_met_the_process_ends_as_its_command_does(tmp_path):
+    """A pool's worker that a KeyboardInterrupt cut off from its pool as it started (concurrent.futures records it
+    only after starting it) waits for work for ever, and Python's exit waits for it: here, a thread that never
+    ends stands for it. After Ctrl-C, the command's end is the process's."""
+    program = ("import sys, threading; from cortex.cli import interrupted, main; "
+               "threading.Thread(target=threading.Event().wait).start(); interrupted.set(); "
+               "sys.exit(main(sys.argv[1:]))")
+    ended = subprocess.run([sys.executable, "-c", program, "--version"], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "HOME": str(tmp_path)})
+    assert ended.returncode == 0 and ended.stdout.strip(), ended.stderr[-400:]
