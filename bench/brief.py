@@ -3,10 +3,14 @@
 the store open (what a runtime calling the api pays) against loading the agent's memory alone; the store opened and
 the agent briefed, as `cortex brief` and the SessionStart hook do it (target <= 300 ms), against opening it and
 loading the agent's memory; and `cortex brief` as a process against `cortex --version` (Python and the CLI
-starting)."""
+starting).
+
+    .venv/bin/python bench/brief.py [--notes N]     (--notes: N headlines of other notes in the store too)
+"""
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import subprocess
 import sys
@@ -16,6 +20,7 @@ from pathlib import Path
 
 from _common import report, timed
 from memory import seeded, write_logs
+from postgres import generated_org
 
 import cortex.api as cx
 
@@ -28,12 +33,13 @@ def median_of(fn, rounds: int = 15) -> float:
     return statistics.median(timed(lambda _: fn(), range(rounds)))
 
 
-def prepared(work: Path) -> tuple[Path, Path]:
+def prepared(work: Path, notes: int = 0) -> tuple[Path, Path]:
     """A store over an Org folder holding the agent's 1,000 items, its 90 daily logs, a projects file of 2,000
     headlines (200 open TODOs, 20 tagged with the agent), 50 of them changed since the snapshot before its last
-    session."""
+    session, and `notes` headlines of other notes (none of them the agent's)."""
     org, store = work / "org", work / "store"
     write_logs(org / "agents" / AGENT / "logs", 90)
+    generated_org(org / "notes", notes)
     headlines = [f"* {'TODO' if n % 10 == 0 else 'DONE' if n % 10 == 1 else ''} Task {n} of the project"
                  f"{'   :' + AGENT + ':' if n % 100 == 0 else ''}\nSome notes on task {n}.\n" for n in range(2000)]
     (org / "projects.org").write_text("".join(headlines))
@@ -55,8 +61,13 @@ def prepared(work: Path) -> tuple[Path, Path]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--notes", type=int, default=0, help="headlines of other notes in the store (default 0)")
+    notes = parser.parse_args().notes
     with tempfile.TemporaryDirectory() as tmp:
-        store, org = prepared(Path(tmp))
+        store, org = prepared(Path(tmp), notes)
+        if notes:
+            print(f"with {notes:,} headlines of other notes in the store")
         with cx.open(store, org) as c:
             load = median_of(lambda: c.memory.load_context(AGENT))
             warm = median_of(lambda: c.brief(AGENT))
