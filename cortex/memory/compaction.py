@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from ..errors import NotFound, UserError
 from ..objects import Snapshot
 from ..words import counted, short
@@ -32,6 +30,8 @@ from .retention import RetentionPolicy
 from .similar import SAME_SUBJECT, Embed, relation
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .agents import AgentMemory
 
 __all__ = ["CompactionReport", "Near", "compact"]
@@ -176,7 +176,7 @@ class _Moves:
         if embedded is not None and active:
             vectors, start = embedded
             scores = vectors[[r - start for r in active]] @ vectors[row - start]
-            for at in np.argsort(-scores, kind="stable")[:3]:
+            for at in (-scores).argsort(kind="stable")[:3]:
                 other, score = active[at], float(scores[at])
                 if score < SAME_SUBJECT:
                     break

@@ -31,14 +31,17 @@ import threading
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
 import Stemmer
+
+if TYPE_CHECKING:  # numpy loads with the embedder that makes the vectors: a memory that embeds nothing needs none
+    import numpy as np
 
 __all__ = ["DUPLICATE", "SAME_SUBJECT", "SIMILAR", "Embed", "Relation", "close_pairs", "differing", "relation",
            "same_subject_pairs", "similar_to", "subject_of"]
 
-Embed = Callable[[Sequence[str]], np.ndarray]
+Embed = Callable[[Sequence[str]], "np.ndarray"]
 
 SIMILAR = 0.70  # the cosine from which two items are said to be similar
 SAME_SUBJECT = 0.55  # the same, for two sentences said of one subject (the words before their first verb)
@@ -98,10 +101,9 @@ def similar_to(embed: Embed, text: str, texts: Sequence[str], limit: int) -> lis
     vectors = embed([text, *texts])
     scores = vectors[1:] @ vectors[0]
     subject = subject_of(text)
-    found = np.array([n for n in np.flatnonzero(scores >= SAME_SUBJECT) if not _said_of_another(texts[n], text) and (
-        scores[n] >= SIMILAR or subject is not None and subject_of(texts[n]) == subject)], dtype=int)
-    best = found[np.argsort(-scores[found], kind="stable")][:limit]
-    return [(int(i), float(scores[i])) for i in best]
+    found = [int(n) for n in (scores >= SAME_SUBJECT).nonzero()[0] if not _said_of_another(texts[n], text) and (
+        scores[n] >= SIMILAR or subject is not None and subject_of(texts[n]) == subject)]
+    return [(n, float(scores[n])) for n in sorted(found, key=lambda n: -scores[n])[:limit]]
 
 
 def close_pairs(vectors: np.ndarray, per_item: int = 4, block: int = 1024) -> list[tuple[int, int, float]]:
@@ -112,11 +114,10 @@ def close_pairs(vectors: np.ndarray, per_item: int = 4, block: int = 1024) -> li
     keep = min(per_item, n - 1)
     for start in range(0, n, block):
         scores = vectors[start:start + block] @ vectors.T
-        rows = np.arange(len(scores))
-        scores[rows, rows + start] = -1.0  # not an item with itself
+        scores[range(len(scores)), range(start, start + len(scores))] = -1.0  # not an item with itself
         if keep <= 0:
             break
-        best = np.argpartition(-scores, keep - 1, axis=1)[:, :keep]
+        best = (-scores).argpartition(keep - 1, axis=1)[:, :keep]
         for row, columns in enumerate(best):
             for column in columns:
                 score = float(scores[row, column])

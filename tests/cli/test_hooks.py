@@ -6,6 +6,7 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import cortex.api as cx
@@ -103,3 +104,20 @@ def test_install_refuses_a_settings_file_it_cannot_read_and_writes_nothing(tmp_p
     assert '"hooks" is not an object; nothing written' in refused.stderr
     assert (tmp_path / ".claude" / "settings.json").read_text() == '{"hooks": [1, 2]}'
     assert not (tmp_path / ".mcp.json").exists()
+
+
+def test_a_briefing_loads_no_numpy(tmp_path):
+    """`cortex brief` and the SessionStart hook run as every session starts: numpy (about 40 ms of import) comes
+    with the embedder, which a briefing does not use."""
+    org, store = tmp_path / "org", tmp_path / "store"
+    (org / "agents" / "shop").mkdir(parents=True)
+    (org / "tasks.org").write_text("* TODO Price the new plans :shop:\n")
+    with cx.open(store, org) as c:
+        c.ingest()
+        c.memory.add_item("shop", "fact", "Prices are kept in cents.")
+    briefed = run([sys.executable, "-c",
+                   "import sys\nfrom cortex.cli import main\ntry:\n    main(sys.argv[1:])\nfinally:\n"
+                   "    print('numpy' in sys.modules, file=sys.stderr)",
+                   "brief", "shop", "--store", str(store), "--org", str(org)])
+    assert "- TODO Price the new plans (tasks.org)" in briefed.stdout
+    assert briefed.stderr.strip().splitlines()[-1] == "False"
