@@ -450,22 +450,21 @@ class SearchIndex:
                             hit.keyword_norm, hit, pending)
 
     def _mask(self, f: Filters, at: str | None) -> _Mask:
-        if f.path is None and not replace(f, current=False, valid_at=None).any():
-            # only what holds, in every file: the timed items that do not hold are left out, and when none is,
-            # no key is gathered (at a million items, gathering them was most of a first search)
-            timed = [self.items[k] for k in self.timed]
-            out = {i.key for i in timed if not f.admits(i, at)}
-            return _Mask(set(self.items.keys()) - out if out else None, at,
-                         _sooner(None, timed, at) if f.current else None)
-        paths = [p for p in self.by_path if f.path is None or p.startswith(f.path)]
-        keys = set().union(*(self.by_path[p] for p in paths)) if paths else set()
+        keys = None if f.path is None else self._under(f.path)  # None: every file's
         if replace(f, path=None, current=False, valid_at=None).any():
-            items = [self.items[k] for k in keys]
+            items = [self.items[k] for k in (self._under("") if keys is None else keys)]
             return _Mask({i.key for i in items if f.admits(i, at)}, at, _sooner(None, items, at) if f.current else None)
-        # only where and what holds: an item that says nothing of when it holds always does
-        timed = [self.items[k] for k in keys & self.timed]
-        return _Mask(keys - {i.key for i in timed if not f.admits(i, at)}, at,
-                     _sooner(None, timed, at) if f.current else None)
+        # only where and what holds: an item that says nothing of when it holds always does, and over every file no
+        # key is gathered unless one does not hold (at a million items, gathering them was most of a first search)
+        timed = [self.items[k] for k in (self.timed if keys is None else keys & self.timed)]
+        out = {i.key for i in timed if not f.admits(i, at)}
+        if keys is None and out:
+            keys = set(self.items.keys())
+        return _Mask(None if keys is None else keys - out, at, _sooner(None, timed, at) if f.current else None)
+
+    def _under(self, folder: str) -> set[int]:
+        """The keys of the items in the files whose path starts with `folder`."""
+        return set().union(*(self.by_path[p] for p in self.by_path if p.startswith(folder)))
 
     def _changed(self, f: Filters, m: _Mask, removed: set[int], added: dict[int, Item]) -> set[int] | None:
         """The keys `f` admits once `removed` are gone and `added` came, from those of its mask `m` before."""
