@@ -27,7 +27,8 @@ from .erasures import seal
 from .gc import gc
 from .snapshots import SNAPSHOTS, snapshot_key, snapshots, summary
 
-__all__ = ["PURGES", "Forgotten", "Replaced", "Tombstone", "TreeRewrite", "forget", "purges", "rewrite_documents"]
+__all__ = ["PURGES", "Forgotten", "Replaced", "Tombstone", "TreeRewrite", "forget", "newest_purge", "purges",
+           "rewrite_documents"]
 
 PURGES = "history.purges"
 
@@ -101,6 +102,13 @@ def rewrite_documents(fn: Callable[[str, Oid], Oid | None]) -> TreeRewrite:
         return Tree(entries)
 
     return rewrite
+
+
+def newest_purge(store: Store) -> bytes:
+    """The key of the newest purge of history (b"" when there was none): what derived data kept outside the store
+    records, so that a copy made before a purge, which may hold its text, is never trusted after it."""
+    keys = list(store.table(PURGES).keys_in_order())  # one per purge: few
+    return keys[-1] if keys else b""
 
 
 def purges(store: Store) -> list[Tombstone]:

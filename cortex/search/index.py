@@ -29,6 +29,7 @@ import numpy as np
 from ..backends import Store
 from ..errors import NotFound, UserError
 from ..hashing import Oid
+from ..history.forget import newest_purge
 from ..objects import EMPTY_TREE, Tree
 from . import saving
 from .building import Builder, Progress
@@ -178,7 +179,7 @@ class SearchIndex:
         self.queries = QueryVectors(embedder.embedder)
         self.dirty = False
         self.changed = 0  # items added or removed since the index was made or loaded (`cortex.search.saving`)
-        self.purged = saving.newest_purge(store)  # a purge after this one makes these indexes hold purged text
+        self.purged = newest_purge(store)  # a purge after this one makes these indexes hold purged text
         self.lock = threading.RLock()  # held while the indexes change, and while they are read
         self.builder = Builder(self)
         self._rebuilding: threading.Thread | None = None

@@ -29,7 +29,7 @@ from ..errors import CortexError
 from ..files import remove_stale, write_atomically
 from ..locks import locked
 from ..hashing import Oid
-from ..history.forget import PURGES
+from ..history.forget import newest_purge
 from . import sharing
 from .keyword import KeywordIndex
 from .vector import VectorIndex
@@ -37,7 +37,7 @@ from .vector import VectorIndex
 if TYPE_CHECKING:
     from .index import SearchIndex
 
-__all__ = ["drop", "newest_purge", "restore", "save"]
+__all__ = ["drop", "restore", "save"]
 
 STATE_VERSION = 8  # 2: the state records the newest purge it was made after; 3: dates, speakers, twins, lines;
 # 4: when items hold; 5: inherited tags; 6: each record encoded on its own, keys and lines packed (100,000
@@ -163,9 +163,3 @@ def _lags(index: SearchIndex) -> bool:
         return True
     root, _, _, _, when = found
     return root != bytes(index.root) and (index.changed >= SHARE_AFTER or time.time() - when >= SHARE_AGE)
-
-
-def newest_purge(store: Store) -> bytes:
-    """The key of the newest purge of history (b"" when there was none)."""
-    keys = list(store.table(PURGES).keys_in_order())  # one per purge: few
-    return keys[-1] if keys else b""

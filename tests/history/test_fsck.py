@@ -19,6 +19,7 @@ from cortex.hashing import Oid, hash_bytes
 from cortex.history import PURGES, SNAPSHOTS, SUMMARIES, fsck as history_fsck
 from cortex.history.copies import COPIES
 from cortex.history.erasures import ERASURES
+from cortex.history.forget import newest_purge
 from cortex.history.fsck import TABLE_CHECKS
 from cortex.history.proposals import PENDING, PROPOSALS, propose, reject
 from cortex.ingest import DOCS_BY_BYTES, STATS, SUBTREES
@@ -26,7 +27,7 @@ from cortex.memory.conversation.conformance import WHO, make_turn
 from cortex.memory.conversation.log import TABLE as CONVERSATION
 from cortex.objects import Tree
 from cortex.search.embedders import HashingEmbedder
-from cortex.search import saving, sharing
+from cortex.search import sharing
 from cortex.search.embeddings import EMBEDDINGS
 from cortex.webhooks.deliveries import BODIES, DELIVERIES, Delivery, DeliveryLog, Outcome, id_time_ns, new_id
 from cortex.webhooks.seen import DELIVERY, SEEN, SeenKey
@@ -86,7 +87,7 @@ def stocked(cortex, org, hashing_search, monkeypatch):
     cortex.search("webhook secrets")
     cortex._search_index.save()  # and shared, as a store on PostgreSQL shares it (an LMDB store never does)
     sharing.share(cortex.store, cortex._index_folder(), "stocked", bytes(cortex._search_index.root),
-                  saving.newest_purge(cortex.store))
+                  newest_purge(cortex.store))
     cortex.conversations().add_turn(WHO, make_turn(1))
     delivery(cortex)
     cortex.checkout(org.parent / "copy")

@@ -49,3 +49,25 @@ def test_what_changed_since_the_last_session_and_the_open_todos(tmp_path):
     assert f"* Changed since its last session ({later:%Y-%m-%d %H:%M})\n" in text
     assert "notes.org: Deploys on Tuesday" in text and "logs/" not in text  # its own log is the session itself
     assert "- TODO [#A] Rotate the key (notes.org)" in text
+
+
+def test_its_open_todos_tagged_anywhere_by_a_heading_or_the_file(tmp_path):
+    """Tagged by a heading above or by #+FILETAGS, in any folder; done ones and those that no longer hold left out;
+    the same in a later session (which reads only the files naming the agent), and gone once untagged."""
+    org = tmp_path / "org"
+    (org / "agents" / "dev" / "logs").mkdir(parents=True)
+    (org / "agents" / "dev" / "logs" / "2026-11-26.org").write_text("* 09:00 — A session\n")
+    (org / "team").mkdir()
+    (org / "team" / "infra.org").write_text("#+FILETAGS: :dev:\n* TODO Renew the certificate\n* DONE Move the DNS\n")
+    (org / "projects.org").write_text(
+        "* Cluster :dev:\n** TODO [#A] Upgrade the nodes\n** TODO An old plan\n"
+        ":PROPERTIES:\n:INVALID_AT: [2020-01-01 Wed]\n:END:\n* TODO Someone else's :ops:\n")
+    todos = "* Open TODOs\n- TODO [#A] Upgrade the nodes (projects.org)\n- TODO Renew the certificate (team/infra.org)\n"
+    with cx.open(tmp_path / "store", org) as c:
+        c.ingest()
+        assert todos in c.brief("dev", now=NOW).text
+    with cx.open(tmp_path / "store", org) as c:
+        assert todos in c.brief("dev", now=NOW).text
+        (org / "team" / "infra.org").write_text("* TODO Renew the certificate\n")
+        c.ingest()
+        assert c.brief("dev", now=NOW).text.endswith("* Open TODOs\n- TODO [#A] Upgrade the nodes (projects.org)\n")

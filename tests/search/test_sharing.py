@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import cortex.api as cx
+from cortex.history.forget import newest_purge
 from cortex.search import saving, sharing
 from tests.conftest import REPO
 
@@ -137,7 +138,7 @@ def test_a_purge_leaves_no_shared_index_trusted_on_any_machine(pg_url, org, tmp_
         assert manifests(c) == [] and not list(c.store.table(sharing.SHARED).keys_in_order())
         # a sharer that raced the purge put back a copy made before it: no machine trusts it
         c.store.table(sharing.SHARED)[sharing.MANIFEST + label.encode()] = sharing.encode(stale)
-        assert not sharing.fetch(c.store, tmp_path / "fourth", label, saving.newest_purge(c.store))
+        assert not sharing.fetch(c.store, tmp_path / "fourth", label, newest_purge(c.store))
         assert manifests(c) == []
     after = machine(tmp_path / "second", pg_url, org, "vault passphrase")
     assert after["loaded"][0] == 0  # its own index, made before the purge, was not trusted either

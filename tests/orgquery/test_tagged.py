@@ -1,0 +1,92 @@
+"""Which files name a tag, read once per document and kept beside the store, never trusted across a purge."""
+
+import shutil
+
+import cortex.api as cx
+from cortex.orgquery import tagged
+from cortex.orgquery.tagged import TAGS_FILE, files_naming
+
+FILES = {
+    "a.org": "#+FILETAGS: :ops:\n* Deploy\n",
+    "deep/b.org": "* Projects\n** Cluster :infra:\n*** TODO Rotate the key :dev:\n",
+    "c.org": "* TODO Unrelated :home:\n",
+}
+
+
+def opened(tmp_path, files=FILES):
+    org = tmp_path / "org"
+    for path, text in files.items():
+        (org / path).parent.mkdir(parents=True, exist_ok=True)
+        (org / path).write_text(text)
+    c = cx.open(tmp_path / "store", org)
+    c.ingest()
+    return c, org
+
+
+def reads(monkeypatch) -> list:
+    """The documents `files_naming` reads from here on."""
+    read, named = [], tagged._named
+    monkeypatch.setattr(tagged, "_named", lambda store, document: read.append(document.oid) or named(store, document))
+    return read
+
+
+def test_a_file_names_its_filetags_and_every_headlines_own_tags(tmp_path):
+    c, _ = opened(tmp_path)
+    with c:
+        tree, folder = c.working(), c._index_folder()
+        assert files_naming(c.store, tree, "ops", folder) == ["a.org"]
+        assert files_naming(c.store, tree, "dev", folder) == ["deep/b.org"]  # three levels down
+        assert files_naming(c.store, tree, "infra", None) == ["deep/b.org"]
+        assert files_naming(c.store, tree, "Dev", folder) == []  # Org's tags are case-sensitive
+        assert files_naming(c.store, tree, "missing", folder) == []
+
+
+def test_each_document_is_read_once_and_a_change_reads_only_its_own(tmp_path, monkeypatch):
+    c, org = opened(tmp_path)
+    with c:
+        files_naming(c.store, c.working(), "dev", c._index_folder())
+        assert (c._index_folder() / TAGS_FILE).exists()
+    read = reads(monkeypatch)
+    with cx.open(tmp_path / "store", org) as c:  # a new session reads what the last one kept
+        assert files_naming(c.store, c.working(), "dev", c._index_folder()) == ["deep/b.org"]
+        assert read == []
+        (org / "c.org").write_text("* TODO Unrelated :home:dev:\n")
+        c.ingest()
+        assert files_naming(c.store, c.working(), "dev", c._index_folder()) == ["c.org", "deep/b.org"]
+        assert read == [c.working().entries["c.org"]]
+
+
+def test_with_no_folder_nothing_is_kept(tmp_path, monkeypatch):
+    c, _ = opened(tmp_path)
+    with c:
+        read = reads(monkeypatch)
+        for _ in range(2):
+            assert files_naming(c.store, c.working(), "ops", None) == ["a.org"]
+        assert len(read) == 6 and not (c._index_folder() / TAGS_FILE).exists()
+
+
+def test_what_was_kept_before_a_purge_is_not_trusted_after_it(tmp_path, monkeypatch):
+    """As on another machine, whose folder still holds what it kept: the purge key it was made after differs."""
+    c, org = opened(tmp_path, {**FILES, "agents/old/memory.org": "* Facts\n- A secret :project_x:\n** Kept :project_x:\n"})
+    with c:
+        folder = c._index_folder()
+        assert files_naming(c.store, c.working(), "project_x", folder) == ["agents/old/memory.org"]
+        shutil.copy(folder / TAGS_FILE, tmp_path / "kept")
+        c.memory.purge("old", hard=True)
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(tmp_path / "kept", folder / TAGS_FILE)
+        read = reads(monkeypatch)
+        assert files_naming(c.store, c.working(), "project_x", folder) == []
+        assert len(read) == 3  # every document read again
+        assert b"project_x" not in (folder / TAGS_FILE).read_bytes()
+
+
+def test_a_damaged_file_is_read_again(tmp_path, monkeypatch):
+    c, _ = opened(tmp_path)
+    with c:
+        folder = c._index_folder()
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / TAGS_FILE).write_bytes(b"\x93\x01not msgpack")
+        read = reads(monkeypatch)
+        assert files_naming(c.store, c.working(), "ops", folder) == ["a.org"]
+        assert len(read) == 3
