@@ -38,10 +38,11 @@ def files_naming(store: Store, tree: Tree, tag: str, folder: Path | None) -> lis
         store.objects.preload(unread)
         named.update((oid, _named(store, store.objects[oid])) for oid in unread)
         if folder is not None:
-            kept = {oid: named[oid] for oid in set(entries.values())}
-            write_atomically(folder / TAGS_FILE, encode([VERSION, purged, [[bytes(oid), sorted(tags)]
-                                                                        for oid, tags in kept.items()]]),
-                             durable=False)
+            kept = [[bytes(oid), sorted(named[oid])] for oid in set(entries.values())]
+            try:
+                write_atomically(folder / TAGS_FILE, encode([VERSION, purged, kept]), durable=False)
+            except OSError:  # derived data (a full disk, a folder it cannot write): read again next time
+                pass
     return sorted(path for path, oid in entries.items() if tag in named[oid])
 
 

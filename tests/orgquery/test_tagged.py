@@ -81,6 +81,13 @@ def test_what_was_kept_before_a_purge_is_not_trusted_after_it(tmp_path, monkeypa
         assert b"project_x" not in (folder / TAGS_FILE).read_bytes()
 
 
+def test_a_folder_it_cannot_write_only_costs_the_reading(tmp_path):
+    c, _ = opened(tmp_path)
+    with c:
+        (tmp_path / "a-file").write_text("not a folder")
+        assert files_naming(c.store, c.working(), "ops", tmp_path / "a-file") == ["a.org"]
+
+
 def test_a_damaged_file_is_read_again(tmp_path, monkeypatch):
     c, _ = opened(tmp_path)
     with c:
