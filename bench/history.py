@@ -1,5 +1,6 @@
 """History costs as ratios measured in one run: snapshot and diff at 10k vs 100k objects, a diff's patch vs
-the diff, rollback vs a naive deep copy, and cortex vs git on the shared corpus."""
+the diff, one headline's history across 100 snapshots at 100k vs 10k, rollback vs a naive deep copy, and cortex vs
+git on the shared corpus."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ import cortex.api as cx
 
 
 def synthetic(org: Path, headlines: int, per_file: int = 500) -> None:
-    """Org files holding `headlines` headlines in all (two levels)."""
+    """Org files holding `headlines` headlines in all (two levels), each file's first with the :ID: topic-FILE."""
     org.mkdir(parents=True)
     for f in range(headlines // per_file):
-        lines = []
+        lines = [f"* Topic {f}\n:PROPERTIES:\n:ID: topic-{f}\n:END:\n"]
         for h in range(per_file // 2):
             lines.append(f"* Topic {f}.{h}\n** Note {f}.{h}\nBody text {f} {h} about memory {h % 97}.\n")
         (org / f"file{f:04}.org").write_text("".join(lines))
@@ -64,6 +65,16 @@ def main() -> None:
     patched = best_of(lambda: large.patch(large.diff("HEAD", None)), repeat=5)
     report("diff --patch after one edit at 100k vs the diff alone", patched, diff_large,
            target="(about 1: the text of what changed only)")
+
+    for c, org in ((small, small_org), (large, large_org)):  # 100 snapshots, each after one file's edit
+        for _ in range(100):
+            one_edit(c, org, next(counter))
+            c.workspace.snapshot("one edit")
+    last = f"topic-{100_000 // 500 - 1}", f"topic-{10_000 // 500 - 1}"  # in the last file (by path) of each
+    history_large = best_of(lambda: large.history(last[0]), repeat=3)
+    history_small = best_of(lambda: small.history(last[1]), repeat=3)
+    report("one headline's history across 100 snapshots at 100k vs at 10k", history_large, history_small,
+           target="(about 1: only the files each snapshot changed are read)")
 
     large.snapshot("edited")
     objects = {oid: large.store.objects.raw(oid) for oid in large.store.objects}

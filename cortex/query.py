@@ -91,16 +91,22 @@ def lookup(store: Store, tree: Tree, org_id: str) -> Node:
 def with_id(store: Store, tree: Tree, org_id: str) -> Node | None:
     """The headline whose :ID: is `org_id`, or None; only the file that holds it is walked."""
     for path in sorted(tree.entries):
-        if org_id in _headline_ids(store, tree.entries[path]):
-            return next(node for node in walk(store, tree, [path]) if node.id == org_id)
+        if org_id in headline_ids(store, tree.entries[path]):
+            return in_file(store, tree, path, org_id)
     return None
+
+
+def in_file(store: Store, tree: Tree, path: str, org_id: str) -> Node:
+    """The headline whose :ID: is `org_id` in the file `path`, which holds one (`headline_ids`)."""
+    return next(node for node in walk(store, tree, [path]) if node.id == org_id)
 
 
 # The headline :ID:s of each document read in this process, by document oid (content never changes).
 _IDS: BoundedDict = BoundedDict(100_000)
 
 
-def _headline_ids(store: Store, doc_oid: Oid) -> frozenset[str]:
+def headline_ids(store: Store, doc_oid: Oid) -> frozenset[str]:
+    """The :ID:s of a document's headlines (read once per document in a process)."""
     ids = _IDS.get(doc_oid)
     if ids is None:
         ids = _IDS[doc_oid] = frozenset(node.id for node in walk_document(store, "", store.objects[doc_oid])

@@ -18,7 +18,7 @@ from ..hashing import Oid
 from ..ingest import working_tree
 from ..objects import EMPTY_TREE, Headline, Snapshot, Tree
 from ..org import render_headline, split_blank_end
-from ..query import with_id
+from ..query import headline_ids, in_file
 from ..words import brief, counted
 from .siblings import pair
 from .snapshots import not_negative, resolve, snapshots
@@ -251,9 +251,7 @@ def headline_history(store: Store, org_id: str) -> list[Version]:
     snapshots); a version whose only change is the blank lines ending its section is none."""
     versions: list[Version] = []
     previous: tuple[str, Headline] | None = None
-    for snap in reversed(snapshots(store)):
-        node = with_id(store, store.objects[snap.root], org_id)
-        found = None if node is None else (node.path, node.headline)
+    for snap, found in located(store, org_id):
         if found is None:
             if previous is not None:
                 versions.append(Version(snap, previous[0], previous[1], "removed", previous))
@@ -275,6 +273,30 @@ def headline_history(store: Store, org_id: str) -> list[Version]:
     if not versions:
         raise NotFound(f"no snapshot holds a headline with :ID: {brief(org_id)}")
     return versions[::-1]
+
+
+def located(store: Store, org_id: str) -> Iterator[tuple[Snapshot, tuple[str, Headline] | None]]:
+    """Each kept snapshot, oldest first, with where the headline with :ID: `org_id` is in it (its path and
+    headline, as `with_id` finds it: in the first file by path holding one), or None; only the files a snapshot
+    changed are read."""
+    holding: set[str] = set()  # the files holding one
+    before: Tree | None = None
+    found: tuple[str, Headline] | None = None
+    for snap in reversed(snapshots(store)):
+        tree = store.objects[snap.root]
+        changed = tree.entries.keys() if before is None else before.differing(tree)
+        before = tree
+        for path in changed:
+            if (document := tree.entries.get(path)) is not None and org_id in headline_ids(store, document):
+                holding.add(path)
+            else:
+                holding.discard(path)
+        path = min(holding, default=None)
+        if path is None:
+            found = None
+        elif found is None or path != found[0] or path in changed:  # else the same document: the same headline
+            found = (path, in_file(store, tree, path, org_id).headline)
+        yield snap, found
 
 
 def patch(store: Store, item: Change | Version) -> str:

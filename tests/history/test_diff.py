@@ -96,3 +96,30 @@ def test_a_patch_shows_a_changed_headlines_own_text_and_an_added_subtree_whole(s
     newest, first = store.history("plan")
     assert store.patch([newest]).split("\n")[-4:] == ["-old line", "+new line", " ** Step", " kept"]  # its subtree
     assert store.patch([first]).split("\n")[1:3] == ["--- /dev/null", "+++ b/a.org: Plan"]
+
+
+
+def test_a_headline_is_located_in_each_snapshot_from_what_it_changed_as_its_whole_tree_says(store):
+    """`history` reads only the files each snapshot changed; where it finds the headline is where `with_id` finds
+    it in the snapshot's whole tree: edited, copied into a second file, moved, removed, back again."""
+    import random
+
+    from cortex.history import snapshots
+    from cortex.history.diff import located
+    from cortex.query import with_id
+
+    rng = random.Random(5)
+    paths = ["a.org", "b.org", "sub/c.org", "sub/deep/d.org"]
+    for step in range(80):
+        choice = rng.random()
+        if choice < 0.3:
+            text = f"* Other {step}\n* Target {rng.randint(0, 3)}\n:PROPERTIES:\n:ID: x\n:END:\nbody {rng.randint(0, 2)}\n"
+        else:
+            text = "" if choice < 0.45 else f"* Note {step}\n** Under it\n"
+        write(store, rng.choice(paths), text)
+        store.snapshot(f"step {step}")
+    whole = [with_id(store.store, store.store.objects[snap.root], "x") for snap in reversed(snapshots(store.store))]
+    assert [None if found is None else (found[0], found[1].oid) for _, found in located(store.store, "x")] == \
+        [None if node is None else (node.path, node.headline.oid) for node in whole]
+    assert None in whole and len({node.path for node in whole if node}) == 4  # removed, and in every file
+    assert len(store.history("x")) > 10
