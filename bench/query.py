@@ -5,6 +5,7 @@
   relatives), as rows and as nodes (a repeated query's nodes are kept), vs a scan: a fresh index made
   for the one query, which walks every headline again (with the decoded objects and the dates and links
   of each headline already cached in the process: the scan at its fastest);
+- the backlinks of a headline vs reading every link of every headline;
 - following a one-headline edit vs building the index again;
 - reading a long match string and a long line of links, 100 times the length vs 1 (linear: about 100).
 
@@ -27,8 +28,9 @@ from _common import percentiles, report
 from cortex import org
 from cortex.backends import open_store
 from cortex.objects import Tree
+from cortex.query import walk_document
 from cortex.orgquery import Index, parse_query
-from cortex.orgquery.links import links_in
+from cortex.orgquery.links import link_key, links_in, sources, target_keys
 from cortex.orgquery.matchstrings import compile_match
 
 FILES, PER_FILE = 1000, 100
@@ -127,6 +129,22 @@ def main() -> None:
         report("  indexed, nodes p50 (ms)", p50, scan_p50, "ms", "target <= 5 ms")
         report("  indexed, nodes p95 (ms)", p95, scan_p50, "ms")
         report("  scan p50 (ms)", scan_p50, scan_p50, "ms")
+
+    # backlinks of a headline: from the rows filed under its keys, vs reading every link of every headline (its
+    # files walked beforehand, not timed: the scan at its fastest)
+    targets = [index.node(row) for k in range(0, 1000, 50) for row in index.posting("id", f"id-{5 * k}")]
+    files = [(path, store.objects[oid], list(walk_document(store, path, store.objects[oid])))
+             for path, oid in sorted(tree.entries.items())]
+
+    def scanned(node):
+        wanted = set(target_keys(node))
+        return [b for b in sources(files) if link_key(b.link, b.path) in wanted]
+
+    assert all(index.backlinks(target_keys(n)) == scanned(n) for n in targets[:SCANS])
+    indexed = [timed(lambda n=n: index.backlinks(target_keys(n))) for n in targets]
+    scans = [timed(lambda n=n: scanned(n)) for n in targets[:SCANS]]
+    report(f"backlinks of a headline, p50 of {len(targets)} (ms)", statistics.median(indexed) * 1e3,
+           statistics.median(scans) * 1e3, "ms", "ratio to reading every link")
 
     # one headline edited: follow the new tree, vs building the index again
     path = sorted(tree.entries)[500]

@@ -517,12 +517,11 @@ class Cortex:
         from .orgquery import links
 
         target = self._link_target(node, as_of)
-        files = list(self._org_files(as_of))
         if isinstance(target, str):
-            keys = links.file_keys(target, query.file_id(next(f.document for f in files if f.path == target)))
+            keys = links.file_keys(target, query.file_id(self.store.objects[self.state(as_of).entries[target]]))
         else:
             keys = links.target_keys(target)
-        return links.backlinks(keys, links.sources(files), self.root)
+        return self._query_index(as_of).backlinks(keys, self.root)
 
     def broken_links(self, *, as_of: str | int | None = None) -> list:
         """The id links whose :ID: no headline or file holds, each a `Backlink` (the node holding it, `.link_line`)."""

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from operator import attrgetter
+from pathlib import Path
 
 from ..backends import Store
 from ..bounded import BoundedDict
@@ -506,6 +507,33 @@ class Index:
             if row.node is None:
                 row.node = Node(row.path, row.outline, row.position, row.line, row.headline)
             return row.node
+
+    def backlinks(self, keys: Iterable[tuple], org_root: str | Path | None = None) -> list[links.Backlink]:
+        """The links that lead by one of `keys` (`links.target_keys` of a headline, `links.file_keys` of a file),
+        where they are, in file and document order (a file's text before its first headline first): read from
+        the rows filed under those keys, not from every headline. With `org_root`, absolute file links lead into
+        it too (rows file them as links out of the store)."""
+        wanted = set(keys)
+        with self._lock:
+            rows = set().union(*(self.posting("link", key) for key in wanted))
+            if org_root is not None:
+                rows.update(*(self.posting("link", key) for key in self.keys("link")
+                              if key[0] == "url" and key[1].startswith(("file:/", "file:~"))))
+            found = []
+            for row in rows:
+                leading = [link for link in links.headline_links(row.headline)
+                           if links.link_key(link, row.path, org_root) in wanted]
+                if leading:
+                    node = self.node(row)  # (its file laid out: the row's place is known)
+                    found += [(row.key, node, link) for link in leading]
+            for path, state in self.files.items():
+                ahead = [link for link in links.document_links(state.document)
+                         if links.link_key(link, path, org_root) in wanted]
+                if ahead:
+                    top = links.file_node(path, state.document)
+                    found += [((path, -1), top, link) for link in ahead]
+        found.sort(key=lambda place: place[0])
+        return [links.Backlink(n.path, n.outline, n.position, n.line, n.headline, link) for _, n, link in found]
 
     # --- following a tree -----------------------------------------------------------------------
 

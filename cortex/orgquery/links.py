@@ -22,7 +22,7 @@ from ..org.inline import OPAQUE, bracket_link_at, enclosing, link_closes
 from ..query import Node, file_id
 from .dates import object_lines, section_lines
 
-__all__ = ["LINK_TYPES", "Backlink", "Link", "backlinks", "broken", "document_links", "file_keys", "file_node",
+__all__ = ["LINK_TYPES", "Backlink", "Link", "broken", "document_links", "file_keys", "file_node",
            "headline_links", "link_key", "links_in", "resolve", "sources", "target_index", "target_keys"]
 
 # The link types of Emacs's Org 9.5 with its default modules and org-id (`org-link-types`).
@@ -61,7 +61,7 @@ class Link:
         return self.raw
 
 
-_CACHE: BoundedDict = BoundedDict(200_000)  # by headline oid: content never changes
+_CACHE: BoundedDict = BoundedDict(200_000)  # by headline or document oid: content never changes
 
 
 def headline_links(headline: Headline) -> tuple[Link, ...]:
@@ -74,7 +74,10 @@ def headline_links(headline: Headline) -> tuple[Link, ...]:
 
 def document_links(document: Document) -> tuple[Link, ...]:
     """The links of the text before a file's first headline (its line is counted from the file's first)."""
-    return tuple(_links(object_lines(document.preamble, heading=False, properties=False)))
+    found = _CACHE.get(document.oid)
+    if found is None:
+        found = _CACHE[document.oid] = tuple(_links(object_lines(document.preamble, heading=False, properties=False)))
+    return found
 
 
 def links_in(text: str, line: int = 0) -> list[Link]:
@@ -265,12 +268,6 @@ def resolve(link: Link, source: str, index: dict[tuple, list], root: str | Path 
     """The headlines (nodes) and files (paths) a link in file `source` leads to, given a `target_index`."""
     key = link_key(link, source, root)
     return [] if key is None else index.get(key, [])
-
-
-def backlinks(keys: Iterable[tuple], found: Iterable[Backlink], root: str | Path | None = None) -> list[Backlink]:
-    """The links among `found` whose key is one of `keys` (`target_keys` of a headline, `file_keys` of a file)."""
-    wanted = set(keys)
-    return [ref for ref in found if link_key(ref.link, ref.path, root) in wanted]
 
 
 def broken(found: Iterable[Backlink], index: dict[tuple, list]) -> list[Backlink]:

@@ -142,6 +142,22 @@ def test_backlinks_of_a_file_by_path_or_by_its_id(notes):
     assert where(notes.backlinks("file-projects")) == expected
 
 
+def test_backlinks_follow_each_edit_of_a_session(notes):
+    """Read from the query index the session keeps, brought in line with each edit: a link added in a new file,
+    an absolute one among them, and the links before a file's first headline removed."""
+    assert len(notes.backlinks("task-b")) == 3
+    new = notes.root / "notes" / "new.org"
+    new.write_text(f"* New\n[[id:task-b]] [[file:{notes.root}/notes/projects.org::*Task B]]\n")
+    notes.ingest()
+    assert where(notes.backlinks("task-b"))[:2] == [
+        ("notes/new.org", 2, "[[id:task-b]]"), ("notes/new.org", 2, f"[[file:{notes.root}/notes/projects.org::*Task B]]")]
+    projects = notes.root / "notes" / "projects.org"
+    projects.write_text(PROJECTS.replace("Before the first headline: [[id:task-b][B]] and", "Before:"))
+    notes.ingest()
+    assert [b.path for b in notes.backlinks("task-b")] == ["notes/new.org", "notes/new.org", "notes/projects.org",
+                                                          "notes/sub/deep.org"]
+
+
 def test_links_of_a_headline_and_of_a_file(notes):
     assert [l.raw for l in notes.links("task-b")] == ["[[file:projects.org::*Task A]]", "https://orgmode.org",
                                                        "[[id:nowhere]]"]
