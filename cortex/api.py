@@ -855,7 +855,7 @@ class Cortex:
         if memory_path(agent) not in tree.entries and not logs_in(tree, agent):
             raise NotFound(f"{AGENTS}/{agent}: agent {agent!r} has no memory nor daily logs yet")
         todos = {node.oid: node for node in self.query(["todo"], within=f"{AGENTS}/{agent}/")}
-        todos.update((node.oid, node) for node in self._tagged_todos(self.read_state(), agent))
+        todos.update((node.oid, node) for node in self._tagged_todos(agent))
         since = briefing.last_session(self.store, tree, agent)
         base = briefing.snapshot_at(self.store, since) if since else None
         changes = [] if base is None else [change for change in history.diff(self.store, self.store.objects[base.root],
@@ -864,16 +864,15 @@ class Cortex:
         return briefing.brief(agent, items, list(todos.values()), changes, since,
                               budget=briefing.DEFAULT_BUDGET if budget is None else budget, now=now)
 
-    def _tagged_todos(self, tree: Tree, tag: str) -> list[Node]:
-        """The open TODOs of `tree` tagged `tag` (own or inherited) that hold now, read from the files naming it
-        only (`orgquery.tagged`), so that a briefing costs the same beside many other notes."""
+    def _tagged_todos(self, tag: str) -> list[Node]:
+        """The open TODOs tagged `tag` (own or inherited) that hold now, read from the files naming it only
+        (`orgquery.tagged`), so that a briefing costs the same beside many other notes."""
         from .orgquery import Index, parse_query
         from .orgquery.predicates import And, Valid
         from .orgquery.tagged import files_naming
 
-        files = files_naming(self.store, tree, tag, self._index_folder())
         index = Index(self.store)
-        index.follow(Tree({path: tree.entries[path] for path in files}))
+        index.follow(files_naming(self.store, self.read_state, tag, self._index_folder()))
         return index.nodes(And((parse_query(["and", ["todo"], ["tags", tag]]), Valid(None))))
 
     # --- webhooks ------------------------------------------------------------------------

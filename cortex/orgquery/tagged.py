@@ -10,7 +10,7 @@ memory, or one open read-only) nothing is kept, and every document is read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..backends import Store
@@ -27,12 +27,12 @@ TAGS_FILE = "tags.msgpack"
 VERSION = 1
 
 
-def files_naming(store: Store, tree: Tree, tag: str, folder: Path | None) -> list[str]:
-    """The paths of `tree`'s files that name `tag`, sorted; what each document names is read once and kept in
-    `folder`."""
-    purged = newest_purge(store)  # read first: a purge after it leaves what is kept untrusted
+def files_naming(store: Store, read_tree: Callable[[], Tree], tag: str, folder: Path | None) -> Tree:
+    """The files of the state `read_tree` gives that name `tag`, as a tree; what each document names is read once
+    and kept in `folder`."""
+    purged = newest_purge(store)  # read before the state: a purge after it leaves what is kept untrusted
+    entries = dict(read_tree().entries.items())
     named = _load(folder, purged)
-    entries = dict(tree.entries.items())
     unread = {oid for oid in entries.values() if oid not in named}
     if unread:
         store.objects.preload(unread)
@@ -43,7 +43,7 @@ def files_naming(store: Store, tree: Tree, tag: str, folder: Path | None) -> lis
                 write_atomically(folder / TAGS_FILE, encode([VERSION, purged, kept]), durable=False)
             except OSError:  # derived data (a full disk, a folder it cannot write): read again next time
                 pass
-    return sorted(path for path, oid in entries.items() if tag in named[oid])
+    return Tree({path: oid for path, oid in entries.items() if tag in named[oid]})
 
 
 def _named(store: Store, document: Document) -> frozenset[str]:

@@ -23,6 +23,11 @@ def opened(tmp_path, files=FILES):
     return c, org
 
 
+def naming(c, tag, folder) -> list[str]:
+    """The paths of the files of the working state naming `tag`."""
+    return sorted(files_naming(c.store, c.working, tag, folder).entries)
+
+
 def reads(monkeypatch) -> list:
     """The documents `files_naming` reads from here on."""
     read, named = [], tagged._named
@@ -33,26 +38,26 @@ def reads(monkeypatch) -> list:
 def test_a_file_names_its_filetags_and_every_headlines_own_tags(tmp_path):
     c, _ = opened(tmp_path)
     with c:
-        tree, folder = c.working(), c._index_folder()
-        assert files_naming(c.store, tree, "ops", folder) == ["a.org"]
-        assert files_naming(c.store, tree, "dev", folder) == ["deep/b.org"]  # three levels down
-        assert files_naming(c.store, tree, "infra", None) == ["deep/b.org"]
-        assert files_naming(c.store, tree, "Dev", folder) == []  # Org's tags are case-sensitive
-        assert files_naming(c.store, tree, "missing", folder) == []
+        folder = c._index_folder()
+        assert naming(c, "ops", folder) == ["a.org"]
+        assert naming(c, "dev", folder) == ["deep/b.org"]  # three levels down
+        assert naming(c, "infra", None) == ["deep/b.org"]
+        assert naming(c, "Dev", folder) == []  # Org's tags are case-sensitive
+        assert naming(c, "missing", folder) == []
 
 
 def test_each_document_is_read_once_and_a_change_reads_only_its_own(tmp_path, monkeypatch):
     c, org = opened(tmp_path)
     with c:
-        files_naming(c.store, c.working(), "dev", c._index_folder())
+        naming(c, "dev", c._index_folder())
         assert (c._index_folder() / TAGS_FILE).exists()
     read = reads(monkeypatch)
     with cx.open(tmp_path / "store", org) as c:  # a new session reads what the last one kept
-        assert files_naming(c.store, c.working(), "dev", c._index_folder()) == ["deep/b.org"]
+        assert naming(c, "dev", c._index_folder()) == ["deep/b.org"]
         assert read == []
         (org / "c.org").write_text("* TODO Unrelated :home:dev:\n")
         c.ingest()
-        assert files_naming(c.store, c.working(), "dev", c._index_folder()) == ["c.org", "deep/b.org"]
+        assert naming(c, "dev", c._index_folder()) == ["c.org", "deep/b.org"]
         assert read == [c.working().entries["c.org"]]
 
 
@@ -61,7 +66,7 @@ def test_with_no_folder_nothing_is_kept(tmp_path, monkeypatch):
     with c:
         read = reads(monkeypatch)
         for _ in range(2):
-            assert files_naming(c.store, c.working(), "ops", None) == ["a.org"]
+            assert naming(c, "ops", None) == ["a.org"]
         assert len(read) == 6 and not (c._index_folder() / TAGS_FILE).exists()
 
 
@@ -70,13 +75,13 @@ def test_what_was_kept_before_a_purge_is_not_trusted_after_it(tmp_path, monkeypa
     c, org = opened(tmp_path, {**FILES, "agents/old/memory.org": "* Facts\n- A secret :project_x:\n** Kept :project_x:\n"})
     with c:
         folder = c._index_folder()
-        assert files_naming(c.store, c.working(), "project_x", folder) == ["agents/old/memory.org"]
+        assert naming(c, "project_x", folder) == ["agents/old/memory.org"]
         shutil.copy(folder / TAGS_FILE, tmp_path / "kept")
         c.memory.purge("old", hard=True)
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copy(tmp_path / "kept", folder / TAGS_FILE)
         read = reads(monkeypatch)
-        assert files_naming(c.store, c.working(), "project_x", folder) == []
+        assert naming(c, "project_x", folder) == []
         assert len(read) == 3  # every document read again
         assert b"project_x" not in (folder / TAGS_FILE).read_bytes()
 
@@ -85,7 +90,7 @@ def test_a_folder_it_cannot_write_only_costs_the_reading(tmp_path):
     c, _ = opened(tmp_path)
     with c:
         (tmp_path / "a-file").write_text("not a folder")
-        assert files_naming(c.store, c.working(), "ops", tmp_path / "a-file") == ["a.org"]
+        assert naming(c, "ops", tmp_path / "a-file") == ["a.org"]
 
 
 def test_a_damaged_file_is_read_again(tmp_path, monkeypatch):
@@ -95,5 +100,5 @@ def test_a_damaged_file_is_read_again(tmp_path, monkeypatch):
         folder.mkdir(parents=True, exist_ok=True)
         (folder / TAGS_FILE).write_bytes(b"\x93\x01not msgpack")
         read = reads(monkeypatch)
-        assert files_naming(c.store, c.working(), "ops", folder) == ["a.org"]
+        assert naming(c, "ops", folder) == ["a.org"]
         assert len(read) == 3
