@@ -125,11 +125,10 @@ def _end(match: re.Match | None) -> int | None:
 
 def link_closes(line: str) -> list[int]:
     """For each place in `line`, where the next "]]" starts (-1: nowhere)."""
-    closes, after = [-1] * (len(line) + 2), -1
-    for i in range(len(line) - 1, -1, -1):
-        if line.startswith("]]", i):
-            after = i
-        closes[i] = after
+    closes, start = [-1] * (len(line) + 2), 0
+    while (at := line.find("]]", start)) >= 0:
+        closes[start:at + 1] = [at] * (at + 1 - start)
+        start = at + 1
     return closes
 
 

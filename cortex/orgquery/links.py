@@ -87,6 +87,8 @@ def links_in(text: str, line: int = 0) -> list[Link]:
 
 def _links(lines: Iterable[tuple[int, str]]) -> Iterable[Link]:
     for index, line in lines:
+        if ":" not in line and "[[" not in line:
+            continue  # a typed link names its type before a colon; any other is in brackets
         pos, other, bracket, around = 0, None, None, None
         while True:  # the link that starts first; at one place a bracket link before an angle or plain one
             if other is None or other.start() < pos:
