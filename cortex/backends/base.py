@@ -200,7 +200,7 @@ class ObjectStore:
         if found != oid:
             raise ChecksumMismatch(bytes(oid).hex(), found.hex())
         obj = decode_object(data)
-        obj.__dict__.update(encoded=data, oid=Oid(oid))  # primes the cached properties
+        obj.__dict__.update(encoded=data, oid=found)  # primes the cached properties
         if isinstance(obj, Tree):  # its folders are read from here, when opened
             obj.bind(self.__getitem__)
         self.remember(obj)
