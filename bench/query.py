@@ -7,6 +7,7 @@
   of each headline already cached in the process: the scan at its fastest);
 - the backlinks of a headline vs reading every link of every headline;
 - following a one-headline edit vs building the index again;
+- a new process's first query from the index a session saved vs building it (an LMDB store);
 - reading a long match string and a long line of links, 100 times the length vs 1 (linear: about 100).
 
 The tree is made up (deterministic): 1,000 files of 100 headlines, with TODO keywords, tags drawn
@@ -20,16 +21,22 @@ from __future__ import annotations
 
 import random
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from datetime import date, timedelta
+from pathlib import Path
 
 from _common import percentiles, report
 
 from cortex import org
 from cortex.backends import open_store
+from cortex.hashing import Oid
+from cortex.history import newest_purge
 from cortex.objects import Tree
 from cortex.query import walk_document
-from cortex.orgquery import Index, parse_query
+from cortex.orgquery import Index, parse_query, saving
 from cortex.orgquery.links import link_key, links_in, sources, target_keys
 from cortex.orgquery.matchstrings import compile_match
 
@@ -164,5 +171,43 @@ def main() -> None:
         report(f"{name} (ms)", long * 1e3, short * 1e3, "ms", "linear: about 100")
 
 
+def first_query_in_a_new_process() -> None:
+    """The same tree in an LMDB store: a new process's first query (its nodes) from the index the last session
+    saved (`cortex.orgquery.saving`) vs from an index it builds, three runs each, in turns."""
+    with tempfile.TemporaryDirectory() as work:
+        store = open_store(Path(work) / "store")
+        tree = make_tree(store)
+        store.objects.add(tree)
+        index = Index(store)
+        index.follow(tree)
+        for q in QUERIES:
+            index.nodes(parse_query(q, today=TODAY))
+        saving.save(index, Path(work))
+        store.close()
+        runs = {"saved": [], "built": []}
+        for _ in range(3):
+            for how in runs:
+                done = subprocess.run([sys.executable, __file__, "--first", how, work, tree.oid.hex()], check=True,
+                                      capture_output=True, text=True)
+                runs[how].append(float(done.stdout))
+    saved, built = (statistics.median(runs[how]) for how in ("saved", "built"))
+    report("a new process's first query, from the saved index (s)", saved, built, "s", "ratio to building it")
+
+
+def first_query(how: str, work: str, root: str) -> None:
+    """Print the seconds of the first query of this process, its index restored (`how` "saved") or built."""
+    store = open_store(Path(work) / "store")
+    tree = store.objects[Oid.from_hex(root)]
+    started = time.perf_counter()
+    index = saving.load(store, Path(work), newest_purge(store)) if how == "saved" else Index(store)
+    index.follow(tree)
+    index.nodes(parse_query(QUERIES[0], today=TODAY))
+    print(time.perf_counter() - started)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--first"]:
+        first_query(*sys.argv[2:5])
+    else:
+        main()
+        first_query_in_a_new_process()

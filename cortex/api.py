@@ -21,7 +21,7 @@ from .bounded import BoundedDict
 from .files import EDIT_ATTEMPTS, ChangedMeanwhile, holds, read_or_none, write_atomically
 from .backends import NoStore, Store, is_database_url, open_store
 from .backends.base import TABLES
-from .errors import NotFound, UserError, located
+from .errors import CortexError, NotFound, UserError, located
 from .hashing import Oid
 from .history import Change, DirtyWorkingFiles, LogEntry, RollbackReport, Version, proposals as reviews
 from .ingest import IngestReport
@@ -222,12 +222,14 @@ class Cortex:
     def _query_index(self, as_of: str | int | None, within: str | None = None):
         """The query index of a state: indexes kept in this session, each following its trees incrementally (the
         working state's and the snapshots', of every file or of those `within` a folder)."""
-        from .orgquery import Index
+        from .orgquery import Index, saving
 
         indexes = self.__dict__.setdefault("_query_indexes", {})
         index = indexes.get((as_of is None, within))
         if index is None:
-            index = indexes[as_of is None, within] = Index(self.store)
+            folder = self._index_folder() if as_of is None and within is None else None  # the working state's: saved
+            saved = None if folder is None else saving.load(self.store, folder, history.newest_purge(self.store))
+            index = indexes[as_of is None, within] = saved or Index(self.store)
         index.follow(self.state(as_of, within))
         return index
 
@@ -995,6 +997,7 @@ class Cortex:
             self._search_index.stop_building()
             if not self.store.read_only:
                 self._search_index.save()
+        self._save_query_index()
         try:
             if not self._closed:
                 self.workspace.close()
@@ -1005,6 +1008,20 @@ class Cortex:
         finally:
             self._closed = True
             self.store.close()
+
+    def _save_query_index(self) -> None:
+        """Save the working state's query index beside the store when it changed since it was loaded or saved, and
+        no purge came meanwhile (it would hold the purged text)."""
+        index = self.__dict__.get("_query_indexes", {}).get((True, None))
+        folder = None if index is None else self._index_folder()
+        if (folder is not None and not self._closed and index.state() != index.saved
+                and history.newest_purge(self.store) == index.purged):
+            from .orgquery import saving
+
+            try:
+                saving.save(index, folder)
+            except CortexError:  # derived data (objects gone meanwhile): the next session builds it
+                pass
 
     def __enter__(self) -> "Cortex":
         return self

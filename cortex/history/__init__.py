@@ -10,7 +10,7 @@ from .checkout import DirtyWorkingFiles, RollbackReport, RollbackStopped, Unsnap
 from .copies import (Copy, NotACopy, SyncReport, check_out, conflicts, forget_copy, is_copy, settled, sync,
                      working_copies)
 from .diff import Change, LogEntry, Version, change_counts, diff, headline_history, log, patch, patched, tree_of
-from .forget import PURGES, Forgotten, Tombstone, forget, purges, rewrite_documents
+from .forget import PURGES, Forgotten, Tombstone, forget, newest_purge, purges, rewrite_documents
 from .fsck import FsckProblem, fsck, repair
 from .gc import apply_retention, gc, reach
 from .snapshots import DEFAULT_KEEP, HEAD, SNAPSHOTS, SUMMARIES, head, resolve, snapshot, snapshot_key, \
@@ -23,7 +23,7 @@ __all__ = [
     "gc", "head", "headline_history", "import_snapshot", "log", "reach", "resolve", "rollback", "rollback_state", "snapshot",
     "snapshot_key", "snapshots", "summary", "tree_of", "unsnapshotted_edits",
     "FsckProblem", "fsck", "repair",
-    "PURGES", "Tombstone", "purges", "rewrite_documents",
+    "PURGES", "Tombstone", "newest_purge", "purges", "rewrite_documents",
     "change_counts", "patch", "patched",
     "Copy", "NotACopy", "SyncReport", "check_out", "conflicts", "forget_copy", "is_copy", "settled", "sync",
     "working_copies",

@@ -17,12 +17,11 @@ children are compared one level down. A file whose setup changed (TODO keywords,
 #+CATEGORY, #+PROPERTY, its property drawer) is read again whole. A rebuild from the objects gives the
 same index (the tests check it after random edits).
 
-Nothing is kept in the store. Everything here derives from immutable objects in a few seconds per 100k
-headlines, so it is local to a process, as the design wants derived state: a table of per-headline facts
-keyed by oid would be shareable across machines, but a purge of history would then have to erase the
-facts of what it forgets (titles, links, dates), gc and fsck would have to know the table, and what it
-saves (reading dates and links of a headline, cached by oid in this process anyway) costs less than
-reading the objects that every build reads regardless.
+Nothing is kept in the store: a table of per-headline facts keyed by oid would be shareable across machines,
+but a purge of history would then have to erase the facts of what it forgets (titles, links, dates), and gc and
+fsck would have to know the table. The working state's index is saved beside the store instead, as the search
+indexes are (`orgquery.saving`): a new process restores its rows, which read their headlines when first asked
+for, rather than reading every headline (a few seconds per 100k).
 
 Postings of a kind are collected when a predicate first asks for that kind, in one pass over every row,
 and kept up to date from then on: building an index costs the walk of the tree, and the dates and links
@@ -46,6 +45,7 @@ from pathlib import Path
 from ..backends import Store
 from ..bounded import BoundedDict
 from ..hashing import Oid
+from ..history.forget import newest_purge
 from ..memory.validity import Validity
 from ..objects import EMPTY_TREE, Document, Headline, Tree
 from ..org import file_properties, file_tags
@@ -56,7 +56,8 @@ from . import links
 from .dates import day_of, headline_dates, section_lines, timestamps_in
 from .predicates import PRIORITY_DEFAULT, SPECIAL_PROPERTIES, Predicate
 
-__all__ = ["DAY_KINDS", "KEYS", "Index", "Row", "headline_validity", "scan"]
+__all__ = ["DAY_KINDS", "KEYS", "DayIndex", "FileInfo", "FileState", "Index", "Row", "ValidityIndex", "headline_validity",
+           "scan"]
 
 # org-priority-regexp, matched from the start of the headline as Emacs's `looking-at` does (ignoring case)
 _PRIORITY_COOKIE = re.compile(rf"\*++.*{PRIORITY_COOKIE}", re.I)  # `.*` alone gives back: no retry per star
@@ -96,8 +97,8 @@ class FileInfo:
 class Row:
     """A headline in place: its file, headline object, parent and children, and what it inherits."""
 
-    __slots__ = ("file", "headline", "parent", "children", "inherited", "tags", "category",
-                 "key", "line", "position", "outline", "node", "_links")
+    __slots__ = ("file", "oid", "_headline", "title", "height", "parent", "children", "inherited", "tags",
+                 "category", "key", "line", "position", "outline", "node", "_links")
 
     def __init__(self, file: "FileState", headline: Headline, parent: "Row | None"):
         self.file = file
@@ -111,6 +112,28 @@ class Row:
         self.outline: tuple[str, ...] = ()
         self._links: tuple | None = None
         self.inherited, self.tags, self.category = self.context()
+
+    @classmethod
+    def restored(cls, file: "FileState", oid: Oid, parent: "Row | None", title: str, height: int,
+                 inherited: tuple[str, ...], tags: tuple[str, ...], category: str) -> "Row":
+        """A row of a saved index (`orgquery.saving`): its headline is read when first asked for."""
+        row = cls.__new__(cls)
+        row.file, row.oid, row._headline, row.title, row.height, row.parent = file, oid, None, title, height, parent
+        row.children, row.inherited, row.tags, row.category = [], inherited, tags, category
+        row.key, row.node, row.line, row.position, row.outline, row._links = ("", 0), None, 0, (), (), None
+        return row
+
+    @property
+    def headline(self) -> Headline:
+        """Its headline object (a restored row's is read from the store when first asked for)."""
+        if self._headline is None:
+            self._headline = self.file.read(self.oid)
+        return self._headline
+
+    @headline.setter
+    def headline(self, headline: Headline) -> None:
+        self._headline, self.oid, self.title, self.height = headline, headline.oid, headline.title, \
+            headline.raw.count("\n")
 
     def context(self) -> tuple[tuple[str, ...], tuple[str, ...], str]:
         """Inherited tags, all tags and category, from the parent (or the file) and the headline."""
@@ -143,10 +166,6 @@ class Row:
     @property
     def path(self) -> str:
         return self.file.info.path
-
-    @property
-    def title(self) -> str:
-        return self.headline.title
 
     @property
     def id(self) -> str | None:
@@ -222,7 +241,7 @@ def _priority(row: Row) -> str:
 _SPECIAL: dict[str, Callable[[Row], str | None]] = {
     "TODO": lambda r: r.headline.todo,
     "PRIORITY": _priority,
-    "ITEM": lambda r: r.headline.title,
+    "ITEM": lambda r: r.title,
     "TAGS": lambda r: _tag_string(r.headline.tags),
     "ALLTAGS": lambda r: _tag_string(r.tags),
     "CATEGORY": lambda r: r.category,
@@ -334,6 +353,10 @@ class DayIndex:
                     self._days = None
         self.spans.pop(row, None)
 
+    def rows(self) -> set[Row]:
+        """The rows with a date of its kind."""
+        return set().union(*self.starts.values())
+
     def between(self, first: int | None, last: int | None) -> set[Row]:
         """Rows with a date on a day in [first, last] (either open), a span counting on each of its days."""
         if self._days is None:
@@ -358,13 +381,29 @@ class ValidityIndex:
         self._sorted: tuple[list[datetime], list[datetime]] | None = ([], [])  # None: to sort again
 
     def add(self, row: Row, validity: Validity) -> None:
-        for moments, at in ((self.starts, validity.start), (self.ends, validity.end)):
+        self.put(row, validity.start, validity.end, bool(validity.replaced_by) and validity.end is None)
+
+    def put(self, row: Row, start: datetime | None, end: datetime | None, replaced: bool) -> None:
+        """File a row that starts holding at `start`, stops at `end` (either None: it says nothing), and was
+        `replaced` with no end said."""
+        for moments, at in ((self.starts, start), (self.ends, end)):
             if at is not None:
                 if at not in moments:
                     moments[at], self._sorted = set(), None
                 moments[at].add(row)
-        if validity.replaced_by and validity.end is None:
+        if replaced:
             self.replaced.add(row)
+
+    def moments(self) -> dict[Row, list]:
+        """What `put` filed, by row: [start, end, replaced]."""
+        found: dict[Row, list] = defaultdict(lambda: [None, None, False])
+        for n, moments in enumerate((self.starts, self.ends)):
+            for at, rows in moments.items():
+                for row in rows:
+                    found[row][n] = at
+        for row in self.replaced:
+            found[row][2] = True
+        return found
 
     def remove(self, row: Row, validity: Validity) -> None:
         for moments, at in ((self.starts, validity.start), (self.ends, validity.end)):
@@ -391,15 +430,17 @@ class ValidityIndex:
 
 
 class FileState:
-    """One file of the indexed tree: its document, setup, top-level rows, and whether rows know their lines."""
+    """One file of the indexed tree: its document, setup, top-level rows, whether rows know their lines, and how
+    its rows read their headlines."""
 
-    __slots__ = ("document", "info", "top", "laid_out")
+    __slots__ = ("document", "info", "top", "laid_out", "read")
 
-    def __init__(self, document: Document, info: FileInfo):
+    def __init__(self, document: Document, info: FileInfo, read: Callable[[Oid], Headline]):
         self.document = document
         self.info = info
         self.top: list[Row] = []
         self.laid_out = False
+        self.read = read
 
     def lay_out(self) -> None:
         """Give every row its place: document order, first line, position and outline path."""
@@ -416,9 +457,9 @@ class FileState:
             stack.append((rows, index + 1, position, outline))
             row = rows[index]
             row.key, row.line, row.node = (path, order), line, None
-            row.position, row.outline = (*position, index), (*outline, row.headline.title)
+            row.position, row.outline = (*position, index), (*outline, row.title)
             order += 1
-            line += row.headline.raw.count("\n")
+            line += row.height
             if row.children:
                 stack.append((row.children, 0, row.position, row.outline))
         self.laid_out = True
@@ -432,11 +473,19 @@ class Index:
         self.root: Oid = EMPTY_TREE.oid
         self.files: dict[str, FileState] = {}
         self.rows: set[Row] = set()
-        self._postings: dict[str, dict] = {}  # kind -> key -> rows, for the kinds asked for so far
-        self._days: dict[str, DayIndex] = {}
-        self._validity: ValidityIndex | None = None
+        self.postings: dict[str, dict] = {}  # kind -> key -> rows, for the kinds asked for so far
+        self.dated: dict[str, DayIndex] = {}  # kind -> the rows' days of their dates of that kind, once asked for
+        self.validity: ValidityIndex | None = None  # once asked for
+        self.purged = newest_purge(store)  # a purge after it leaves it holding purged text (`orgquery.saving`)
+        self.saved: tuple | None = None  # `state()` as it was saved or loaded
+        self.unpacked: dict[str, Callable[[], dict]] = {}  # kind -> its saved postings, made when first asked for
         self._memo: dict[Predicate, set] = {}
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()
+
+    def state(self) -> tuple:
+        """What it indexes and has collected: the tree, the kinds of postings and of days, the validity."""
+        return self.root, frozenset(self.postings) | frozenset(self.unpacked), frozenset(self.dated), \
+            self.validity is not None
 
     # --- what predicates read -------------------------------------------------------------------
 
@@ -449,20 +498,20 @@ class Index:
         return [key for key, rows in self._kind(kind).items() if rows]
 
     def days(self, kind: str) -> DayIndex:
-        found = self._days.get(kind)
+        found = self.dated.get(kind)
         if found is None:  # first asked for: collect them now
-            found = self._days[kind] = DayIndex()
+            found = self.dated[kind] = DayIndex()
             for row in self.rows:
                 found.add(row, row.days(kind))
         return found
 
     def not_holding(self, at: datetime | date | None) -> set[Row]:
         """The rows that do not hold at `at` (see `ValidityIndex.rejects`)."""
-        if self._validity is None:  # first asked for: collect them now
-            self._validity = ValidityIndex()
+        if self.validity is None:  # first asked for: collect them now
+            self.validity = ValidityIndex()
             for row in self.rows:
-                self._validity.add(row, row.validity)
-        return self._validity.rejects(at)
+                self.validity.add(row, row.validity)
+        return self.validity.rejects(at)
 
     def memo(self, predicate: Predicate) -> set[Row]:
         """`predicate.select(self)`, once per evaluation."""
@@ -472,9 +521,11 @@ class Index:
         return found
 
     def _kind(self, kind: str) -> dict:
-        found = self._postings.get(kind)
-        if found is None:  # first asked for: collect them now, in one pass
-            found = self._postings[kind] = defaultdict(set)
+        found = self.postings.get(kind)
+        if found is None and kind in self.unpacked:  # saved: made from the saved copy
+            found = self.postings[kind] = self.unpacked.pop(kind)()
+        elif found is None:  # first asked for: collect them now, in one pass
+            found = self.postings[kind] = defaultdict(set)
             keys = KEYS[kind]
             for row in self.rows:
                 for key in keys(row):
@@ -485,7 +536,7 @@ class Index:
 
     def select(self, predicate: Predicate) -> list[Row]:
         """The rows matching `predicate`, in file and document order."""
-        with self._lock:
+        with self.lock:
             self._memo = {}
             try:
                 found = predicate.select(self)
@@ -502,7 +553,7 @@ class Index:
 
     def node(self, row: Row) -> Node:
         """A row as the node every other form takes."""
-        with self._lock:
+        with self.lock:
             row.file.lay_out()  # a file laid out anew gives its rows new nodes
             if row.node is None:
                 row.node = Node(row.path, row.outline, row.position, row.line, row.headline)
@@ -514,7 +565,7 @@ class Index:
         the rows filed under those keys, not from every headline. With `org_root`, absolute file links lead into
         it too (rows file them as links out of the store)."""
         wanted = set(keys)
-        with self._lock:
+        with self.lock:
             rows = set().union(*(self.posting("link", key) for key in wanted))
             if org_root is not None:
                 rows.update(*(self.posting("link", key) for key in self.keys("link")
@@ -539,11 +590,13 @@ class Index:
 
     def follow(self, tree: Tree) -> None:
         """Bring the index in line with `tree`, reading only the files whose document changed."""
-        with self._lock:
+        with self.lock:
             if tree.oid == self.root:
                 return
             old = {path: state.document.oid for path, state in self.files.items()}
             changed = [path for path in old.keys() | tree.entries.keys() if old.get(path) != tree.entries.get(path)]
+            for kind in list(self.unpacked) if changed else ():  # made before rows are filed anew
+                self._kind(kind)
             self.store.objects.preload(tree.entries[path] for path in changed if path in tree.entries)
             for path in sorted(changed):
                 oid = tree.entries.get(path)
@@ -561,7 +614,7 @@ class Index:
         if document is None:
             return
         if state is None:
-            state = self.files[path] = FileState(document, info)
+            state = self.files[path] = FileState(document, info, self.store.objects.__getitem__)
             state.top = self._grow(state, None, document.children)
             return
         state.document, state.laid_out = document, False
@@ -585,7 +638,7 @@ class Index:
         """Rows for `oids` under `parent` from `old`, and the rows whose children are still to compare."""
         by_oid: dict[bytes, list[Row]] = defaultdict(list)
         for row in reversed(old):
-            by_oid[row.headline.oid].append(row)
+            by_oid[row.oid].append(row)
         rows: list[Row | None] = [None] * len(oids)
         pending, below, taken = [], [], set()
         for n, oid in enumerate(oids):
@@ -601,7 +654,7 @@ class Index:
         left = [row for row in old if row not in taken]
         by_title: dict[str, list[Row]] = defaultdict(list)
         for row in reversed(left):
-            by_title[row.headline.title].append(row)
+            by_title[row.title].append(row)
         headlines = {n: self.store.objects[oids[n]] for n in pending}
         unpaired = []
         for n in pending:
@@ -657,27 +710,27 @@ class Index:
 
     def _post(self, row: Row) -> None:
         self.rows.add(row)
-        for kind, postings in self._postings.items():
+        for kind, postings in self.postings.items():
             for key in KEYS[kind](row):
                 postings[key].add(row)
-        for kind, days in self._days.items():
+        for kind, days in self.dated.items():
             days.add(row, row.days(kind))
-        if self._validity is not None:
-            self._validity.add(row, row.validity)
+        if self.validity is not None:
+            self.validity.add(row, row.validity)
 
     def _unpost(self, row: Row) -> None:
         self.rows.discard(row)
-        for kind, postings in self._postings.items():
+        for kind, postings in self.postings.items():
             for key in KEYS[kind](row):
                 rows = postings.get(key)
                 if rows is not None:
                     rows.discard(row)
                     if not rows:
                         del postings[key]
-        for kind, days in self._days.items():
+        for kind, days in self.dated.items():
             days.remove(row, row.days(kind))
-        if self._validity is not None:
-            self._validity.remove(row, row.validity)
+        if self.validity is not None:
+            self.validity.remove(row, row.validity)
 
 
 def scan(store: Store, tree: Tree, predicate: Predicate) -> list[Node]:

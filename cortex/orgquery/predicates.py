@@ -386,7 +386,7 @@ class Heading(Predicate):
     strings: tuple[str, ...]
 
     def test(self, row, scope) -> bool:
-        title = row.headline.title.casefold()
+        title = row.title.casefold()
         return all(s.casefold() in title for s in self.strings)
 
 
@@ -399,7 +399,7 @@ class Regexp(Predicate):
     heading: bool = False
 
     def test(self, row, scope) -> bool:
-        text = row.headline.title if self.heading else row.headline.raw
+        text = row.title if self.heading else row.headline.raw
         return all(regexp(p).search(text) for p in self.patterns)
 
 

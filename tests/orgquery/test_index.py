@@ -205,11 +205,11 @@ def test_kinds_of_postings_are_collected_when_first_asked_for():
     store = open_store(None)
     index = Index(store)
     index.follow(tree_of(store, data_files()))
-    assert index._postings == {} and index._days == {}  # a build reads the tree, not the dates and links
+    assert index.postings == {} and index.dated == {}  # a build reads the tree, not the dates and links
     assert len(index.nodes(parse_query('(tags "security")'))) == 7
-    assert set(index._postings) == {"tag"}
+    assert set(index.postings) == {"tag"}
     assert len(index.nodes(parse_query('(scheduled :on "2026-11-24")'))) == 1
-    assert set(index._days) == {"scheduled"}
+    assert set(index.dated) == {"scheduled"}
 
 
 def test_a_file_whose_setup_changed_is_read_again_whole():
