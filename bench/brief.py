@@ -23,7 +23,7 @@ from memory import seeded, write_logs
 from postgres import generated_org
 
 import cortex.api as cx
-from cortex.orgquery.tagged import TAGS_FILE
+from cortex.orgquery.summaries import SUMMARIES_FILE
 
 AGENT = "small"  # as `seeded` names the agent's items
 CORTEX = str(Path(sys.executable).with_name("cortex"))
@@ -83,8 +83,8 @@ def main() -> None:
             with cx.open(store, org) as c:
                 c.brief(AGENT)
 
-        def first():  # as after a change of every file: each one's tags read (`cortex.orgquery.tagged`)
-            (index_folder / TAGS_FILE).unlink()
+        def first():  # as after a change of every file: each one's tags read (`cortex.orgquery.summaries`)
+            (index_folder / SUMMARIES_FILE).unlink()
             briefed()
 
         with cx.open(store, org) as c:

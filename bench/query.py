@@ -8,6 +8,7 @@
 - the backlinks of a headline vs reading every link of every headline;
 - following a one-headline edit vs building the index again;
 - a new process's first query from the index a session saved vs building it (an LMDB store);
+- a week's agenda beside 100,000 undated headlines vs reading every file;
 - reading a long match string and a long line of links, 100 times the length vs 1 (linear: about 100).
 
 The tree is made up (deterministic): 1,000 files of 100 headlines, with TODO keywords, tags drawn
@@ -194,6 +195,33 @@ def first_query_in_a_new_process() -> None:
     report("a new process's first query, from the saved index (s)", saved, built, "s", "ratio to building it")
 
 
+def agenda_beside_notes() -> None:
+    """A week's agenda of a projects file (500 headlines, dated) beside 100,000 headlines of notes without dates,
+    through the api on an LMDB store: from the files that may be listed (`cortex.orgquery.summaries`) vs reading
+    every file (the agenda of every file, as before), warm, in turns."""
+    import cortex.api as cx
+    from cortex.orgquery.agenda import agenda
+
+    with tempfile.TemporaryDirectory() as work:
+        org = Path(work) / "org"
+        (org / "notes").mkdir(parents=True)
+        for f in range(50):
+            (org / "notes" / f"notes-{f:02}.org").write_text(
+                "".join(f"* Note {f}.{n}\nSome text of the note.\n" for n in range(2000)))
+        (org / "projects.org").write_text("".join(
+            f"* TODO Task {n}\n   SCHEDULED: <{TODAY + timedelta(days=n % 30)}>\n" for n in range(500)))
+        with cx.open(Path(work) / "store", org) as c:
+            c.ingest()
+            listed = [c.agenda(7, TODAY, today=TODAY) for _ in range(2)][-1]
+            assert str(agenda(c._org_files(None), TODAY, 7, TODAY)) == str(listed)
+            fast, every = [], []
+            for _ in range(5):
+                fast.append(timed(lambda: c.agenda(7, TODAY, today=TODAY)))
+                every.append(timed(lambda: agenda(c._org_files(None), TODAY, 7, TODAY)))
+    report("a week's agenda beside 100,000 undated headlines (ms)", statistics.median(fast) * 1e3,
+           statistics.median(every) * 1e3, "ms", "ratio to reading every file")
+
+
 def first_query(how: str, work: str, root: str) -> None:
     """Print the seconds of the first query of this process, its index restored (`how` "saved") or built."""
     store = open_store(Path(work) / "store")
@@ -211,3 +239,4 @@ if __name__ == "__main__":
     else:
         main()
         first_query_in_a_new_process()
+        agenda_beside_notes()

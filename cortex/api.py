@@ -500,7 +500,7 @@ class Cortex:
         if (date.max - start).days < span - 1:
             raise QueryError(f"an agenda of {span:,} days from {start} runs past {date.max}, the last day a date "
                              "can have")
-        return agenda(self._org_files(as_of), start, span, today)
+        return agenda(self._org_files(as_of, dated=True), start, span, today)
 
     def links(self, node, *, as_of: str | int | None = None) -> list:
         """The links of a headline's title and section (a node, an :ID:, an oid, a search result), or of the text
@@ -532,11 +532,14 @@ class Cortex:
         files = list(self._org_files(as_of))
         return links.broken(links.sources(files), links.target_index(files))
 
-    def _org_files(self, ref: str | int | None):
-        """Each file of a state with its document and its headlines in document order."""
+    def _org_files(self, ref: str | int | None, dated: bool = False):
+        """Each file of a state with its document and its headlines in document order; `dated`: of the working
+        state, only those that may hold an agenda entry (`orgquery.summaries`)."""
         from .orgquery.agenda import AgendaFile
+        from .orgquery.summaries import files_dated
 
-        tree = self.state(ref)
+        tree = files_dated(self.store, self.read_state, self._index_folder()) if dated and ref is None \
+            else self.state(ref)
         for path in sorted(tree.entries):
             document = self.store.objects[tree.entries[path]]
             yield AgendaFile(path, document, list(query.walk_document(self.store, path, document)))
@@ -868,10 +871,10 @@ class Cortex:
 
     def _tagged_todos(self, tag: str) -> list[Node]:
         """The open TODOs tagged `tag` (own or inherited) that hold now, read from the files naming it only
-        (`orgquery.tagged`), so that a briefing costs the same beside many other notes."""
+        (`orgquery.summaries`), so that a briefing costs the same beside many other notes."""
         from .orgquery import Index, parse_query
         from .orgquery.predicates import And, Valid
-        from .orgquery.tagged import files_naming
+        from .orgquery.summaries import files_naming
 
         index = Index(self.store)
         index.follow(files_naming(self.store, self.read_state, tag, self._index_folder()))

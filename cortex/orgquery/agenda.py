@@ -29,6 +29,7 @@ from .dates import (Cookie, Diary, Stamp, add_months, day_of, headline_dates, re
                     section_lines, section_stamps, warning)
 from .diary import diary_rule, sexp_line
 from .index import headline_validity
+from .summaries import may_list
 
 __all__ = ["Agenda", "AgendaDay", "AgendaEntry", "AgendaFile", "agenda"]
 
@@ -205,7 +206,7 @@ def _items(file: AgendaFile, today: date) -> Iterator[_Item]:
         category = headline.get("CATEGORY") or category
         skipped = skipped or "ARCHIVE" in headline.tags or _commented(headline) or _ended(headline, began)
         open_.append((depth, inherited + list(headline.tags), category, skipped))
-        if not skipped and ("<" in headline.raw or "%%(" in headline.raw):
+        if not skipped and may_list(headline):
             yield _Item(node, _head(headline), category, _tag_text(inherited, headline.tags),
                         headline.todo in done_keywords)
 

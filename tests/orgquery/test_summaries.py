@@ -1,10 +1,11 @@
-"""Which files name a tag, read once per document and kept beside the store, never trusted across a purge."""
+"""What each document holds (the tags it names, whether the agenda may list a headline of it), read once per document
+and kept beside the store, never trusted across a purge."""
 
 import shutil
 
 import cortex.api as cx
-from cortex.orgquery import tagged
-from cortex.orgquery.tagged import TAGS_FILE, files_naming
+from cortex.orgquery import summaries
+from cortex.orgquery.summaries import SUMMARIES_FILE, files_dated, files_naming
 
 FILES = {
     "a.org": "#+FILETAGS: :ops:\n* Deploy\n",
@@ -29,9 +30,9 @@ def naming(c, tag, folder) -> list[str]:
 
 
 def reads(monkeypatch) -> list:
-    """The documents `files_naming` reads from here on."""
-    read, named = [], tagged._named
-    monkeypatch.setattr(tagged, "_named", lambda store, document: read.append(document.oid) or named(store, document))
+    """The documents read from here on."""
+    read, summary = [], summaries._summary
+    monkeypatch.setattr(summaries, "_summary", lambda store, document: read.append(document.oid) or summary(store, document))
     return read
 
 
@@ -50,7 +51,7 @@ def test_each_document_is_read_once_and_a_change_reads_only_its_own(tmp_path, mo
     c, org = opened(tmp_path)
     with c:
         naming(c, "dev", c._index_folder())
-        assert (c._index_folder() / TAGS_FILE).exists()
+        assert (c._index_folder() / SUMMARIES_FILE).exists()
     read = reads(monkeypatch)
     with cx.open(tmp_path / "store", org) as c:  # a new session reads what the last one kept
         assert naming(c, "dev", c._index_folder()) == ["deep/b.org"]
@@ -67,7 +68,7 @@ def test_with_no_folder_nothing_is_kept(tmp_path, monkeypatch):
         read = reads(monkeypatch)
         for _ in range(2):
             assert naming(c, "ops", None) == ["a.org"]
-        assert len(read) == 6 and not (c._index_folder() / TAGS_FILE).exists()
+        assert len(read) == 6 and not (c._index_folder() / SUMMARIES_FILE).exists()
 
 
 def test_what_was_kept_before_a_purge_is_not_trusted_after_it(tmp_path, monkeypatch):
@@ -76,14 +77,14 @@ def test_what_was_kept_before_a_purge_is_not_trusted_after_it(tmp_path, monkeypa
     with c:
         folder = c._index_folder()
         assert naming(c, "project_x", folder) == ["agents/old/memory.org"]
-        shutil.copy(folder / TAGS_FILE, tmp_path / "kept")
+        shutil.copy(folder / SUMMARIES_FILE, tmp_path / "kept")
         c.memory.purge("old", hard=True)
         folder.mkdir(parents=True, exist_ok=True)
-        shutil.copy(tmp_path / "kept", folder / TAGS_FILE)
+        shutil.copy(tmp_path / "kept", folder / SUMMARIES_FILE)
         read = reads(monkeypatch)
         assert naming(c, "project_x", folder) == []
         assert len(read) == 3  # every document read again
-        assert b"project_x" not in (folder / TAGS_FILE).read_bytes()
+        assert b"project_x" not in (folder / SUMMARIES_FILE).read_bytes()
 
 
 def test_a_folder_it_cannot_write_only_costs_the_reading(tmp_path):
@@ -98,7 +99,29 @@ def test_a_damaged_file_is_read_again(tmp_path, monkeypatch):
     with c:
         folder = c._index_folder()
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / TAGS_FILE).write_bytes(b"\x93\x01not msgpack")
+        (folder / SUMMARIES_FILE).write_bytes(b"\x93\x01not msgpack")
         read = reads(monkeypatch)
         assert naming(c, "ops", folder) == ["a.org"]
         assert len(read) == 3
+
+
+def test_the_files_the_agenda_may_list_a_headline_of(tmp_path):
+    c, org = opened(tmp_path, {
+        "planned.org": "* Projects\n** TODO Ship\n   DEADLINE: <2026-11-30 Mon>\n",
+        "stamped.org": "* Notes\n** Met Dana <2026-11-24 Tue 10:00>\n",
+        "diary.org": "* Birthdays\n%%(diary-anniversary 3 31 2000) Dana\n",
+        "inactive.org": "* Notes\n** Logged [2026-11-24 Tue]\n",
+        "none.org": "* Notes\n** Plain\n",
+    })
+    with c:
+        assert sorted(files_dated(c.store, c.working, c._index_folder()).entries) == [
+            "diary.org", "planned.org", "stamped.org"]
+        assert listed(c) == ["planned.org", "stamped.org"]
+        (org / "none.org").write_text("* Notes\n** TODO Plain\n   SCHEDULED: <2026-11-25 Wed>\n")
+        c.ingest()
+        assert listed(c) == ["none.org", "planned.org", "stamped.org"]
+
+
+def listed(c) -> list[str]:
+    """The files of the week's agenda entries from 2026-11-24."""
+    return sorted({entry.node.path for entry in c.agenda(7, "2026-11-24", today="2026-11-24").entries})
