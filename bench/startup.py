@@ -25,6 +25,7 @@ import resource
 import re
 import select
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -66,6 +67,18 @@ def cpu_so_far(pid: int) -> float:
         return float("nan")
 
 
+def reap(pid: int, seconds: float = 10.0) -> None:
+    """Wait for the REPL to leave after its Ctrl-D; kill it if it has not within `seconds` (a key that met a
+    redraw of the prompt is lost, and the run would wait for ever)."""
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
 def interactive(store: Path, org: Path) -> tuple[float, float, float, float, float]:
     """Seconds until the prompt is drawn, until a key typed then is echoed, until prompt-toolkit is up
     and until the ingest line appears, in a pseudo-terminal; then the CPU seconds the REPL had had when its
@@ -102,7 +115,7 @@ def interactive(store: Path, org: Path) -> tuple[float, float, float, float, flo
                     ingested_at = now
         os.write(fd, b"\x7f\x04")  # rub the key out, then leave
     finally:
-        _, status = os.waitpid(pid, 0)
+        reap(pid)
         os.close(fd)
     if None in (prompt_at, echo_at, editor_at, ingested_at):
         raise RuntimeError(f"the REPL did not come up: {seen[-500:]!r}")
@@ -136,7 +149,7 @@ def first_answer(store: Path, org: Path, form: str, answer: str) -> float:
                     answered_at = time.perf_counter() - started
         os.write(fd, b"\x04")
     finally:
-        _, status = os.waitpid(pid, 0)
+        reap(pid)
         os.close(fd)
     if answered_at is None:
         raise RuntimeError(f"the REPL did not answer {form}: {seen[-500:]!r}")
