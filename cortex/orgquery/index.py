@@ -102,7 +102,7 @@ class Row:
 
     def __init__(self, file: "FileState", headline: Headline, parent: "Row | None"):
         self.file = file
-        self.headline = headline
+        self._headline, self.oid, self.title, self.height = headline, headline.oid, headline.title, None
         self.parent = parent
         self.children: list[Row] = []
         self.key: tuple[str, int] = ("", 0)  # (path, order in the file): results are sorted by it
@@ -132,16 +132,22 @@ class Row:
 
     @headline.setter
     def headline(self, headline: Headline) -> None:
-        self._headline, self.oid, self.title, self.height = headline, headline.oid, headline.title, \
-            headline.raw.count("\n")
+        self._headline, self.oid, self.title, self.height = headline, headline.oid, headline.title, None
+
+    @property
+    def lines(self) -> int:
+        """How many lines its own section takes (a restored row knows it without reading its headline)."""
+        if self.height is None:
+            self.height = self.headline.raw.count("\n")
+        return self.height
 
     def context(self) -> tuple[tuple[str, ...], tuple[str, ...], str]:
         """Inherited tags, all tags and category, from the parent (or the file) and the headline."""
-        parent = self.parent
+        parent, headline = self.parent, self.headline
         inherited = parent.tags if parent is not None else self.file.info.filetags
-        own = self.headline.tags
+        own = headline.tags
         tags = tuple(dict.fromkeys(inherited + own)) if own else inherited
-        category = _own(self.headline, "CATEGORY") or (parent.category if parent else self.file.info.category)
+        category = _own(headline, "CATEGORY") or (parent.category if parent else self.file.info.category)
         return inherited, tags, category
 
     def value(self, name: str, inherit: bool = False) -> str | None:
@@ -459,7 +465,7 @@ class FileState:
             row.key, row.line, row.node = (path, order), line, None
             row.position, row.outline = (*position, index), (*outline, row.title)
             order += 1
-            line += row.height
+            line += row.lines
             if row.children:
                 stack.append((row.children, 0, row.position, row.outline))
         self.laid_out = True
@@ -685,11 +691,12 @@ class Index:
         while stack:
             above, below, siblings = stack.pop()
             for oid in below:
-                row = Row(state, self.store.objects[oid], above)
+                headline = self.store.objects[oid]
+                row = Row(state, headline, above)
                 self._post(row)
                 siblings.append(row)
-                if row.headline.children:
-                    stack.append((row, list(row.headline.children), row.children))
+                if headline.children:
+                    stack.append((row, list(headline.children), row.children))
         return top
 
     def _drop(self, row: Row) -> None:

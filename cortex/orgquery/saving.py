@@ -41,7 +41,7 @@ def save(index: Index, folder: Path) -> None:
         for path, state in sorted(index.files.items()):
             records = []
             for row, parent in _preorder(state.top):
-                records.append([bytes(row.oid), parent, row.title, row.height,
+                records.append([bytes(row.oid), parent, row.title, row.lines,
                                 tag_sets.setdefault(row.inherited, len(tag_sets)),
                                 tag_sets.setdefault(row.tags, len(tag_sets)),
                                 categories.setdefault(row.category, len(categories))])
