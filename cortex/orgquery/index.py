@@ -56,8 +56,8 @@ from . import links
 from .dates import day_of, headline_dates, section_lines, timestamps_in
 from .predicates import PRIORITY_DEFAULT, SPECIAL_PROPERTIES, Predicate
 
-__all__ = ["DAY_KINDS", "KEYS", "DayIndex", "FileInfo", "FileState", "Index", "Row", "ValidityIndex", "headline_validity",
-           "scan"]
+__all__ = ["DAY_KINDS", "KEYS", "DayIndex", "FileInfo", "FileState", "Index", "Row", "ValidityIndex",
+           "headline_validity", "scan"]
 
 # org-priority-regexp, matched from the start of the headline as Emacs's `looking-at` does (ignoring case)
 _PRIORITY_COOKIE = re.compile(rf"\*++.*{PRIORITY_COOKIE}", re.I)  # `.*` alone gives back: no retry per star

@@ -32,7 +32,8 @@ def naming(c, tag, folder) -> list[str]:
 def reads(monkeypatch) -> list:
     """The documents read from here on."""
     read, summary = [], summaries._summary
-    monkeypatch.setattr(summaries, "_summary", lambda store, document: read.append(document.oid) or summary(store, document))
+    monkeypatch.setattr(summaries, "_summary",
+                        lambda store, document: read.append(document.oid) or summary(store, document))
     return read
 
 
@@ -73,7 +74,8 @@ def test_with_no_folder_nothing_is_kept(tmp_path, monkeypatch):
 
 def test_what_was_kept_before_a_purge_is_not_trusted_after_it(tmp_path, monkeypatch):
     """As on another machine, whose folder still holds what it kept: the purge key it was made after differs."""
-    c, org = opened(tmp_path, {**FILES, "agents/old/memory.org": "* Facts\n- A secret :project_x:\n** Kept :project_x:\n"})
+    secret = "* Facts\n- A secret :project_x:\n** Kept :project_x:\n"
+    c, org = opened(tmp_path, {**FILES, "agents/old/memory.org": secret})
     with c:
         folder = c._index_folder()
         assert naming(c, "project_x", folder) == ["agents/old/memory.org"]
