@@ -11,6 +11,10 @@
 - a week's agenda beside 100,000 undated headlines vs reading every file;
 - reading a long match string and a long line of links, 100 times the length vs 1 (linear: about 100).
 
+    .venv/bin/python bench/query.py               (all of the above)
+    .venv/bin/python bench/query.py --saved N     (only the saved index: N generated headlines in an LMDB store, a
+                                                   process building the index vs new processes restoring it)
+
 The tree is made up (deterministic): 1,000 files of 100 headlines, with TODO keywords, tags drawn
 unevenly from 60, priorities, planning dates over four months, clocks, properties and id links (to a
 thousand headlines, ten links each), in a
@@ -222,6 +226,43 @@ def agenda_beside_notes() -> None:
            statistics.median(every) * 1e3, "ms", "ratio to reading every file")
 
 
+def saved_at_scale(headlines: int) -> None:
+    """`bench/postgres.py`'s generated notes (`headlines` of them, 2,000 a file) ingested into an LMDB store: a
+    process's first query building the index, then closing (which saves it), vs a new process's first query from
+    the saved index (two runs); each in a process of its own, with its peak RSS."""
+    from postgres import generated_org
+
+    import cortex.api as cx
+
+    with tempfile.TemporaryDirectory() as work:
+        org, store = Path(work) / "org", Path(work) / "store"
+        generated_org(org, headlines)
+        with cx.open(store, org) as c:
+            c.ingest()
+        runs = [subprocess.run([sys.executable, __file__, "--scaled", how, str(store), str(org)], check=True,
+                               capture_output=True, text=True).stdout.split() for how in ("built", "saved", "saved")]
+    (built, closed, built_rss), *saved = [[float(value) for value in run] for run in runs]
+    print(f"{headlines:,} headlines: building the index and the first query {built:.1f} s, peak RSS "
+          f"{built_rss:.2f} GiB; saving it at close {closed:.1f} s")
+    for first, _, rss in saved:
+        report("  a new process's first query from the saved index (s)", first, built, "s",
+               f"ratio to building it; peak RSS {rss:.2f} GiB")
+
+
+def scaled_query(how: str, store: str, org: str) -> None:
+    """Print the seconds of this process's first query (its index built, or restored from the saved one: `how`),
+    of its close, and its peak RSS in GiB (VmHWM: getrusage would count the parent's RSS when it forked us)."""
+    import cortex.api as cx
+
+    if how == "built":
+        (Path(store) / "index" / saving.QUERY_FILE).unlink(missing_ok=True)
+    c = cx.open(store, org)
+    first = timed(lambda: c.query('(and (todo "TODO") (tags "incident"))'))
+    closed = timed(c.close)
+    peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+    print(first, closed, peak / 2 ** 20)
+
+
 def first_query(how: str, work: str, root: str) -> None:
     """Print the seconds of the first query of this process, its index restored (`how` "saved") or built."""
     store = open_store(Path(work) / "store")
@@ -236,6 +277,10 @@ def first_query(how: str, work: str, root: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--first"]:
         first_query(*sys.argv[2:5])
+    elif sys.argv[1:2] == ["--scaled"]:
+        scaled_query(*sys.argv[2:5])
+    elif sys.argv[1:2] == ["--saved"]:
+        saved_at_scale(int(sys.argv[2]))
     else:
         main()
         first_query_in_a_new_process()
