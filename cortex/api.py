@@ -1013,14 +1013,15 @@ class Cortex:
             self.store.close()
 
     def _save_query_index(self) -> None:
-        """Save the working state's query index beside the store when it changed since it was loaded or saved, and
-        no purge came meanwhile (it would hold the purged text)."""
+        """Save the working state's query index beside the store when the saved copy lags (`orgquery.saving.lags`)
+        and no purge came since it was made (it would hold the purged text)."""
         index = self.__dict__.get("_query_indexes", {}).get((True, None))
         folder = None if index is None else self._index_folder()
-        if (folder is not None and not self._closed and index.state() != index.saved
-                and history.newest_purge(self.store) == index.purged):
-            from .orgquery import saving
+        if folder is None or self._closed:
+            return
+        from .orgquery import saving
 
+        if saving.lags(index) and history.newest_purge(self.store) == index.purged:
             try:
                 saving.save(index, folder)
             except CortexError:  # derived data (objects gone meanwhile): the next session builds it

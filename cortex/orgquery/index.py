@@ -484,6 +484,7 @@ class Index:
         self.validity: ValidityIndex | None = None  # once asked for
         self.purged = newest_purge(store)  # a purge after it leaves it holding purged text (`orgquery.saving`)
         self.saved: tuple | None = None  # `state()` as it was saved or loaded
+        self.changed = 0  # files read again since it was saved or loaded (`orgquery.saving.lags`)
         self.unpacked: dict[str, Callable[[], dict]] = {}  # kind -> its saved postings, made when first asked for
         self._memo: dict[Predicate, set] = {}
         self.lock = threading.RLock()
@@ -607,7 +608,7 @@ class Index:
             for path in sorted(changed):
                 oid = tree.entries.get(path)
                 self._update(path, None if oid is None else self.store.objects[oid])
-            self.root = tree.oid
+            self.root, self.changed = tree.oid, self.changed + len(changed)
 
     def _update(self, path: str, document: Document | None) -> None:
         state = self.files.get(path)

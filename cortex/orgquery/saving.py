@@ -1,5 +1,5 @@
 """The working state's query index saved beside the store, so that a new process's first query reads one file
-rather than every headline.
+rather than every headline. A session saves it as it closes when the saved copy lags (`lags`).
 
 Saved: the tree it indexes, and by file each row's headline oid, parent, title, line count and what it inherits
 (tags, category), with the postings, days and validity it had collected; a restored row reads its headline when a
@@ -25,10 +25,22 @@ from ..files import write_atomically
 from ..hashing import Oid
 from .index import DayIndex, FileInfo, FileState, Index, Row, ValidityIndex
 
-__all__ = ["QUERY_FILE", "load", "save"]
+__all__ = ["QUERY_FILE", "lags", "load", "save"]
 
 QUERY_FILE = "query.msgpack"
 VERSION = 1
+SAVE_AFTER = 100  # files read again since the copy was saved or loaded, after which a close saves it again
+
+
+def lags(index: Index) -> bool:
+    """Whether the saved copy lags behind `index`: there is none, it holds fewer kinds than the index collected, or
+    SAVE_AFTER files changed since (a new process follows fewer from it than saving them all costs)."""
+    if index.saved is None:
+        return True
+    _, kinds, dated, validity = index.state()
+    _, saved_kinds, saved_dated, saved_validity = index.saved
+    return not (kinds <= saved_kinds and dated <= saved_dated and validity <= saved_validity) \
+        or index.changed >= SAVE_AFTER
 
 
 def save(index: Index, folder: Path) -> None:
@@ -62,7 +74,7 @@ def save(index: Index, folder: Path) -> None:
         write_atomically(folder / QUERY_FILE, msgpack.packb(data, use_bin_type=True), durable=False)
     except OSError:
         return
-    index.saved = state
+    index.saved, index.changed = state, 0
 
 
 def load(store: Store, folder: Path, purged: bytes) -> Index | None:
@@ -101,7 +113,7 @@ def load(store: Store, folder: Path, purged: bytes) -> Index | None:
         index.root, index.purged = Oid(root), purged
     except Exception:  # noqa: BLE001 - derived data: unreadable, damaged or of objects gone is as good as absent
         return None
-    index.saved = index.state()
+    index.saved, index.changed = index.state(), 0
     return index
 
 

@@ -100,23 +100,34 @@ def titles(c, q='(tags "ops")') -> list[str]:
     return [n.title for n in c.query(q)]
 
 
-def test_a_new_session_answers_from_what_the_last_one_saved(tmp_path, org):
+def test_a_new_session_answers_from_what_the_last_one_saved(tmp_path, org, monkeypatch):
     with cx.open(tmp_path / "store", org) as c:
         c.ingest()
         first = titles(c)
+        assert titles(c, "(todo)") == ["Secret plan", "Rotate the key", "Deploy"]
         saved = c._index_folder() / QUERY_FILE
     assert first == ["Secret plan", "Rotate the key", "Deploy"] and saved.exists()
-    made = saved.stat().st_mtime_ns
+    made = saved.stat().st_ino
     with cx.open(tmp_path / "store", org) as c:
         assert titles(c) == first
         assert sum(row._headline is None for row in c._query_index(None).rows) == 2  # "Facts", "Plans": none
-    assert saved.stat().st_mtime_ns == made  # nothing changed: not saved again
+    assert saved.stat().st_ino == made  # nothing changed: not saved again
+    with cx.open(tmp_path / "store", org) as c:
+        assert titles(c, '(priority "A")') == []  # a kind of postings the copy lacks: saved again
+    assert saved.stat().st_ino != made
+    made = saved.stat().st_ino
     (org / "notes" / "a.org").write_text("* DONE Rotate the key :ops:\n* Plans :ops:\n")
     with cx.open(tmp_path / "store", org) as c:
         c.ingest()
         assert titles(c) == ["Secret plan", "Rotate the key", "Plans"]
         assert titles(c, "(todo)") == ["Secret plan"]
-    assert saved.stat().st_mtime_ns != made
+    assert saved.stat().st_ino == made  # one file changed: the next session follows it from the copy
+    monkeypatch.setattr(saving, "SAVE_AFTER", 1)
+    with cx.open(tmp_path / "store", org) as c:
+        assert titles(c, "(todo)") == ["Secret plan"]
+    assert saved.stat().st_ino != made  # as many as SAVE_AFTER: saved again
+    with cx.open(tmp_path / "store", org) as c:
+        assert c._query_index(None).changed == 0 and titles(c, "(todo)") == ["Secret plan"]
     with cx.open(tmp_path / "store", org, read_only=True) as c:
         assert titles(c, "(todo)") == ["Secret plan"]
 
