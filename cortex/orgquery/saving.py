@@ -34,7 +34,8 @@ SAVE_AFTER = 100  # files read again since the copy was saved or loaded, after w
 
 def lags(index: Index) -> bool:
     """Whether the saved copy lags behind `index`: there is none, it holds fewer kinds than the index collected, or
-    SAVE_AFTER files changed since (a new process follows fewer from it than saving them all costs)."""
+    SAVE_AFTER files changed since (below that, a new process following them from the copy costs less than a
+    save)."""
     if index.saved is None:
         return True
     _, kinds, dated, validity = index.state()
