@@ -200,7 +200,13 @@ class Cortex:
         if isinstance(prop, str):
             name, _, value = prop.partition("=")
             prop = (name, value or None)
-        found = query.find(self.store, self.state(ref), todo=todo, tag=tag, prop=prop, text=text)
+        if tag is not None and ref is None:  # only the files naming it can hold one tagged so
+            from .orgquery.summaries import files_naming
+
+            tree = files_naming(self.store, self.read_state, tag, self._index_folder())
+        else:
+            tree = self.state(ref)
+        found = query.find(self.store, tree, todo=todo, tag=tag, prop=prop, text=text)
         return [n for n in found if headline_validity(n.headline).holds(at)] if keep else found
 
     def query(self, q, *, as_of: str | int | None = None, match: bool | None = None,

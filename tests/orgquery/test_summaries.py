@@ -127,3 +127,19 @@ def test_the_files_the_agenda_may_list_a_headline_of(tmp_path):
 def listed(c) -> list[str]:
     """The files of the week's agenda entries from 2026-11-24."""
     return sorted({entry.node.path for entry in c.agenda(7, "2026-11-24", today="2026-11-24").entries})
+
+
+def test_find_by_tag_reads_the_files_naming_it_and_finds_what_every_file_gives(tmp_path, monkeypatch):
+    from cortex import query
+
+    c, _ = opened(tmp_path)
+    with c:
+        for tag in ("ops", "infra", "dev", "home", "missing"):
+            assert c.find(tag=tag, all=True) == query.find(c.store, c.working(), tag=tag)
+        assert [n.title for n in c.find(tag="infra")] == ["Cluster", "Rotate the key"]  # inherited too
+        read = reads(monkeypatch)
+        walked = []
+        monkeypatch.setattr(query, "walk_document", lambda store, path, document, walk=query.walk_document:
+                            walked.append(path) or walk(store, path, document))
+        assert [n.title for n in c.find(tag="ops", todo="TODO")] == []
+        assert read == [] and walked == ["a.org"]
