@@ -234,8 +234,10 @@ class Cortex:
         index = indexes.get((as_of is None, within))
         if index is None:
             folder = self._index_folder() if as_of is None and within is None else None  # the working state's: saved
-            saved = None if folder is None else saving.load(self.store, folder, history.newest_purge(self.store))
+            purged = None if folder is None else history.newest_purge(self.store)  # (read before the state)
+            saved = None if folder is None else saving.load(self.store, folder, purged)
             index = indexes[as_of is None, within] = saved or Index(self.store)
+            index.purged = purged
         index.follow(self.state(as_of, within))
         return index
 

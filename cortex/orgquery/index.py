@@ -45,7 +45,6 @@ from pathlib import Path
 from ..backends import Store
 from ..bounded import BoundedDict
 from ..hashing import Oid
-from ..history.forget import newest_purge
 from ..memory.validity import Validity
 from ..objects import EMPTY_TREE, Document, Headline, Tree
 from ..org import file_properties, file_tags
@@ -482,7 +481,7 @@ class Index:
         self.postings: dict[str, dict] = {}  # kind -> key -> rows, for the kinds asked for so far
         self.dated: dict[str, DayIndex] = {}  # kind -> the rows' days of their dates of that kind, once asked for
         self.validity: ValidityIndex | None = None  # once asked for
-        self.purged = newest_purge(store)  # a purge after it leaves it holding purged text (`orgquery.saving`)
+        self.purged: bytes | None = None  # the newest purge of history when it was made, for one that is saved
         self.saved: tuple | None = None  # `state()` as it was saved or loaded
         self.changed = 0  # files read again since it was saved or loaded (`orgquery.saving.lags`)
         self.unpacked: dict[str, Callable[[], dict]] = {}  # kind -> its saved postings, made when first asked for
