@@ -220,7 +220,8 @@ def test_keys_typed_at_the_early_prompt_are_evaluated_and_the_terminal_is_left_a
         screen_until(typist, lambda text: text.endswith(PROMPT))
         os.write(typist, b"(+ 1\r 2)\r")  # at once: before prompt-toolkit is up to read keys
         # Ctrl-D once the ingest line is out, so that it does not meet the terminal while the line is printed.
-        screen = screen_until(typist, lambda text: "\n3\n" in text and "cortex=>" in text.rpartition("ingested")[2])
+        screen = screen_until(typist, lambda text: "\n3\n" in text and "ingested" in text
+                              and "cortex=>" in text.rpartition("ingested")[2])
         assert "cortex=> (+ 1\n      ..  2)\n" in screen
         os.write(typist, b"\x04")
         try:
